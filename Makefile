@@ -1,0 +1,46 @@
+# The two set-up commands of the README: `make run` and `make test`.
+# Each creates or reuses .venv and installs what it needs by itself.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+
+.PHONY: run test bench serve lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall whenever a requirements file changes.
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt
+	$(BIN)/python -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
+## run: the dashboard on http://127.0.0.1:$(PORT)
+run: $(VENV)/.installed
+	$(BIN)/python -m streamlit run app.py --server.port $(PORT)
+
+## test: the whole test suite
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## bench: the quick benchmark (bench/README.md); `make bench ARGS=--full` runs all
+bench: $(VENV)/.installed-bench
+	$(BIN)/python -m bench $(ARGS)
+
+## serve: the HTTP API on 127.0.0.1:8000
+serve: $(VENV)/.installed
+	$(BIN)/contextfit serve
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis bench/results test-artifacts

@@ -1,0 +1,351 @@
+"""What the engine knows about a conversation before any strategy runs.
+
+:class:`Facts` holds, for a list of messages, everything that does not depend
+on the budget: each message's role, kind, id, protection mark, token count
+(filled in lazily when the caller opts out of counting excluded blocks) and
+the tool-call groups. Facts are cached per counter and extended in place of
+being rebuilt when a chat grows: a refit after one appended message checks
+the old messages against snapshots in one C-level list comparison, then
+analyses only the new message.
+
+:class:`FitView` is what a strategy sees for one fit: the facts plus the
+per-fit protection (the current user input and every member of a group that
+holds a protected block), with helpers to count and to walk groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from . import messages as msg
+from . import results as r
+from .counting import Counting
+from .errors import InvalidMessages
+
+# How many recent analyses to keep per counter (the dashboard compares four
+# strategies on one chat; the API serves a few chats at once).
+_PREFIXES_KEPT = 8
+_CHAT_KINDS = frozenset({msg.HISTORY})
+
+
+def _snapshot(message: dict) -> dict:
+    """A copy deep enough to notice later edits of the caller's message."""
+    copy = dict(message)
+    for key, value in copy.items():
+        if type(value) is dict or type(value) is list:
+            copy[key] = msg.clone(value)
+    return copy
+
+
+def _base_reason(message: dict, kind: str) -> str | None:
+    """Protection that depends on the message alone (SPEC §3.3)."""
+    if kind == msg.SYSTEM:
+        return r.SYSTEM
+    if kind == msg.CHARACTER:
+        return r.CHARACTER
+    if kind == msg.PERSONA:
+        return r.PERSONA
+    meta = msg.meta_of(message)
+    if meta.get("required") is True:
+        return r.REQUIRED
+    if message.get("pinned") is True or meta.get("pinned") is True:
+        return r.PINNED
+    return None
+
+
+class Facts:
+    """Budget-independent facts about ``messages[:n]``; extended, never edited.
+
+    The one exception to "never edited" is ``tokens``: a ``None`` slot is
+    filled in when first counted. That write is idempotent, so sharing facts
+    between threads is safe.
+    """
+
+    __slots__ = (
+        "n",
+        "snapshots",
+        "roles",
+        "kinds",
+        "ids",
+        "base_reasons",
+        "protected_base",
+        "manual",
+        "relevance",
+        "tokens",
+        "link_root",
+        "group_of",
+        "members",
+        "group_links",
+        "has_call",
+    )
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.snapshots: list[dict] = []
+        self.roles: list[str] = []
+        self.kinds: list[str] = []
+        self.ids: list[str] = []
+        self.base_reasons: list[str | None] = []
+        self.protected_base: list[int] = []
+        self.manual: list[int] = []
+        self.relevance: dict[int, float] = {}
+        self.tokens: list[int | None] = []
+        self.link_root: dict[str, int] = {}  # link id -> group root
+        self.group_of: dict[int, int] = {}  # message index -> group root (linked messages only)
+        self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
+        self.group_links: dict[int, list[str]] = {}  # root -> its link ids
+        self.has_call: dict[int, bool] = {}  # root -> whether a call (not only results) is in it
+
+    def extended(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> "Facts":
+        """New facts for ``messages`` whose first ``start`` are these facts."""
+        new = Facts()
+        new.snapshots = self.snapshots[:start]
+        new.roles = self.roles[:start]
+        new.kinds = self.kinds[:start]
+        new.ids = self.ids[:start]
+        new.base_reasons = self.base_reasons[:start]
+        new.protected_base = list(self.protected_base)
+        new.manual = list(self.manual)
+        new.relevance = dict(self.relevance)
+        new.tokens = self.tokens[:start]
+        new.link_root = dict(self.link_root)
+        new.group_of = dict(self.group_of)
+        new.members = dict(self.members)
+        new.group_links = dict(self.group_links)
+        new.has_call = dict(self.has_call)
+        new._add(messages, start, counting, count_now)
+        return new
+
+    def _add(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> None:
+        count_message = counting.count_message
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if type(message) is not dict and not isinstance(message, dict):
+                raise InvalidMessages(
+                    f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
+                    f"got {type(message).__name__}",
+                    location=f"messages[{index}]",
+                )
+            self.snapshots.append(_snapshot(message))
+            role = msg.role_of(message)
+            kind = msg.kind_of(message)
+            self.roles.append(role)
+            self.kinds.append(kind)
+            self.ids.append(msg.message_id(message, index))
+            reason = _base_reason(message, kind)
+            self.base_reasons.append(reason)
+            if reason is not None:
+                self.protected_base.append(index)
+            meta = message.get("meta")
+            if type(meta) is dict and meta:
+                if meta.get("manualExcluded") is True:
+                    self.manual.append(index)
+                relevance = meta.get("relevance")
+                if isinstance(relevance, (int, float)) and not isinstance(relevance, bool) and relevance == relevance:
+                    self.relevance[index] = min(max(float(relevance), 0.0), 1.0)
+            self.tokens.append(count_message(message) if count_now else None)
+            if "tool_calls" in message or "content" in message and type(message["content"]) is list or (
+                "tool_call_id" in message or "toolCallId" in message or "callId" in message
+            ):
+                ids, is_result = msg.link_ids(message)
+                if ids:
+                    self._link(index, ids, is_result)
+            self.n = index + 1
+
+    def _link(self, index: int, ids: list[str], is_result: bool) -> None:
+        roots = sorted({self.link_root[i] for i in ids if i in self.link_root})
+        if not roots:
+            root = index
+            self.members[root] = [index]
+            self.group_links[root] = []
+            self.has_call[root] = not is_result
+        else:
+            root = roots[0]
+            members = list(self.members[root])
+            links = list(self.group_links[root])
+            has_call = self.has_call[root] or not is_result
+            for other in roots[1:]:
+                # Two groups meet in this message (rare: results seen before
+                # their call): fold the later one into the earlier.
+                for member in self.members.pop(other):
+                    self.group_of[member] = root
+                    members.append(member)
+                for link in self.group_links.pop(other):
+                    self.link_root[link] = root
+                    links.append(link)
+                has_call = has_call or self.has_call.pop(other)
+            members.append(index)
+            members.sort()
+            self.members[root] = members
+            self.group_links[root] = links
+            self.has_call[root] = has_call
+        self.group_of[index] = root
+        for link in ids:
+            if self.link_root.get(link) != root:
+                self.link_root[link] = root
+                self.group_links[root].append(link)
+
+
+def _same_prefix(messages: list[dict], facts: Facts) -> bool:
+    """Whether ``messages`` starts with what ``facts`` analysed, unedited."""
+    k = facts.n
+    try:
+        return bool(messages[k - 1] == facts.snapshots[k - 1] and messages[:k] == facts.snapshots)
+    except Exception:  # values whose == raises (arrays, odd objects): no reuse
+        return False
+
+
+def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Facts:
+    """Facts for ``messages``, reusing a cached analysis of a prefix of them."""
+    state = counting.state
+    n = len(messages)
+    best: Facts | None = None
+    with state.lock:
+        candidates = list(state.prefixes)
+    for facts in candidates:
+        k = facts.n
+        if k <= n and (best is None or k > best.n):
+            if k == 0 or _same_prefix(messages, facts):
+                best = facts
+                if k == n:
+                    break
+    if best is not None and best.n == n:
+        return best
+    base = best if best is not None else Facts()
+    facts = base.extended(messages, base.n, counting, count_now)
+    with state.lock:
+        prefixes = [f for f in state.prefixes if f is not base]
+        prefixes.insert(0, facts)
+        del prefixes[_PREFIXES_KEPT:]
+        state.prefixes = prefixes
+    return facts
+
+
+class FitView:
+    """One fit's view of a conversation: facts plus per-fit protection."""
+
+    __slots__ = ("messages", "facts", "counting", "n", "protect", "protected", "current_input", "base_tokens")
+
+    def __init__(self, messages: list[dict], facts: Facts, counting: Counting) -> None:
+        self.messages = messages
+        self.facts = facts
+        self.counting = counting
+        self.n = facts.n
+        self.base_tokens = counting.base_tokens
+        protect = list(facts.base_reasons)
+        protected = set(facts.protected_base)
+        group_of, members = facts.group_of, facts.members
+        for index in facts.protected_base:
+            root = group_of.get(index)
+            if root is not None:
+                for member in members[root]:
+                    if protect[member] is None:
+                        protect[member] = protect[index]
+                        protected.add(member)
+        current = None
+        last = self.n - 1
+        if last >= 0 and facts.roles[last] == "user" and facts.kinds[last] in _CHAT_KINDS:
+            current = last
+            if protect[last] is None:
+                protect[last] = r.CURRENT_INPUT
+                protected.add(last)
+            root = group_of.get(last)
+            if root is not None:
+                for member in members[root]:
+                    if protect[member] is None:
+                        protect[member] = r.CURRENT_INPUT
+                        protected.add(member)
+        self.protect = protect
+        self.protected = sorted(protected)
+        self.current_input = current
+
+    # -- counting -----------------------------------------------------------
+    def count(self, index: int) -> int:
+        """Tokens of message ``index`` (counted now if not yet)."""
+        tokens = self.facts.tokens
+        value = tokens[index]
+        if value is None:
+            value = tokens[index] = self.counting.count_message(self.messages[index])
+        return value
+
+    def count_all(self) -> None:
+        """Make sure every message is counted."""
+        tokens = self.facts.tokens
+        if None in tokens:
+            count_message, messages = self.counting.count_message, self.messages
+            for index, value in enumerate(tokens):
+                if value is None:
+                    tokens[index] = count_message(messages[index])
+
+    def count_block(self, message: dict) -> int:
+        """Tokens of a block that is not one of the input messages."""
+        return self.counting.count_message(message)
+
+    def protected_tokens(self) -> int:
+        """The fixed overhead plus every protected message."""
+        count = self.count
+        return self.base_tokens + sum(count(i) for i in self.protected)
+
+    # -- groups ---------------------------------------------------------------
+    def unit(self, index: int) -> list[int] | None:
+        """The members of the unit whose first member is ``index``, or ``None``
+        when ``index`` belongs to a group that starts earlier."""
+        root = self.facts.group_of.get(index)
+        if root is None:
+            return [index]
+        if root != index:
+            return None
+        return self.facts.members[root]
+
+    def units_newest_first(self) -> Iterator[list[int]]:
+        """Unprotected units (single messages or whole groups), newest first.
+
+        A group is as old as its first member, so walking by first members
+        from the end and stopping at the first unit that does not fit keeps
+        the longest run of recent units: "drop the oldest until it fits".
+        """
+        protect = self.protect
+        for index in range(self.n - 1, -1, -1):
+            if protect[index] is not None:
+                continue
+            unit = self.unit(index)
+            if unit is not None:
+                yield unit
+
+    def units_oldest_first(self) -> Iterator[list[int]]:
+        """Unprotected units, oldest first."""
+        protect = self.protect
+        for index in range(self.n):
+            if protect[index] is None:
+                unit = self.unit(index)
+                if unit is not None:
+                    yield unit
+
+    def group_members(self, index: int) -> list[int]:
+        """All members of the group of message ``index`` (itself when alone)."""
+        root = self.facts.group_of.get(index)
+        return [index] if root is None else self.facts.members[root]
+
+    def orphan_groups(self) -> list[list[int]]:
+        """Groups made only of tool results whose call is not in the conversation."""
+        facts = self.facts
+        return [facts.members[root] for root, has_call in facts.has_call.items() if not has_call]
+
+    def text(self, index: int) -> str:
+        """Readable text of message ``index``."""
+        return msg.message_text(self.messages[index])
+
+
+def build_view(messages: Sequence[dict], counting: Counting, count_all: bool = True) -> FitView:
+    """Analyse ``messages`` for one fit (reusing cached facts where possible)."""
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+        if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
+            raise InvalidMessages(
+                f"messages must be a list of message dicts, got {type(messages).__name__}", location="messages"
+            )
+    listed = messages if type(messages) is list else list(messages)
+    facts = facts_for(listed, counting, count_now=count_all)
+    view = FitView(listed, facts, counting)
+    if count_all:
+        view.count_all()
+    return view

@@ -1,0 +1,243 @@
+"""``summarize``: the dropped history becomes one extractive summary block.
+
+No model is called. Sentences are taken verbatim from the dropped messages
+(tool calls and results as one line each) and chosen by salience:
+
+* each content word gets a centroid weight ``(1 + log tf) * idf`` over the
+  dropped span (tf across the span, idf across its messages), so words the
+  span keeps coming back to weigh most and words in every message little;
+* a sentence scores the sum of its distinct words' weights over the square
+  root of its length, plus a bonus for words shared with the recent
+  conversation (what the user is asking about now);
+* sentences are picked greedily with a redundancy penalty (words already
+  covered count less), until the summary size is reached;
+* the picked sentences are printed in source order, each line naming its
+  speaker, and ``meta.sources`` maps every line to the message it came from.
+
+The summary is placed just before the current user input and counted in the
+budget. Only the most recent ``summary_scan_chars`` characters of dropped
+history are read (default 40,000): a summary of a few hundred tokens cannot
+stand for more, and reading megabytes would cost more than the fit itself.
+Older dropped messages keep the reason ``over_budget``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from collections import Counter
+from typing import Any
+
+from .. import messages as msg
+from .. import results as r
+from ..analysis import FitView
+from ..results import InsertedBlock
+from ..text import sentences, words
+from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
+from .recall import recent_query
+
+DEFAULT_SCAN_CHARS = 40_000
+MIN_SUMMARY_TOKENS = 24
+MIN_SENTENCE_WORDS = 3
+TOOL_LINES = ("called ", "result: ")
+_QUERY_BONUS = 0.5
+_REDUNDANCY = 0.7
+
+_units_cache: dict[str, list[tuple[str, list[str]]]] = {}
+_units_lock = threading.Lock()
+_UNITS_CACHE_LIMIT = 50_000
+
+
+def default_summary_tokens(budget: int) -> int:
+    """Default summary size: a tenth of the budget, between 64 and 1,000 tokens."""
+    return min(1000, max(64, budget // 10))
+
+
+def _speaker(message: dict, role: str) -> str:
+    name = message.get("name") or msg.meta_of(message).get("speaker")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return {"user": "User", "assistant": "Assistant", "tool": "Tool", "function": "Tool"}.get(role, role.title() or "Message")
+
+
+def _text_units(text: str) -> list[tuple[str, list[str]]]:
+    """Sentences of a text with their content words (cached by text)."""
+    hit = _units_cache.get(text)
+    if hit is None:
+        hit = [(sentence, words(sentence)) for sentence in sentences(text)]
+        with _units_lock:
+            if len(_units_cache) >= _UNITS_CACHE_LIMIT:
+                for stale in list(_units_cache)[: _UNITS_CACHE_LIMIT // 2]:
+                    _units_cache.pop(stale, None)
+            _units_cache[text] = hit
+    return hit
+
+
+def _message_units(message: dict, role: str) -> list[tuple[str, list[str]]]:
+    """The summary candidates of one message: sentences, or one line per tool call/result."""
+    lines = [msg.call_line(call["name"], call["arguments"]) for call in msg.tool_calls_of(message)]
+    content = message.get("content")
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            part_type = part.get("type") if isinstance(part, dict) else None
+            if isinstance(part_type, str) and part_type.endswith("tool_use"):
+                lines.append(msg.call_line(str(part.get("name", "tool")), part.get("input")))
+            elif isinstance(part_type, str) and part_type.endswith("tool_result"):
+                lines.append("result: " + _one_line(msg.part_text(part)))
+            elif part_type not in ("thinking", "redacted_thinking"):
+                texts.append(msg.part_text(part))
+        text = "\n".join(t for t in texts if t)
+    else:
+        text = content if isinstance(content, str) else ""
+    if role in msg.TOOL_RESULT_ROLES:
+        return [("result: " + _one_line(text), words(text[:400]))] if text.strip() else []
+    units = [("called " + line, words(line)) for line in lines]
+    return _text_units(text) + units if text else units
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class Summarize(BuiltinStrategy):
+    """Like truncate, but the dropped history becomes one local extractive
+    summary placed just before the current user input.
+
+    Options: ``summary_tokens`` (the summary's maximum size; default a tenth
+    of the budget between 64 and 1,000) and ``summary_scan_chars`` (how much
+    of the most recent dropped history is read; default 40,000 characters).
+    """
+
+    name = "summarize"
+    description = (
+        "Like truncate, but the dropped history becomes one local extractive summary (verbatim "
+        "sentences chosen by salience, each traceable to its message) placed before the current input."
+    )
+
+    def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
+        room = room_left(view, budget)
+        plain = start_reasons(view)
+        fill_newest(view, plain, room)
+        if r.OVER_BUDGET not in plain:
+            return Proposal(plain)
+        size = options.get("summary_tokens")
+        size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else default_summary_tokens(budget)
+        scan_chars = options.get("summary_scan_chars", DEFAULT_SCAN_CHARS)
+        reserve = min(size, room)
+        if reserve < MIN_SUMMARY_TOKENS:
+            return Proposal(plain, diagnostics=[_skipped(f"only {room} tokens are free for a summary")])
+        reasons = start_reasons(view)
+        space = fill_newest(view, reasons, room - reserve) + reserve
+        dropped = [i for i, reason in enumerate(reasons) if reason == r.OVER_BUDGET and view.facts.kinds[i] == msg.HISTORY]
+        scanned, chars = [], 0
+        for index in reversed(dropped):
+            text_size = len(view.text(index))
+            if scanned and isinstance(scan_chars, int) and chars + text_size > scan_chars:
+                break
+            scanned.append(index)
+            chars += text_size
+        scanned.reverse()
+        block = self.build(view, scanned, min(space, size), recent_query(view, 4))
+        if block is None:
+            return Proposal(plain, diagnostics=[_skipped("no sentence of the dropped history fits the summary size")])
+        for index in scanned:
+            reasons[index] = r.SUMMARIZED
+        before = view.current_input if view.current_input is not None else view.n
+        diagnostics = []
+        if len(scanned) < len(dropped):
+            diagnostics.append(
+                {
+                    "code": r.SUMMARY_SCAN_LIMITED,
+                    "scanned": len(scanned),
+                    "dropped": len(dropped),
+                    "message": f"The summary reads the {len(scanned)} most recent of {len(dropped)} dropped messages "
+                    f"({chars} characters); older ones stay excluded as over_budget.",
+                }
+            )
+        message, tokens, sources = block
+        return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics)
+
+    def build(self, view: FitView, indices: list[int], max_tokens: int, query: str) -> tuple[dict, int, list[int]] | None:
+        """The summary block for messages ``indices`` in at most ``max_tokens``."""
+        lines: list[tuple[int, str]] = []  # (message index, "Speaker: sentence")
+        line_words: list[set[str]] = []
+        lengths: list[int] = []
+        tool_line: list[bool] = []
+        document_frequency: Counter[str] = Counter()
+        term_frequency: Counter[str] = Counter()
+        for index in indices:
+            message = view.messages[index]
+            role = view.facts.roles[index]
+            speaker = _speaker(message, role)
+            seen: set[str] = set()
+            for sentence, sentence_words in _message_units(message, role):
+                lines.append((index, f"{speaker}: {sentence}"))
+                line_words.append(set(sentence_words))
+                lengths.append(len(sentence_words))
+                tool_line.append(sentence.startswith(TOOL_LINES))
+                term_frequency.update(sentence_words)
+                seen.update(sentence_words)
+            document_frequency.update(seen)
+        total_docs = len(indices)
+        weight = {
+            word: (1.0 + math.log(tf)) * (math.log((1 + total_docs) / (1 + document_frequency[word])) + 1.0)
+            for word, tf in term_frequency.items()
+        }
+        query_words = set(words(query))
+        heap: list[tuple[float, int]] = []
+        for position, unique in enumerate(line_words):
+            # Pleasantries ("Sorry to hear that.") say nothing a summary needs;
+            # tool lines are always candidates.
+            if not unique or (len(unique) < MIN_SENTENCE_WORDS and not tool_line[position]):
+                continue
+            salience = sum(weight[w] for w in unique) / math.sqrt(lengths[position])
+            salience *= 1.0 + _QUERY_BONUS * len(unique & query_words) / len(unique)
+            heap.append((-salience, position))
+        heapq.heapify(heap)
+        empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
+        header = f"Summary of {len(indices)} earlier messages (sentences quoted from them):"
+        empty_cost = view.count_block(empty)
+        remaining = max_tokens - view.count_block({**empty, "content": header})
+        covered: set[str] = set()
+        picked: list[int] = []  # in the order they were picked
+        misses = 0
+        while heap and remaining > 0 and misses < 50:
+            negative, position = heapq.heappop(heap)
+            unique = line_words[position]
+            adjusted = -negative * (1.0 - _REDUNDANCY * len(unique & covered) / len(unique))
+            if heap and adjusted < -heap[0][0]:
+                heapq.heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
+                continue
+            cost = view.count_block({**empty, "content": "\n- " + lines[position][1]}) - empty_cost
+            if cost > remaining:
+                misses += 1
+                continue
+            picked.append(position)
+            covered |= unique
+            remaining -= cost
+        while picked:
+            chosen = sorted(picked)
+            sources = [{"index": lines[p][0], "id": view.facts.ids[lines[p][0]], "text": lines[p][1]} for p in chosen]
+            message = {
+                "role": "system",
+                "content": "\n".join([header] + ["- " + lines[p][1] for p in chosen]),
+                "meta": {
+                    "kind": msg.SUMMARY,
+                    "id": "summary",
+                    "method": "extractive",
+                    "summarized": list(indices),
+                    "sources": sources,
+                },
+            }
+            tokens = view.count_block(message)
+            if tokens <= max_tokens:
+                return message, tokens, list(indices)
+            picked.pop()  # joined lines can cost a token more than apart: give up the last pick
+        return None
+
+
+def _skipped(why: str) -> dict:
+    return {"code": r.SUMMARY_SKIPPED, "message": f"No summary: {why}; the dropped history is excluded as over_budget."}

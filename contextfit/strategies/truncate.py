@@ -1,0 +1,20 @@
+"""``truncate``: drop the oldest unprotected groups until the prompt fits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..analysis import FitView
+from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
+
+
+class Truncate(BuiltinStrategy):
+    """Drops the oldest unprotected groups until the prompt fits."""
+
+    name = "truncate"
+    description = "Drops the oldest unprotected groups (a tool call with all its results counts as one) until the prompt fits."
+
+    def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
+        reasons = start_reasons(view)
+        fill_newest(view, reasons, room_left(view, budget))
+        return Proposal(reasons)

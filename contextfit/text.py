@@ -1,0 +1,84 @@
+"""Small, dependency-free text tools for summaries and relevance.
+
+Words are lower-cased runs of letters and digits (any script), with a short
+English stop-word list removed and a light plural/suffix folding so "forests"
+meets "forest". Sentences split on terminal punctuation and line breaks.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+# A sentence ends at . ! ? … (with any closing quotes or brackets) before
+# white space or the end, at CJK full stops, or at a line break.
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|[。！？]+|\n")
+
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
+    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
+    let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
+    out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this those through
+    to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
+    where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
+    you've your yours yourself yourselves also just like get got one will yes ok okay oh well really
+    """.split()
+)
+
+
+def fold(word: str) -> str:
+    """Fold a lower-case word to a rough stem (plural and common suffixes).
+
+    >>> fold("forests"), fold("running"), fold("studies")
+    ('forest', 'runn', 'study')
+    """
+    if len(word) > 4:
+        if word.endswith("ies"):
+            return word[:-3] + "y"
+        if word.endswith("ing"):
+            return word[:-3]
+        if word.endswith("ed") and not word.endswith("eed"):
+            return word[:-2]
+        if word.endswith("es") and word[-3] in "sxz":
+            return word[:-2]
+        if word.endswith("s") and not word.endswith("ss"):
+            return word[:-1]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Content words of ``text``: lower-cased, stop words removed, folded.
+
+    >>> words("The Shadowfangs came to the forests of Eldoria!")
+    ['shadowfang', 'came', 'forest', 'eldoria']
+    """
+    out = []
+    for match in _WORD.findall(text.lower()):
+        if match not in STOP_WORDS and (len(match) > 1 or not match.isascii()):
+            out.append(fold(match))
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    """Split text into sentences, verbatim (only surrounding space trimmed).
+
+    >>> sentences("Hello there. How are you?\\nFine!")
+    ['Hello there.', 'How are you?', 'Fine!']
+    """
+    out = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        piece = text[start : match.end()].strip()
+        if piece:
+            out.append(piece)
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
