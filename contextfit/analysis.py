@@ -37,6 +37,20 @@ def _snapshot(message: dict) -> dict:
     return copy
 
 
+def _calls_only(message: dict) -> tuple[list[str], bool] | None:
+    """Link ids of a plain OpenAI call message, fast; ``None`` for any other shape."""
+    calls = message.get("tool_calls")
+    if type(calls) is not list or type(message.get("content")) is list or "toolCallId" in message or "callId" in message:
+        return None
+    try:
+        ids = [call["id"] for call in calls]
+    except (TypeError, KeyError):
+        return None
+    if all(type(i) is str and i for i in ids) and "tool_call_id" not in message:
+        return ids, message.get("role") in msg.TOOL_RESULT_ROLES
+    return None
+
+
 def _base_reason(message: dict, kind: str) -> str | None:
     """Protection that depends on the message alone (SPEC §3.3)."""
     if kind == msg.SYSTEM:
@@ -84,7 +98,7 @@ class Facts:
         self.snapshots: list[dict] = []
         self.roles: list[str] = []
         self.kinds: list[str] = []
-        self.ids: list[str] = []
+        self.ids: list[str | None] = []  # explicit ids; None means "use the position"
         self.base_reasons: list[str | None] = []
         self.protected_base: list[int] = []
         self.manual: list[int] = []
@@ -117,7 +131,12 @@ class Facts:
         return new
 
     def _add(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> None:
+        # The hot loop of a cold fit: one pass, locals only, and a short path
+        # for the common message without ``meta``.
         count_message = counting.count_message
+        snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
+        base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
+        system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
         for index in range(start, len(messages)):
             message = messages[index]
             if type(message) is not dict and not isinstance(message, dict):
@@ -126,34 +145,82 @@ class Facts:
                     f"got {type(message).__name__}",
                     location=f"messages[{index}]",
                 )
-            self.snapshots.append(_snapshot(message))
-            role = msg.role_of(message)
-            kind = msg.kind_of(message)
-            self.roles.append(role)
-            self.kinds.append(kind)
-            self.ids.append(msg.message_id(message, index))
-            reason = _base_reason(message, kind)
-            self.base_reasons.append(reason)
-            if reason is not None:
-                self.protected_base.append(index)
+            role = message.get("role")
+            if len(message) == 2 and type(role) is str and type(message.get("content")) is str:
+                # {"role": ..., "content": "..."}: the common chat turn.
+                kind = system if role in system_roles else history
+                reason: str | None = r.SYSTEM if kind is system else None
+                snapshots.append(message.copy())
+                roles.append(role)
+                kinds.append(kind)
+                ids.append(None)
+                base_reasons.append(reason)
+                if reason is not None:
+                    protected.append(index)
+                tokens.append(count_message(message) if count_now else None)
+                continue
+            if type(role) is not str:
+                role = msg.role_of(message)
+            content_is_list = type(message.get("content")) is list
+            linked = content_is_list or "tool_calls" in message or "tool_call_id" in message or (
+                "toolCallId" in message or "callId" in message
+            )
             meta = message.get("meta")
-            if type(meta) is dict and meta:
-                if meta.get("manualExcluded") is True:
-                    self.manual.append(index)
-                relevance = meta.get("relevance")
-                if isinstance(relevance, (int, float)) and not isinstance(relevance, bool) and relevance == relevance:
-                    self.relevance[index] = min(max(float(relevance), 0.0), 1.0)
-            self.tokens.append(count_message(message) if count_now else None)
-            if "tool_calls" in message or "content" in message and type(message["content"]) is list or (
-                "tool_call_id" in message or "toolCallId" in message or "callId" in message
-            ):
-                ids, is_result = msg.link_ids(message)
-                if ids:
-                    self._link(index, ids, is_result)
-            self.n = index + 1
+            if meta is None:
+                kind = system if role in system_roles else history
+                if kind is system:
+                    reason = r.SYSTEM
+                else:
+                    reason = r.PINNED if message.get("pinned") is True else None
+                ident = message.get("id")
+                if ident is not None and (type(ident) is not str or not ident):
+                    ident = msg.explicit_id(message)
+                snapshots.append(_snapshot(message) if linked else message.copy())
+            else:
+                kind = msg.kind_of(message)
+                reason = _base_reason(message, kind)
+                ident = msg.explicit_id(message)
+                snapshots.append(_snapshot(message))
+                if type(meta) is dict:
+                    self._meta_marks(index, meta)
+            roles.append(role)
+            kinds.append(kind)
+            ids.append(ident)
+            base_reasons.append(reason)
+            if reason is not None:
+                protected.append(index)
+            tokens.append(count_message(message) if count_now else None)
+            if linked:
+                call_id = message.get("tool_call_id")
+                if type(call_id) is str and call_id and not content_is_list and not (
+                    "tool_calls" in message or "toolCallId" in message or "callId" in message
+                ):
+                    self._link(index, [call_id], role in msg.TOOL_RESULT_ROLES)  # an OpenAI tool result
+                else:
+                    link, is_result = _calls_only(message) or msg.link_ids(message)
+                    if link:
+                        self._link(index, link, is_result)
+        self.n = len(messages)
+
+    def _meta_marks(self, index: int, meta: dict) -> None:
+        if meta.get("manualExcluded") is True:
+            self.manual.append(index)
+        relevance = meta.get("relevance")
+        if isinstance(relevance, (int, float)) and not isinstance(relevance, bool) and relevance == relevance:
+            self.relevance[index] = min(max(float(relevance), 0.0), 1.0)
 
     def _link(self, index: int, ids: list[str], is_result: bool) -> None:
-        roots = sorted({self.link_root[i] for i in ids if i in self.link_root})
+        # Messages arrive in order, so ``index`` is above every member so far.
+        if len(ids) == 1:
+            root = self.link_root.get(ids[0])
+            if root is not None:  # a result joining its call: the common case
+                self.members[root] = [*self.members[root], index]
+                if not is_result and not self.has_call[root]:
+                    self.has_call[root] = True
+                self.group_of[index] = root
+                return
+        link_root = self.link_root
+        roots = sorted({link_root[i] for i in ids if i in link_root}) if any(i in link_root for i in ids) else ()
         if not roots:
             root = index
             self.members[root] = [index]
@@ -202,13 +269,10 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
     best: Facts | None = None
     with state.lock:
         candidates = list(state.prefixes)
-    for facts in candidates:
-        k = facts.n
-        if k <= n and (best is None or k > best.n):
-            if k == 0 or _same_prefix(messages, facts):
-                best = facts
-                if k == n:
-                    break
+    for facts in sorted(candidates, key=lambda f: f.n, reverse=True):
+        if facts.n <= n and (facts.n == 0 or _same_prefix(messages, facts)):
+            best = facts
+            break
     if best is not None and best.n == n:
         return best
     base = best if best is not None else Facts()
@@ -330,6 +394,11 @@ class FitView:
         """Groups made only of tool results whose call is not in the conversation."""
         facts = self.facts
         return [facts.members[root] for root, has_call in facts.has_call.items() if not has_call]
+
+    def id_of(self, index: int) -> str:
+        """The id shown in audits: the message's own, else its position."""
+        ident = self.facts.ids[index]
+        return str(index) if ident is None else ident
 
     def text(self, index: int) -> str:
         """Readable text of message ``index``."""

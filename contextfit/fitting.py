@@ -15,8 +15,10 @@ Order of work for one fit:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from itertools import compress, repeat
+from operator import is_, is_not
 from typing import Any
 
 from . import messages as msg
@@ -139,7 +141,8 @@ def _propose(
     try:
         if callable(getattr(impl, "propose", None)):
             proposal = impl.propose(view, budget, **options)
-            check_proposal(proposal, view.n)
+            if not trusted:
+                check_proposal(proposal, view.n)
         else:
             given = [msg.clone(m) for m in view.messages]
             output = impl(given, count_tokens, budget, **options)
@@ -212,13 +215,15 @@ def _enforce(view: FitView, proposal: Proposal, budget: int, name: str, diagnost
     return lost
 
 
+def _kept_mask(reasons: list[str | None]) -> Iterator[bool]:
+    return map(is_, reasons, repeat(None))
+
+
 def _total(view: FitView, proposal: Proposal) -> int:
-    count = view.count
-    total = view.base_tokens + sum(block.tokens for block in proposal.inserted)
-    for index, reason in enumerate(proposal.reasons):
-        if reason is None:
-            total += count(index)
-    return total
+    """Overhead plus every kept message and inserted block (kept messages are
+    always counted: strategies count what they keep)."""
+    inserted = sum(block.tokens or 0 for block in proposal.inserted)
+    return view.base_tokens + inserted + sum(compress(view.facts.tokens, _kept_mask(proposal.reasons)))  # type: ignore[arg-type]
 
 
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
@@ -296,23 +301,29 @@ def _assemble(
     restored: list[int],
     tokens: int,
 ) -> FitResult:
-    messages, reasons, protect = view.messages, proposal.reasons, view.protect
-    final = [r.WITHIN_BUDGET if reason is None else reason for reason in reasons]
-    for index in view.protected:
-        final[index] = protect[index]  # type: ignore[assignment]
-    for index in restored:
-        final[index] = r.RESTORED
-    inserted = sorted(proposal.inserted, key=lambda block: block.before)
-    kept = [message for message, _ in prompt_items(view, proposal)]
-    excluded = [messages[index] for index, reason in enumerate(reasons) if reason is not None]
+    messages, reasons = view.messages, proposal.reasons
+    if proposal.inserted:
+        kept = [message for message, _ in prompt_items(view, proposal)]
+    else:
+        kept = list(compress(messages, _kept_mask(reasons)))
+    excluded = list(compress(messages, map(is_not, reasons, repeat(None))))
     facts = view.facts
     decisions = Decisions(
-        messages, final, list(facts.tokens), facts.roles, facts.kinds, facts.ids, facts.group_of, inserted
+        messages,
+        list(reasons),
+        view.protect,
+        dict.fromkeys(restored, r.RESTORED),
+        list(facts.tokens),
+        facts.roles,
+        facts.kinds,
+        facts.ids,
+        facts.group_of,
+        proposal.inserted,
     )
     return FitResult(
         kept=kept,
         excluded=excluded,
-        truncated=[block.message for block in inserted],
+        truncated=[block.message for block in sorted(proposal.inserted, key=lambda block: block.before)],
         tokens=tokens,
         budget=budget,
         decisions=decisions,

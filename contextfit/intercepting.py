@@ -22,7 +22,7 @@ from .analysis import Facts, FitView
 from .fitting import prompt_items
 from .plugins import InterceptorInfo
 from .proposals import match_items
-from .results import Decisions, FitResult, InsertedBlock
+from .results import FitResult, InsertedBlock
 from .strategies.base import Proposal
 
 _MAX_RECOUNTS = 6
@@ -150,12 +150,12 @@ def raise_budget(actual: int, budget: int) -> None:
 
 
 def _result(view: FitView, result: FitResult, items, gone, diagnostics, tokens: int) -> FitResult:
-    decisions: Decisions = result.decisions  # type: ignore[assignment]
-    reasons = list(decisions._reasons)
+    overrides: dict[int, str] = {}
     blocks: list[InsertedBlock] = []
-    # Where each block not from the input stands: before the next input message.
-    def before_of(sequence: list[tuple[dict, Any]], j: int) -> int:
-        for _, origin in sequence[j + 1 :]:
+
+    def before_of(j: int) -> int:
+        """Where a block not from the input stands: before the next input message."""
+        for _, origin in items[j + 1 :]:
             if isinstance(origin, int):
                 return origin
             if isinstance(origin, InsertedBlock):
@@ -166,11 +166,11 @@ def _result(view: FitView, result: FitResult, items, gone, diagnostics, tokens: 
         if isinstance(origin, InsertedBlock):
             blocks.append(origin)
         elif isinstance(origin, _Added):
-            blocks.append(InsertedBlock(message, before_of(items, j), r.WITHIN_BUDGET,
-                                        view.counting.count_message(message), (), f"interceptor {origin.name}"))
+            blocks.append(InsertedBlock(message, before_of(j), r.WITHIN_BUDGET, view.counting.count_message(message),
+                                        (), f"interceptor {origin.name}"))
     for message, origin, reason in gone:
         if isinstance(origin, int):
-            reasons[origin] = reason
+            overrides[origin] = reason
         elif isinstance(origin, InsertedBlock):
             blocks.append(replace(origin, reason=reason))
         else:
@@ -178,14 +178,17 @@ def _result(view: FitView, result: FitResult, items, gone, diagnostics, tokens: 
                                         f"interceptor {origin.name}"))
     kept = [message for message, _ in items]
     kept_ids = {id(message) for message in kept}
+    decisions = result.decisions.with_changes(overrides, blocks)  # type: ignore[attr-defined]
+    excluded = list(result.excluded)
+    if overrides:
+        excluded = [view.messages[i] for i in range(view.n) if not r.is_included(decisions.reason_of(i))]
     return FitResult(
         kept=kept,
-        excluded=[view.messages[i] for i, reason in enumerate(reasons) if not r.is_included(reason)],
+        excluded=excluded,
         truncated=[m for m in result.truncated if id(m) in kept_ids],
         tokens=tokens,
         budget=result.budget,
-        decisions=Decisions(view.messages, reasons, decisions._tokens, decisions._roles, decisions._kinds,
-                            decisions._ids, decisions._groups, blocks),
+        decisions=decisions,
         strategy=result.strategy,
         diagnostics=diagnostics,
         protected_tokens=result.protected_tokens,

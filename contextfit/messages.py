@@ -65,12 +65,22 @@ def is_pinned(message: dict) -> bool:
     return message.get("pinned") is True or meta_of(message).get("pinned") is True
 
 
-def message_id(message: dict, index: int) -> str:
-    """A stable id for audits: ``id`` or ``meta.id``, else the position."""
+def explicit_id(message: dict) -> str | None:
+    """The message's own id (``id`` or ``meta.id``), or ``None``.
+
+    >>> explicit_id({"id": 7}), explicit_id({"meta": {"id": "m1"}}), explicit_id({})
+    ('7', 'm1', None)
+    """
     for value in (message.get("id"), meta_of(message).get("id")):
         if isinstance(value, (str, int)) and not isinstance(value, bool) and value != "":
             return str(value)
-    return str(index)
+    return None
+
+
+def message_id(message: dict, index: int) -> str:
+    """A stable id for audits: ``id`` or ``meta.id``, else the position."""
+    found = explicit_id(message)
+    return str(index) if found is None else found
 
 
 def link_ids(message: dict) -> tuple[list[str], bool]:
@@ -203,8 +213,17 @@ def clone(value: Any) -> Any:
     Much faster than :func:`copy.deepcopy` for message dicts, and enough to
     keep a caller's messages safe from a plugin that edits what it is given.
     """
+    kind = type(value)
+    if kind is dict:
+        copy = value.copy()
+        for key, item in copy.items():
+            if type(item) is dict or type(item) is list:
+                copy[key] = clone(item)
+        return copy
+    if kind is list:
+        return [clone(item) if type(item) is dict or type(item) is list else item for item in value]
     if isinstance(value, dict):
-        return {key: clone(item) if isinstance(item, (dict, list)) else item for key, item in value.items()}
+        return {key: clone(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [clone(item) if isinstance(item, (dict, list)) else item for item in value]
+        return [clone(item) for item in value]
     return value

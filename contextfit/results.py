@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from .messages import kind_of, message_id, role_of
+from .messages import explicit_id, kind_of, role_of
 
 # Why a block was included.
 SYSTEM = "system"
@@ -134,13 +134,21 @@ class Decisions(Sequence[Decision]):
     A fit of 10,000 messages must not pay for 10,000 objects nobody reads, so
     this read-only sequence keeps the per-message arrays and makes a
     :class:`Decision` when one is asked for. It behaves like a list.
+
+    The reason of input message ``i`` is ``overrides[i]`` when present, else
+    ``reasons[i]`` (an exclusion reason), else for a kept message its
+    protection reason ``protect[i]``, else ``within_budget``.
     """
 
-    __slots__ = ("_messages", "_reasons", "_tokens", "_roles", "_kinds", "_ids", "_groups", "_inserted", "_positions")
+    __slots__ = ("_messages", "_reasons", "_protect", "_overrides", "_tokens", "_roles", "_kinds", "_ids", "_groups",
+                 "_inserted", "_positions")
 
-    def __init__(self, messages, reasons, tokens, roles, kinds, ids, groups, inserted: Sequence[InsertedBlock]):
+    def __init__(self, messages, reasons, protect, overrides, tokens, roles, kinds, ids, groups,
+                 inserted: Sequence[InsertedBlock]):
         self._messages = messages
         self._reasons = reasons
+        self._protect = protect
+        self._overrides = overrides
         self._tokens = tokens
         self._roles = roles
         self._kinds = kinds
@@ -153,6 +161,11 @@ class Decisions(Sequence[Decision]):
 
     def __len__(self) -> int:
         return len(self._reasons) + len(self._inserted)
+
+    def reason_of(self, index: int) -> str:
+        """The reason of input message ``index``."""
+        reason = self._overrides.get(index) or self._reasons[index] or self._protect[index]
+        return reason or WITHIN_BUDGET
 
     @overload
     def __getitem__(self, position: int) -> Decision: ...
@@ -176,13 +189,14 @@ class Decisions(Sequence[Decision]):
                 tokens=block.tokens,
                 role=role_of(block.message),
                 kind=kind_of(block.message),
-                id=message_id(block.message, -1) if message_id(block.message, -1) != "-1" else f"inserted-{k}",
+                id=explicit_id(block.message) or f"inserted-{k}",
                 message=block.message,
                 sources=block.sources,
                 origin=block.origin,
             )
         index = position - (k + 1)
-        reason = self._reasons[index]
+        reason = self.reason_of(index)
+        ident = self._ids[index]
         return Decision(
             index=index,
             included=reason in _INCLUDED,
@@ -190,7 +204,7 @@ class Decisions(Sequence[Decision]):
             tokens=self._tokens[index],
             role=self._roles[index],
             kind=self._kinds[index],
-            id=self._ids[index],
+            id=str(index) if ident is None else ident,
             message=self._messages[index],
             group=self._groups.get(index),
         )
@@ -209,15 +223,15 @@ class Decisions(Sequence[Decision]):
 
     def reasons(self) -> list[str]:
         """Every reason in prompt order (cheap: no Decision objects)."""
-        out = list(self._reasons)
-        for k, block in enumerate(self._inserted):
-            out.insert(self._positions[k], block.reason)
+        out = [self.reason_of(index) for index in range(len(self._reasons))]
+        for position, block in zip(self._positions, self._inserted):
+            out.insert(position, block.reason)
         return out
 
-    def for_index(self, index: int) -> Decision:
-        """The decision of input message ``index``."""
-        k = bisect_right([b.before for b in self._inserted], index)
-        return self[index + k]
+    def with_changes(self, overrides: dict[int, str], inserted: Sequence[InsertedBlock]) -> "Decisions":
+        """A copy with more per-message reasons and a new list of inserted blocks."""
+        return Decisions(self._messages, self._reasons, self._protect, {**self._overrides, **overrides},
+                         self._tokens, self._roles, self._kinds, self._ids, self._groups, inserted)
 
 
 @dataclass(frozen=True, slots=True)

@@ -220,7 +220,7 @@ class Summarize(BuiltinStrategy):
             remaining -= cost
         while picked:
             chosen = sorted(picked)
-            sources = [{"index": lines[p][0], "id": view.facts.ids[lines[p][0]], "text": lines[p][1]} for p in chosen]
+            sources = [{"index": lines[p][0], "id": view.id_of(lines[p][0]), "text": lines[p][1]} for p in chosen]
             message = {
                 "role": "system",
                 "content": "\n".join([header] + ["- " + lines[p][1] for p in chosen]),
