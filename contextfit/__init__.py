@@ -15,6 +15,8 @@ from .errors import (
     UnknownStrategy,
 )
 from .fitting import shift_context
+from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
+from .models import ModelInfo, get_model, list_models, load_models_file, register_model
 from .plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
@@ -27,12 +29,28 @@ from .plugins import (
 from .relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
 from .results import Decision, FitResult
 from .strategies import ContextStrategy, Proposal
+from .tokenizers import TokenCounter, Tokenizer, get_tokenizer, profiles, token_counter
 
 _builtins(registry)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Lorebook",
+    "LorebookEntry",
+    "ModelInfo",
+    "TokenCounter",
+    "Tokenizer",
+    "activate",
+    "get_model",
+    "get_tokenizer",
+    "list_models",
+    "load_models_file",
+    "lorebook_blocks",
+    "parse_world_info",
+    "profiles",
+    "register_model",
+    "token_counter",
     "ContextStrategy",
     "ContextStrategyRegistry",
     "ContextfitError",

@@ -108,9 +108,10 @@ def link_ids(message: dict) -> set[str]:
         ids.add(call["id"])
     if isinstance(message.get("content"), list):
         for part in message["content"]:
-            if part.get("type") == "tool_use":
+            kind = str(part.get("type", ""))
+            if kind.endswith("tool_use"):  # tool_use, server_tool_use, ...
                 ids.add(part["id"])
-            if part.get("type") == "tool_result":
+            if kind.endswith("tool_result"):  # tool_result, tool_search_tool_result, ...
                 ids.add(part["tool_use_id"])
     return ids
 

@@ -80,7 +80,7 @@ class VectorRecall(BuiltinStrategy):
         if candidates:
             diagnostics.append(
                 {
-                    "code": "RELEVANCE",
+                    "code": r.RELEVANCE,
                     "scorer": getattr(_scorer_from(options), "name", "custom"),
                     "scores": [
                         {"index": i, "relevance": round(scores[i][0], 4), "source": scores[i][1]} for i in candidates

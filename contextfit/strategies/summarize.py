@@ -203,10 +203,13 @@ class Summarize(BuiltinStrategy):
         remaining = max_tokens - view.count_block({**empty, "content": header})
         covered: set[str] = set()
         picked: list[int] = []  # in the order they were picked
+        picked_lines: set[str] = set()
         misses = 0
         while heap and remaining > 0 and misses < 50:
             negative, position = heapq.heappop(heap)
             unique = line_words[position]
+            if unique <= covered and not tool_line[position] or lines[position][1] in picked_lines:
+                continue  # says nothing the summary does not already say
             adjusted = -negative * (1.0 - _REDUNDANCY * len(unique & covered) / len(unique))
             if heap and adjusted < -heap[0][0]:
                 heapq.heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
@@ -216,6 +219,7 @@ class Summarize(BuiltinStrategy):
                 misses += 1
                 continue
             picked.append(position)
+            picked_lines.add(lines[position][1])
             covered |= unique
             remaining -= cost
         while picked:
