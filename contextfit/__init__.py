@@ -15,6 +15,7 @@ from .errors import (
     UnknownStrategy,
 )
 from .fitting import shift_context
+from .formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
 from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
 from .models import ModelInfo, get_model, list_models, load_models_file, register_model
 from .plugins import (
@@ -36,6 +37,11 @@ _builtins(registry)
 __version__ = "0.1.0"
 
 __all__ = [
+    "CharacterCard",
+    "Conversation",
+    "detect_format",
+    "load_conversation",
+    "load_conversation_file",
     "Lorebook",
     "LorebookEntry",
     "ModelInfo",

@@ -6,13 +6,13 @@ and otherwise raises :class:`InvalidConversation` naming the field's JSON path.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from contextfit.errors import InvalidConversation
+from contextfit.jsonpath import child, describe
 from contextfit.lorebook.model import Position, SelectiveLogic
 
 #: A JavaScript array-index key ("0", "17"): SillyTavern's uids, ordered numerically.
@@ -192,19 +192,6 @@ def _bad_uid(field: str, value: object, here: str) -> Any:
     )
 
 
-def child(loc: str, key: int | str) -> str:
-    """The JSON path of ``key`` under ``loc``.
-
-    >>> child("$", "entries"), child("$.entries", "3"), child("$.entries", 3)
-    ('$.entries', '$.entries["3"]', '$.entries[3]')
-    """
-    if isinstance(key, int):
-        return f"{loc}[{key}]"
-    if key.isidentifier() and key.isascii():
-        return f"{loc}.{key}"
-    return f"{loc}[{json.dumps(key, ensure_ascii=False)}]"
-
-
 def _finite(value: int | float) -> bool:
     try:
         return math.isfinite(value)
@@ -219,23 +206,6 @@ def _number_text(value: int | float, here: str) -> str:
         return str(value)
     except ValueError:  # more digits than Python will print
         raise InvalidConversation("This keyword is a number too large to use.", location=here) from None
-
-
-def describe(value: object) -> str:
-    """A person's name for a JSON value's type (never the value, which may be huge)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "an object"
-    return f"a {type(value).__name__}"
 
 
 def uid_from_key(key: str) -> int | str:

@@ -1,0 +1,218 @@
+"""``load_conversation``: read any supported input into a :class:`Conversation`.
+
+The steps: read the source within ``max_bytes`` (before any parsing), spot
+a PNG card, decode text, read JSON or JSON Lines, pick the first record of a
+dataset, detect the format (unless told), and hand the record to that
+format's importer. Every failure is an :class:`InvalidConversation`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+
+from contextfit.errors import InvalidConversation
+
+from .anthropic import import_anthropic
+from .cards import import_card
+from .conversation import FORMATS, Conversation
+from .detect import detect_value, select_record
+from .openai import import_openai
+from .png import NO_CARD, card_chunks, import_png_card
+from .sharegpt import import_sharegpt
+from .sillytavern import import_sillytavern_chat
+from .source import PNG_SIGNATURE, Parsed, check_text, decode_text, looks_like_json, parse_json, read_source
+from .text import import_text, import_text_record
+from .worldinfo import import_world_info
+
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+IMPORTERS: dict[str, Callable[[Parsed], Conversation]] = {
+    "openai": import_openai,
+    "anthropic": import_anthropic,
+    "sillytavern-chat": import_sillytavern_chat,
+    "character-card": import_card,
+    "world-info": import_world_info,
+    "sharegpt": import_sharegpt,
+    "text": import_text_record,
+}
+ALIASES = {
+    "sillytavern": "sillytavern-chat",
+    "tavernai": "sillytavern-chat",
+    "card": "character-card",
+    "lorebook": "world-info",
+    "worldinfo": "world-info",
+    "txt": "text",
+}
+
+
+def load_conversation(
+    source: str | bytes | os.PathLike,
+    format: str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Conversation:
+    """Read a conversation, character card or lorebook from text, bytes or a path.
+
+    ``source`` is pasted text (``str``), file contents (``bytes``, a PNG card
+    included), a path (``pathlib.Path``; use :func:`load_conversation_file`
+    for a path held in a ``str``) or JSON already parsed (``dict``/``list``,
+    never modified). ``format`` forces one of :data:`FORMATS`; by default it
+    is detected. Inputs over ``max_bytes`` are refused before parsing.
+
+    >>> conv = load_conversation("User: Hi!\\nAssistant: Hello. How can I help?")
+    >>> conv.format, [m["role"] for m in conv.messages]
+    ('text', ['user', 'assistant'])
+    >>> load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}').messages[0]["meta"]
+    {'id': 'm0', 'kind': 'history'}
+
+    Raises :class:`contextfit.InvalidConversation` (code ``INVALID_CONVERSATION``)
+    with a message and a ``location`` (line, JSON path or PNG chunk).
+    """
+    wanted = format_name(format)
+    _check_max_bytes(max_bytes)
+    return _guarded(lambda: _load(source, wanted, max_bytes))
+
+
+def load_conversation_file(
+    path: str | os.PathLike,
+    format: str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Conversation:
+    """Read the file at ``path`` (a ``str`` or a path object) like :func:`load_conversation`.
+
+    >>> load_conversation_file("/no/such/chat.jsonl")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidConversation: There is no file at '/no/such/chat.jsonl'.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidConversation(f"A path must be a string or a path object, not {type(path).__name__}.", location="input")
+    return load_conversation(_as_path(path), format, max_bytes=max_bytes)
+
+
+def detect_format(source: str | bytes | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The name of the format ``load_conversation`` would use for ``source``.
+
+    >>> detect_format('[{"role": "user", "content": "Hi"}]')
+    'openai'
+    >>> detect_format("Human: Hi\\n\\nAssistant: Hello")
+    'text'
+    """
+    _check_max_bytes(max_bytes)
+    return _guarded(lambda: _detect(source, max_bytes))
+
+
+def format_name(format: str | None) -> str | None:
+    """The canonical format name for ``format`` (``None`` means detect)."""
+    if format is None:
+        return None
+    if not isinstance(format, str):
+        raise InvalidConversation(f"format must be a string such as 'openai', not {type(format).__name__}.", location="format")
+    name = format.strip().lower()
+    name = ALIASES.get(name, name)
+    if name not in IMPORTERS:
+        raise InvalidConversation(f"Unknown format {format!r}. Known formats: {', '.join(FORMATS)}.", location="format")
+    return name
+
+
+def _as_path(path: str | os.PathLike) -> os.PathLike:
+    from pathlib import Path
+
+    return path if isinstance(path, os.PathLike) else Path(path)
+
+
+def _check_max_bytes(max_bytes: int) -> None:
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive whole number of bytes, not {max_bytes!r}.")
+
+
+def _guarded(read: Callable[[], object]):
+    """Run ``read`` so that bad input can only ever surface as InvalidConversation."""
+    try:
+        return read()
+    except InvalidConversation:
+        raise
+    except RecursionError:
+        raise InvalidConversation("The input is nested too deeply to read.", location="input") from None
+    except Exception as error:  # a last guard: a bug must not show the user a traceback for their file
+        raise InvalidConversation(
+            f"contextfit could not read this input ({type(error).__name__}: {error}). "
+            "This is a bug in contextfit; please report it together with the file.",
+            location="input",
+        ) from error
+
+
+def _load(source: object, wanted: str | None, max_bytes: int) -> Conversation:
+    data = _prepare(source, max_bytes)
+    if isinstance(data, bytes):
+        if wanted not in (None, "character-card"):
+            raise InvalidConversation(
+                f"This is a PNG image: it can hold a character card, not {wanted} data.", location="PNG"
+            )
+        return import_png_card(data, max_bytes)
+    if isinstance(data, str):
+        if wanted == "text" or (wanted is None and not looks_like_json(data)):
+            return import_text(data)
+        if not looks_like_json(data):
+            raise InvalidConversation(
+                f"The {wanted} format is JSON, but this input is not JSON (it does not start with '{{' or '[').",
+                location="line 1",
+            )
+        data = parse_json(data)
+    return _import(data, wanted)
+
+
+def _prepare(source: object, max_bytes: int) -> bytes | str | Parsed:
+    """PNG bytes, checked text, or parsed JSON."""
+    data = read_source(source, max_bytes)
+    if isinstance(data, bytes):
+        if data.startswith(PNG_SIGNATURE):
+            return data
+        data = decode_text(data)
+    if isinstance(data, str):
+        check_text(data)
+    return data
+
+
+def _import(parsed: Parsed, wanted: str | None) -> Conversation:
+    record, warnings = (parsed, []) if wanted == "sillytavern-chat" else select_record(parsed)
+    name = wanted or detect_value(record.value, record.root)
+    try:
+        conversation = IMPORTERS[name](record)
+    except InvalidConversation as error:
+        if wanted is None:
+            raise
+        raise _mismatch(error, record, wanted) from None
+    if warnings:
+        conversation = replace(conversation, warnings=[*warnings, *conversation.warnings])
+    return conversation
+
+
+def _mismatch(error: InvalidConversation, record: Parsed, wanted: str) -> InvalidConversation:
+    """The importer's error, saying what the input looks like when that differs from ``wanted``."""
+    try:
+        detected = detect_value(record.value, record.root)
+    except InvalidConversation:
+        return error
+    if detected == wanted:
+        return error
+    return InvalidConversation(
+        f"This looks like a {detected} input, not {wanted}: {error.message}", location=error.location
+    )
+
+
+def _detect(source: object, max_bytes: int) -> str:
+    data = _prepare(source, max_bytes)
+    if isinstance(data, bytes):
+        if not card_chunks(data, max_bytes):
+            raise InvalidConversation(NO_CARD, location="PNG")
+        return "character-card"
+    if isinstance(data, str):
+        if not looks_like_json(data):
+            return "text"
+        data = parse_json(data)
+    record, _ = select_record(data)
+    return detect_value(record.value, record.root)
