@@ -17,7 +17,7 @@ from .errors import (
 from .fitting import shift_context
 from .formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
 from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
-from .models import ModelInfo, get_model, list_models, load_models_file, register_model
+from .models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
 from .plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
@@ -30,7 +30,8 @@ from .plugins import (
 from .relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
 from .results import Decision, FitResult
 from .strategies import ContextStrategy, Proposal
-from .tokenizers import TokenCounter, Tokenizer, get_tokenizer, profiles, token_counter
+from .chat_counter import TokenCounter, token_counter
+from .tokenizers import Tokenizer, TokenizerProfile, get_tokenizer, profiles
 
 _builtins(registry)
 
@@ -47,6 +48,8 @@ __all__ = [
     "ModelInfo",
     "TokenCounter",
     "Tokenizer",
+    "TokenizerProfile",
+    "reload_models",
     "activate",
     "get_model",
     "get_tokenizer",
