@@ -84,6 +84,7 @@ class Facts:
         "base_reasons",
         "protected_base",
         "manual",
+        "recall",
         "relevance",
         "tokens",
         "link_root",
@@ -102,6 +103,7 @@ class Facts:
         self.base_reasons: list[str | None] = []
         self.protected_base: list[int] = []
         self.manual: list[int] = []
+        self.recall: list[int] = []  # lorebook and memory blocks
         self.relevance: dict[int, float] = {}
         self.tokens: list[int | None] = []
         self.link_root: dict[str, int] = {}  # link id -> group root
@@ -120,6 +122,7 @@ class Facts:
         new.base_reasons = self.base_reasons[:start]
         new.protected_base = list(self.protected_base)
         new.manual = list(self.manual)
+        new.recall = list(self.recall)
         new.relevance = dict(self.relevance)
         new.tokens = self.tokens[:start]
         new.link_root = dict(self.link_root)
@@ -178,6 +181,8 @@ class Facts:
                 snapshots.append(_snapshot(message) if linked else message.copy())
             else:
                 kind = msg.kind_of(message)
+                if kind == msg.LOREBOOK or kind == msg.MEMORY:
+                    self.recall.append(index)
                 reason = _base_reason(message, kind)
                 ident = msg.explicit_id(message)
                 snapshots.append(_snapshot(message))
@@ -306,9 +311,15 @@ class FitView:
                     if protect[member] is None:
                         protect[member] = protect[index]
                         protected.add(member)
-        current = None
-        last = self.n - 1
-        if last >= 0 and facts.roles[last] == "user" and facts.kinds[last] in _CHAT_KINDS:
+        # The current input: the last chat message, when the user sent it. Blocks
+        # a prompt template puts after the chat (post-history instructions) do
+        # not count.
+        current = last = None
+        for index in range(self.n - 1, -1, -1):
+            if facts.kinds[index] in _CHAT_KINDS:
+                last = index
+                break
+        if last is not None and facts.roles[last] == "user":
             current = last
             if protect[last] is None:
                 protect[last] = r.CURRENT_INPUT

@@ -76,7 +76,7 @@ def shift_context(
         raise TokenBudgetExceeded(protected_tokens, budget)
     diagnostics = _orphans(view)
     proposal, used = _propose(view, impl, name, budget, options, count_tokens, diagnostics)
-    restored = _enforce(view, proposal, budget, used, diagnostics)
+    restored = _enforce(view, proposal, budget, used, diagnostics, trusted=isinstance(impl, BuiltinStrategy))
     if restored:
         used = _FALLBACK.name
     result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored)
@@ -163,8 +163,15 @@ def _propose(
         return _FALLBACK.propose(view, budget), _FALLBACK.name
 
 
-def _enforce(view: FitView, proposal: Proposal, budget: int, name: str, diagnostics: list[dict]) -> list[int]:
-    """Make the proposal safe in place; returns the protected indices restored."""
+def _enforce(
+    view: FitView, proposal: Proposal, budget: int, name: str, diagnostics: list[dict], *, trusted: bool = False
+) -> list[int]:
+    """Make the proposal safe in place; returns the protected indices restored.
+
+    The built-ins keep and drop whole units by construction (the property
+    tests hold them to it), so only plugin proposals are checked for split
+    groups; protection and the budget are checked for every proposal.
+    """
     reasons = proposal.reasons
     lost = [index for index in view.protected if reasons[index] is not None]
     if lost:
@@ -183,7 +190,7 @@ def _enforce(view: FitView, proposal: Proposal, budget: int, name: str, diagnost
         reasons = proposal.reasons
     diagnostics.extend(proposal.diagnostics)
     split = []
-    for members in view.facts.members.values():
+    for members in () if trusted and not lost else view.facts.members.values():
         if len(members) > 1:
             kept = [m for m in members if reasons[m] is None]
             if kept and len(kept) < len(members):
@@ -261,7 +268,9 @@ def _verify(
     """Assemble the result and check it with the caller's own counter."""
     estimate = _total(view, proposal)
     result = _assemble(view, proposal, budget, strategy, diagnostics, protected_tokens, restored, estimate)
-    actual = view.counting.total(result.kept)
+    # contextfit's own counters are sums of per-message counts by contract, and
+    # every kept message was counted by that counter: the sum is the recount.
+    actual = estimate if view.counting.additive else view.counting.total(result.kept)
     attempts = 0
     while actual > budget and attempts < _MAX_RECOUNTS:
         # The counter is not the sum of its parts: aim lower by the difference.
@@ -339,9 +348,11 @@ def prompt_items(view: FitView, proposal: Proposal) -> list[tuple[dict, int | In
     messages, reasons = view.messages, proposal.reasons
     items: list[tuple[dict, int | InsertedBlock]] = []
     position = 0
-    for block in sorted(proposal.inserted, key=lambda block: block.before):
-        items.extend((messages[i], i) for i in range(position, block.before) if reasons[i] is None)
-        items.append((block.message, block))
-        position = block.before
-    items.extend((messages[i], i) for i in range(position, view.n) if reasons[i] is None)
+    for block in [*sorted(proposal.inserted, key=lambda block: block.before), None]:
+        end = view.n if block is None else block.before
+        kept = compress(range(position, end), _kept_mask(reasons[position:end]))
+        items.extend((messages[index], index) for index in kept)
+        if block is not None:
+            items.append((block.message, block))
+            position = block.before
     return items

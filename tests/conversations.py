@@ -93,6 +93,8 @@ def conversations(draw, max_turns: int = 24):
         messages.append(message)
     if draw(st.booleans()):
         messages.append({"role": "user", "content": _text(draw, 1, 20)})
+    if draw(st.integers(0, 4)) == 0:  # post-history instructions after the chat
+        messages.append({"role": "system", "content": _text(draw, 1, 8), "meta": {"kind": draw(st.sampled_from(["system", "lorebook"]))}})
     return messages
 
 
@@ -139,6 +141,11 @@ def groups(messages: list[dict]) -> list[set[int]]:
     return list(out.values())
 
 
+def _kind(message: dict) -> str:
+    meta = message.get("meta") if isinstance(message.get("meta"), dict) else {}
+    return meta.get("kind") or ("system" if message.get("role") in ("system", "developer") else "history")
+
+
 def protected_indices(messages: list[dict]) -> set[int]:
     """SPEC §3.3, written out independently."""
     marked = set()
@@ -149,11 +156,9 @@ def protected_indices(messages: list[dict]) -> set[int]:
             marked.add(i)
         if m.get("pinned") is True or meta.get("pinned") is True:
             marked.add(i)
-    if messages:
-        last = messages[-1]
-        last_meta = last.get("meta") if isinstance(last.get("meta"), dict) else {}
-        if last.get("role") == "user" and last_meta.get("kind", "history") == "history":
-            marked.add(len(messages) - 1)
+    chat = [i for i, m in enumerate(messages) if _kind(m) == "history"]
+    if chat and messages[chat[-1]].get("role") == "user":
+        marked.add(chat[-1])  # the current input: the last chat message, from the user
     for group in groups(messages):
         if group & marked:
             marked |= group

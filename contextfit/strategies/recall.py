@@ -10,7 +10,6 @@ from ..analysis import FitView
 from ..relevance import DEFAULT_SCORER, EmbeddingRelevance, RelevanceScorer
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
 
-RECALL_KINDS = frozenset({msg.LOREBOOK, msg.MEMORY})
 DEFAULT_WINDOW = 6
 
 
@@ -55,8 +54,8 @@ class VectorRecall(BuiltinStrategy):
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         view.count_all()
-        protect, kinds, tokens = view.protect, view.facts.kinds, view.facts.tokens
-        candidates = [i for i in range(view.n) if protect[i] is None and kinds[i] in RECALL_KINDS]
+        protect, tokens = view.protect, view.facts.tokens
+        candidates = [i for i in view.facts.recall if protect[i] is None]
         scores = self.relevance(view, candidates, options)
         total = view.base_tokens + sum(tokens)  # type: ignore[arg-type]  # all counted above
         dropped: list[int] = []

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import heapq
 import math
-import threading
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 from .. import messages as msg
@@ -44,9 +44,7 @@ TOOL_LINES = ("called ", "result: ")
 _QUERY_BONUS = 0.5
 _REDUNDANCY = 0.7
 
-_units_cache: dict[str, list[tuple[str, list[str]]]] = {}
-_units_lock = threading.Lock()
-_UNITS_CACHE_LIMIT = 50_000
+_CACHE_SIZE = 50_000
 
 
 def default_summary_tokens(budget: int) -> int:
@@ -61,20 +59,19 @@ def _speaker(message: dict, role: str) -> str:
     return {"user": "User", "assistant": "Assistant", "tool": "Tool", "function": "Tool"}.get(role, role.title() or "Message")
 
 
-def _text_units(text: str) -> list[tuple[str, list[str]]]:
+@lru_cache(maxsize=_CACHE_SIZE)
+def _text_units(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Sentences of a text with their content words (cached by text)."""
-    hit = _units_cache.get(text)
-    if hit is None:
-        hit = [(sentence, words(sentence)) for sentence in sentences(text)]
-        with _units_lock:
-            if len(_units_cache) >= _UNITS_CACHE_LIMIT:
-                for stale in list(_units_cache)[: _UNITS_CACHE_LIMIT // 2]:
-                    _units_cache.pop(stale, None)
-            _units_cache[text] = hit
-    return hit
+    return tuple((sentence, tuple(words(sentence))) for sentence in sentences(text))
 
 
-def _message_units(message: dict, role: str) -> list[tuple[str, list[str]]]:
+@lru_cache(maxsize=_CACHE_SIZE)
+def _line_words(text: str) -> tuple[str, ...]:
+    """Content words of a one-line tool call or result (cached by text)."""
+    return tuple(words(text))
+
+
+def _message_units(message: dict, role: str) -> list[tuple[str, tuple[str, ...]]]:
     """The summary candidates of one message: sentences, or one line per tool call/result."""
     lines = [msg.call_line(call["name"], call["arguments"]) for call in msg.tool_calls_of(message)]
     content = message.get("content")
@@ -92,9 +89,9 @@ def _message_units(message: dict, role: str) -> list[tuple[str, list[str]]]:
     else:
         text = content if isinstance(content, str) else ""
     if role in msg.TOOL_RESULT_ROLES:
-        return [("result: " + _one_line(text), words(text[:400]))] if text.strip() else []
-    units = [("called " + line, words(line)) for line in lines]
-    return _text_units(text) + units if text else units
+        return [("result: " + _one_line(text), _line_words(text[:400]))] if text.strip() else []
+    units = [("called " + line, _line_words(line)) for line in lines]
+    return [*_text_units(text), *units] if text else units
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -119,42 +116,52 @@ class Summarize(BuiltinStrategy):
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         room = room_left(view, budget)
-        plain = start_reasons(view)
-        fill_newest(view, plain, room)
-        if r.OVER_BUDGET not in plain:
-            return Proposal(plain)
+        tokens = view.facts.tokens
+        if None not in tokens and view.base_tokens + sum(tokens) <= budget:  # type: ignore[arg-type]
+            return Proposal([None] * view.n)  # everything fits: nothing to summarize
+
+        def plain(why: str | None = None) -> Proposal:
+            reasons = start_reasons(view)
+            fill_newest(view, reasons, room)
+            return Proposal(reasons, diagnostics=[_skipped(why)] if why and r.OVER_BUDGET in reasons else [])
+
         size = options.get("summary_tokens")
         size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else default_summary_tokens(budget)
         scan_chars = options.get("summary_scan_chars", DEFAULT_SCAN_CHARS)
         reserve = min(size, room)
         if reserve < MIN_SUMMARY_TOKENS:
-            return Proposal(plain, diagnostics=[_skipped(f"only {room} tokens are free for a summary")])
+            return plain(f"only {room} tokens are free for a summary")
         reasons = start_reasons(view)
         space = fill_newest(view, reasons, room - reserve) + reserve
-        dropped = [i for i, reason in enumerate(reasons) if reason == r.OVER_BUDGET and view.facts.kinds[i] == msg.HISTORY]
-        scanned, chars = [], 0
-        for index in reversed(dropped):
+        if r.OVER_BUDGET not in reasons:
+            return Proposal(reasons)
+        # The most recent dropped history, newest first, up to the scan limit.
+        scanned, chars, kinds, limited = [], 0, view.facts.kinds, False
+        for index in range(view.n - 1, -1, -1):
+            if reasons[index] != r.OVER_BUDGET or kinds[index] != msg.HISTORY:
+                continue
             text_size = len(view.text(index))
             if scanned and isinstance(scan_chars, int) and chars + text_size > scan_chars:
+                limited = True
                 break
             scanned.append(index)
             chars += text_size
         scanned.reverse()
         block = self.build(view, scanned, min(space, size), recent_query(view, 4))
         if block is None:
-            return Proposal(plain, diagnostics=[_skipped("no sentence of the dropped history fits the summary size")])
+            return plain("no sentence of the dropped history fits the summary size")
         for index in scanned:
             reasons[index] = r.SUMMARIZED
         before = view.current_input if view.current_input is not None else view.n
         diagnostics = []
-        if len(scanned) < len(dropped):
+        left_out = reasons.count(r.OVER_BUDGET)
+        if limited:
             diagnostics.append(
                 {
                     "code": r.SUMMARY_SCAN_LIMITED,
                     "scanned": len(scanned),
-                    "dropped": len(dropped),
-                    "message": f"The summary reads the {len(scanned)} most recent of {len(dropped)} dropped messages "
-                    f"({chars} characters); older ones stay excluded as over_budget.",
+                    "message": f"The summary reads the {len(scanned)} most recent dropped messages ({chars} "
+                    f"characters); {left_out} older ones stay excluded as over_budget.",
                 }
             )
         message, tokens, sources = block
@@ -188,6 +195,7 @@ class Summarize(BuiltinStrategy):
         }
         query_words = set(words(query))
         heap: list[tuple[float, int]] = []
+        salience_of: dict[int, float] = {}
         for position, unique in enumerate(line_words):
             # Pleasantries ("Sorry to hear that.") say nothing a summary needs;
             # tool lines are always candidates.
@@ -195,6 +203,7 @@ class Summarize(BuiltinStrategy):
                 continue
             salience = sum(weight[w] for w in unique) / math.sqrt(lengths[position])
             salience *= 1.0 + _QUERY_BONUS * len(unique & query_words) / len(unique)
+            salience_of[position] = salience
             heap.append((-salience, position))
         heapq.heapify(heap)
         empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
@@ -210,7 +219,7 @@ class Summarize(BuiltinStrategy):
             unique = line_words[position]
             if unique <= covered and not tool_line[position] or lines[position][1] in picked_lines:
                 continue  # says nothing the summary does not already say
-            adjusted = -negative * (1.0 - _REDUNDANCY * len(unique & covered) / len(unique))
+            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * len(unique & covered) / len(unique))
             if heap and adjusted < -heap[0][0]:
                 heapq.heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
                 continue
