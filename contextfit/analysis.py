@@ -30,25 +30,49 @@ _CHAT_KINDS = frozenset({msg.HISTORY})
 
 def _snapshot(message: dict) -> dict:
     """A copy deep enough to notice later edits of the caller's message."""
-    copy = dict(message)
+    copy = message.copy()
     for key, value in copy.items():
-        if type(value) is dict or type(value) is list:
+        if type(value) is list and key == "tool_calls":
+            copy[key] = _clone_calls(value)
+        elif type(value) is dict or type(value) is list:
             copy[key] = msg.clone(value)
     return copy
+
+
+def _clone_calls(calls: list) -> list:
+    """:func:`messages.clone` of OpenAI ``tool_calls``, with a short path for the usual shape."""
+    out = []
+    for call in calls:
+        function = call.get("function") if type(call) is dict else None
+        if (
+            type(function) is dict
+            and len(function) == 2
+            and type(function.get("name")) is str
+            and type(function.get("arguments")) is str
+            and all(type(v) is str for k, v in call.items() if k != "function")
+        ):
+            call = call.copy()
+            call["function"] = function.copy()
+        else:
+            call = msg.clone(call)
+        out.append(call)
+    return out
 
 
 def _calls_only(message: dict) -> tuple[list[str], bool] | None:
     """Link ids of a plain OpenAI call message, fast; ``None`` for any other shape."""
     calls = message.get("tool_calls")
-    if type(calls) is not list or type(message.get("content")) is list or "toolCallId" in message or "callId" in message:
+    if type(calls) is not list or type(message.get("content")) is list:
         return None
-    try:
-        ids = [call["id"] for call in calls]
-    except (TypeError, KeyError):
+    if "tool_call_id" in message or "toolCallId" in message or "callId" in message:
         return None
-    if all(type(i) is str and i for i in ids) and "tool_call_id" not in message:
-        return ids, message.get("role") in msg.TOOL_RESULT_ROLES
-    return None
+    ids = []
+    for call in calls:
+        ident = call.get("id") if type(call) is dict else None
+        if type(ident) is not str or not ident:
+            return None
+        ids.append(ident)
+    return ids, message.get("role") in msg.TOOL_RESULT_ROLES
 
 
 def _base_reason(message: dict, kind: str) -> str | None:
