@@ -9,12 +9,14 @@ from .errors import (
     InvalidBudget,
     InvalidConversation,
     InvalidMessages,
+    InvalidSettings,
     TokenBudgetExceeded,
     TokenizerUnavailable,
     UnknownModel,
     UnknownStrategy,
 )
 from .fitting import shift_context
+from .pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
 from .formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
 from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
 from .models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
@@ -38,6 +40,12 @@ _builtins(registry)
 __version__ = "0.1.0"
 
 __all__ = [
+    "InvalidSettings",
+    "PlanBlock",
+    "PromptPlan",
+    "TokenizerInfo",
+    "compare_strategies",
+    "plan_prompt",
     "CharacterCard",
     "Conversation",
     "detect_format",

@@ -13,7 +13,7 @@ from typing import Any
 
 from contextfit.tokenizers import _LOCK, PROFILES, Tokenizer, _as_text, _json, get_tokenizer
 
-__all__ = ["IMAGE_TOKENS", "TOOL_CALL_TOKENS", "TokenCounter", "token_counter"]
+__all__ = ["IMAGE_TOKENS", "TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
 
 #: Tokens for one tool call, besides its name, arguments and id: the call wrapper
 #: and delimiters. OpenAI documents no formula; hmarr/openai-chat-tokens measured
@@ -142,7 +142,7 @@ class TokenCounter:
                     tokens += self.chat.per_name + self._value_tokens(value)
             elif key in _LINK_KEYS:
                 # one link id, whichever spelling carries it; providers get tool_call_id
-                if value is not None and not linked:
+                if value is not None and not linked and self.chat.ids_are_text:
                     tokens += self._value_tokens(value)
                     linked = True
             elif key in _TEXT_KEYS:
@@ -157,19 +157,42 @@ class TokenCounter:
 
     def _tool_call_tokens(self, call: Any) -> int:
         if not isinstance(call, Mapping):
-            return TOOL_CALL_TOKENS + self._value_tokens(call)
-        return self._function_tokens(call.get("function")) + self._value_tokens(call.get("id"))
+            return self.chat.per_call + self._value_tokens(call)
+        ident = self._value_tokens(call.get("id")) if self.chat.ids_are_text else 0
+        return self._function_tokens(call.get("function")) + ident
 
     def _function_tokens(self, function: Any) -> int:
         if function is None:
             return 0
         if not isinstance(function, Mapping):
-            return TOOL_CALL_TOKENS + self._value_tokens(function)
+            return self.chat.per_call + self._value_tokens(function)
         return (
-            TOOL_CALL_TOKENS
+            self.chat.per_call
             + self._value_tokens(function.get("name"))
             + self._value_tokens(function.get("arguments"))
         )
+
+    def count_tools(self, tools: Any) -> int:
+        """Tokens that tool definitions add to a request.
+
+        For OpenAI the definitions are rendered the way the model sees them (a
+        TypeScript ``namespace functions`` block, as reverse-engineered by
+        hmarr/openai-chat-tokens) plus 9; elsewhere their JSON is counted.
+        Never raises.
+
+        >>> weather = {"type": "function", "function": {"name": "weather", "description": "Weather now.",
+        ...            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+        >>> token_counter("gpt-4o").count_tools([weather])
+        33
+        """
+        if not tools:
+            return 0
+        if self.chat.tools_format != "typescript":
+            return self._count(_json(tools))
+        try:
+            return self._count(typescript_namespace(tools)) + 9
+        except Exception:  # noqa: BLE001 - odd definitions are counted as JSON
+            return self._count(_json(tools))
 
     def _content_tokens(self, content: Any, depth: int = 0) -> int:
         if isinstance(content, (list, tuple)):
@@ -186,17 +209,18 @@ class TokenCounter:
             return self._value_tokens(part.get("text"))
         if kind in _IMAGE_PARTS:
             return IMAGE_TOKENS
+        ids = self.chat.ids_are_text
         if kind in ("tool_use", "server_tool_use"):
             return (
-                TOOL_CALL_TOKENS
+                self.chat.per_call
                 + self._value_tokens(part.get("name"))
-                + self._value_tokens(part.get("id"))
+                + (self._value_tokens(part.get("id")) if ids else 0)
                 + self._count(_json(part.get("input")))
             )
         if kind == "tool_result":
             inner = part.get("content")
             inner_tokens = 0 if inner is None else self._content_tokens(inner, depth + 1)
-            return TOOL_CALL_TOKENS + self._value_tokens(part.get("tool_use_id")) + inner_tokens
+            return self.chat.per_call + (self._value_tokens(part.get("tool_use_id")) if ids else 0) + inner_tokens
         if kind == "thinking":
             return self._value_tokens(part.get("thinking"))
         if kind == "redacted_thinking":
@@ -235,3 +259,58 @@ def token_counter(model: str) -> TokenCounter:
             if counter is None:
                 counter = _COUNTERS[name] = TokenCounter(tokenizer)
     return counter
+
+
+def typescript_namespace(tools: Any) -> str:
+    """OpenAI tool definitions as the model reads them: TypeScript types.
+
+    >>> print(typescript_namespace([{"type": "function", "function": {"name": "ping", "parameters": {}}}]))
+    namespace functions {
+    <BLANKLINE>
+    type ping = () => any;
+    <BLANKLINE>
+    } // namespace functions
+    """
+    lines = ["namespace functions {", ""]
+    for tool in tools:
+        function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
+        if function.get("description"):
+            lines.append(f"// {function['description']}")
+        parameters = function.get("parameters") or {}
+        if parameters.get("properties"):
+            lines.append(f"type {function.get('name', 'tool')} = (_: {{")
+            lines.append(_ts_properties(parameters, 0))
+            lines.append("}) => any;")
+        else:
+            lines.append(f"type {function.get('name', 'tool')} = () => any;")
+        lines.append("")
+    lines.append("} // namespace functions")
+    return "\n".join(lines)
+
+
+def _ts_properties(schema: Mapping, indent: int) -> str:
+    required = schema.get("required") or ()
+    lines = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, Mapping) else {}
+        if prop.get("description"):
+            lines.append(f"// {prop['description']}")
+        mark = "" if name in required else "?"
+        lines.append(f"{name}{mark}: {_ts_type(prop, indent)},")
+    return "\n".join(" " * indent + line for line in lines)
+
+
+def _ts_type(prop: Mapping, indent: int) -> str:
+    kind = prop.get("type")
+    if prop.get("enum"):
+        return " | ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in prop["enum"])
+    if kind in ("number", "integer"):
+        return "number"
+    if kind in ("string", "boolean", "null"):
+        return kind
+    if kind == "object":
+        return "\n".join(["{", _ts_properties(prop, indent + 2), "}"])
+    if kind == "array":
+        items = prop.get("items")
+        return f"{_ts_type(items, indent)}[]" if isinstance(items, Mapping) else "any[]"
+    return "any"

@@ -94,6 +94,12 @@ class InvalidBudget(ContextfitError):
     code = "INVALID_BUDGET"
 
 
+class InvalidSettings(ContextfitError):
+    """A prompt setting is out of range or of the wrong type; the message names it."""
+
+    code = "INVALID_SETTINGS"
+
+
 class InvalidConversation(ContextfitError):
     """An importer could not read the input.
 

@@ -78,6 +78,15 @@ class ChatFormat:
     reply_priming: int
     role_is_text: bool = True
     per_name: int = 1
+    #: Tokens around one tool call besides its name and arguments (8: a deliberate
+    #: over-count where the format is unknown).
+    per_call: int = 8
+    #: Whether tool-call ids reach the model as text. OpenAI's do not (its
+    #: counts for recorded tool traffic leave them out); elsewhere they are
+    #: counted, erring high.
+    ids_are_text: bool = True
+    #: How tool definitions are counted: "typescript" (OpenAI's rendering) or "json".
+    tools_format: str = "json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +113,7 @@ class TokenizerProfile:
 
 # OpenAI cookbook, "How to count tokens with tiktoken": 3 tokens per message,
 # +1 per name, +3 to prime the reply; every string field is tokenized.
-_OPENAI_CHAT = ChatFormat(per_message=3, reply_priming=3)
+_OPENAI_CHAT = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript")
 # Claude's format is private; a probe of the API found text tokens + 3 for a
 # one-message request (javirandor/anthropic-tokenizer). 4 per message + role, 3
 # to prime: over-counts that.

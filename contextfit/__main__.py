@@ -1,0 +1,4 @@
+from contextfit.cli import main
+import sys
+
+sys.exit(main())

@@ -1,0 +1,220 @@
+"""The stages before fitting: persona, character, lorebook, memory, history.
+
+:func:`assemble` lays every block out in prompt order, the way SillyTavern's
+default chat-completion prompt does::
+
+    main system prompt(s)          protected (kind system)
+    card system prompt             protected (kind character)
+    lorebook: before the character droppable, constant entries required
+    persona                        protected (kind persona)
+    character (story string)       protected (kind character)
+    lorebook: after the character  (also author's-note and example positions)
+    example dialogue               droppable (kind example), one per <START>
+    memory                         droppable by relevance (kind memory)
+    chat history                   lorebook entries "at depth" inserted here
+    post-history instructions      protected (kind character)
+
+``{{char}}`` and ``{{user}}`` are filled in everywhere. Hidden messages
+(SillyTavern's ``is_system``) are not part of the prompt. The caller's
+messages are never edited: blocks are new dicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import messages as msg
+from .errors import InvalidMessages, InvalidSettings
+from .lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
+
+_MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|USER)>", re.IGNORECASE)
+_START = re.compile(r"^\s*<START>\s*$", re.IGNORECASE | re.MULTILINE)
+_AFTER_CHAR = {Position.AFTER_CHAR, Position.AN_TOP, Position.AN_BOTTOM, Position.EM_TOP, Position.EM_BOTTOM}
+
+
+@dataclass(slots=True)
+class Assembly:
+    """Blocks in prompt order plus what the stages noticed."""
+
+    blocks: list[dict]
+    diagnostics: list[dict] = field(default_factory=list)
+    activations: list[Any] = field(default_factory=list)
+
+
+def fill_macros(text: str, names: Mapping[str, str]) -> str:
+    """Replace ``{{char}}`` / ``{{user}}`` (and ``<BOT>`` / ``<USER>``).
+
+    >>> fill_macros("{{user}} meets {{char}}.", {"user": "Ann", "char": "Seraphina"})
+    'Ann meets Seraphina.'
+    """
+
+    def swap(match: re.Match[str]) -> str:
+        key = (match.group(1) or ("char" if match.group(2).upper() == "BOT" else "user")).lower()
+        return names.get(key, match.group(0))
+
+    return _MACRO.sub(swap, text) if "{{" in text or "<" in text else text
+
+
+def _filled(message: dict, names: Mapping[str, str]) -> dict:
+    """A copy of a chat message with macros filled in its text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": fill_macros(content, names)}
+    if isinstance(content, list):
+        parts = [
+            {**part, "text": fill_macros(part["text"], names)}
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+        return {**message, "content": parts}
+    return dict(message)
+
+
+def _block(role: str, content: str, kind: str, ident: str, **meta: Any) -> dict:
+    return {"role": role, "content": content, "meta": {"kind": kind, "id": ident, **meta}}
+
+
+def _story_string(card: Any, names: Mapping[str, str]) -> str:
+    """The character block, as SillyTavern's default story string renders it."""
+    lines = []
+    if card.description.strip():
+        lines.append(card.description.strip())
+    if card.personality.strip():
+        lines.append(f"{{{{char}}}}'s personality: {card.personality.strip()}")
+    if card.scenario.strip():
+        lines.append(f"Scenario: {card.scenario.strip()}")
+    return fill_macros("\n".join(lines), names)
+
+
+def _examples(card: Any, names: Mapping[str, str]) -> list[dict]:
+    chunks = [chunk.strip() for chunk in _START.split(card.example_dialogue or "")]
+    return [
+        _block("system", "[Example Chat]\n" + fill_macros(chunk, names), msg.EXAMPLE, f"example:{number}")
+        for number, chunk in enumerate((c for c in chunks if c), start=1)
+    ]
+
+
+def _memory_blocks(memory: Sequence[Any] | None, names: Mapping[str, str]) -> list[dict]:
+    blocks = []
+    for number, item in enumerate(memory or [], start=1):
+        if isinstance(item, str):
+            if item.strip():
+                blocks.append(_block("system", fill_macros(item.strip(), names), msg.MEMORY, f"memory:{number}"))
+        elif isinstance(item, Mapping) and isinstance(item.get("content"), str):
+            extra = {key: item[key] for key in ("relevance", "required", "pinned") if key in item}
+            ident = str(item.get("id") or f"memory:{number}")
+            blocks.append(_block("system", fill_macros(item["content"], names), msg.MEMORY, ident, **extra))
+        else:
+            raise InvalidSettings(f"memory[{number - 1}] must be a string or an object with a 'content' string.")
+    return blocks
+
+
+def as_lorebook(lorebook: Any) -> Lorebook | None:
+    """A :class:`Lorebook`, or World Info / ``character_book`` JSON parsed into one."""
+    if lorebook is None or isinstance(lorebook, Lorebook):
+        return lorebook
+    return parse_world_info(lorebook, location="$.lorebook")
+
+
+def as_card(character: Any) -> Any:
+    """A :class:`CharacterCard`, or card JSON (V1/V2/V3) read into one."""
+    from .formats.cards import read_card
+    from .formats.conversation import CharacterCard
+
+    if character is None or isinstance(character, CharacterCard):
+        return character
+    card, _warnings = read_card(character, "$.character")
+    return card
+
+
+def assemble(
+    messages: Sequence[dict],
+    *,
+    character: Any = None,
+    persona: str | None = None,
+    lorebook: Any = None,
+    memory: Sequence[Any] | None = None,
+    user_name: str = "User",
+    char_name: str | None = None,
+    scan_depth: int | None = None,
+) -> Assembly:
+    """Lay out every block of the prompt in order (see the module docstring)."""
+    card = as_card(character)
+    names = {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
+    diagnostics: list[dict] = []
+    visible = []
+    hidden = 0
+    for message in messages:
+        if not isinstance(message, dict):
+            raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
+        if msg.meta_of(message).get("hidden") is True:
+            hidden += 1
+            continue
+        visible.append(_filled(message, names))
+    if hidden:
+        diagnostics.append(
+            {"code": "HIDDEN_MESSAGES_SKIPPED", "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
+        )
+    leading = 0
+    while leading < len(visible) and msg.kind_of(visible[leading]) == msg.SYSTEM:
+        leading += 1
+    head, history = visible[:leading], visible[leading:]
+
+    books = [book for book in (as_lorebook(lorebook), card.character_book if card else None) if book is not None]
+    before, after, at_depth, activations = [], [], [], []
+    seen_content: set[str] = set()
+    seen_ids: set[str] = set()
+    for book in books:
+        found = activate(book, history, scan_depth=scan_depth, names=names)
+        for activation, block in zip((a for a in found if a.entry.content), lorebook_blocks(found, names=names)):
+            # A card's own book is often also loaded as a world: one copy of an entry is enough.
+            if block["content"] in seen_content:
+                continue
+            seen_content.add(block["content"])
+            while block["meta"]["id"] in seen_ids:
+                block["meta"]["id"] += "+"
+            seen_ids.add(block["meta"]["id"])
+            activations.append(activation)
+            position = activation.entry.position
+            if position == Position.BEFORE_CHAR:
+                before.append(block)
+            elif position == Position.AT_DEPTH:
+                at_depth.append((activation.entry.depth, block))
+            else:
+                if position not in _AFTER_CHAR:
+                    diagnostics.append(_placed_after(block))
+                after.append(block)
+
+    blocks = list(head)
+    if card and card.system_prompt.strip():
+        blocks.append(_block("system", fill_macros(card.system_prompt.strip(), names), msg.CHARACTER, "character:system_prompt"))
+    blocks += before
+    if persona and persona.strip():
+        blocks.append(_block("system", fill_macros(persona.strip(), names), msg.PERSONA, "persona"))
+    if card:
+        story = _story_string(card, names)
+        if story:
+            blocks.append(_block("system", story, msg.CHARACTER, "character", name=card.name))
+    blocks += after
+    if card:
+        blocks += _examples(card, names)
+    blocks += _memory_blocks(memory, names)
+    for depth, block in sorted(at_depth, key=lambda pair: pair[0], reverse=True):
+        history.insert(max(len(history) - max(depth, 0), 0), block)
+    blocks += history
+    if card and card.post_history_instructions.strip():
+        text = fill_macros(card.post_history_instructions.strip(), names)
+        blocks.append(_block("system", text, msg.CHARACTER, "character:post_history_instructions"))
+    return Assembly(blocks, diagnostics, activations)
+
+
+def _placed_after(block: dict) -> dict:
+    return {
+        "code": "LOREBOOK_POSITION_APPROXIMATED",
+        "id": block["meta"]["id"],
+        "message": "This lorebook entry's insertion position is not modelled; it is placed after the character.",
+    }

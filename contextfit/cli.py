@@ -1,0 +1,185 @@
+"""The ``contextfit`` command: ``fit``, ``models``, ``dashboard`` (and ``serve``).
+
+Errors print their message on standard error and exit non-zero: 2 for bad
+input or settings, 1 when a strategy cannot fit the budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .errors import ContextfitError
+from .pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+
+_BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
+_BAR_WIDTH = 60
+
+
+def budget_bar(plan: PromptPlan, width: int = _BAR_WIDTH) -> str:
+    """One line: tokens by fate against the context limit, the reserve at the end.
+
+    ``█`` protected, ``▓`` kept, ``▒`` summarized or compressed, ``░`` free
+    budget, ``▁`` response reserve.
+    """
+    scale = width / plan.context_limit
+    used: dict[str, int] = {}
+    for block in plan.blocks:
+        if block.included and block.tokens:
+            used[block.fate] = used.get(block.fate, 0) + block.tokens
+    overhead = plan.prompt_tokens - sum(used.values())
+    used["protected"] = used.get("protected", 0) + max(overhead, 0)
+    bar = "".join(_BAR[fate] * round(tokens * scale) for fate, tokens in sorted(used.items(), key=lambda kv: list(_BAR).index(kv[0])))
+    reserve = max(round(plan.response_reserve * scale), 1 if plan.response_reserve else 0)
+    bar = bar[: width - reserve]
+    return "[" + bar + "░" * (width - reserve - len(bar)) + "▁" * reserve + "]"
+
+
+def _preview(text: str, width: int = 48) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def print_plan(name: str, plan: PromptPlan | ContextfitError, out: TextIO) -> None:
+    """A strategy's plan as a table with its budget bar."""
+    if isinstance(plan, ContextfitError):
+        print(f"\n{name}: {plan.code}: {plan}", file=out)
+        return
+    approx = " (approximate)" if plan.tokenizer.approximate else ""
+    print(
+        f"\n{name} — {plan.prompt_tokens:,} of {plan.budget:,} tokens "
+        f"(context {plan.context_limit:,}, reserve {plan.response_reserve:,}; {plan.tokenizer.profile}{approx})",
+        file=out,
+    )
+    print(budget_bar(plan), file=out)
+    print(f"{'#':>4}  {'id':<18} {'role':<9} {'kind':<10} {'tokens':>7}  {'fate':<10} {'reason':<14} text", file=out)
+    for block in plan.blocks:
+        tokens = "—" if block.tokens is None else f"{block.tokens:,}"
+        print(
+            f"{block.index:>4}  {block.id[:18]:<18} {block.role[:9]:<9} {block.kind[:10]:<10} {tokens:>7}  "
+            f"{block.fate:<10} {block.reason:<14} {_preview(block.content)}",
+            file=out,
+        )
+    for diagnostic in plan.diagnostics:
+        if diagnostic["code"] != "RELEVANCE":
+            print(f"  note: {diagnostic['code']}: {diagnostic.get('message', '')}", file=out)
+
+
+def _fit(args: argparse.Namespace, out: TextIO) -> int:
+    from .formats import load_conversation, load_conversation_file
+    from .models import get_model
+
+    if args.file == "-":
+        conversation = load_conversation(sys.stdin.buffer.read(), args.format)
+    else:
+        conversation = load_conversation_file(args.file, args.format)
+    model = args.model
+    if model is None:
+        model = "gpt-4o"
+        if conversation.model:
+            try:
+                model = get_model(conversation.model).id
+            except ContextfitError:
+                pass
+    strategies = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
+    plans = compare_strategies(
+        conversation.messages,
+        model=model,
+        strategies=strategies,
+        context_limit=args.limit,
+        response_reserve=args.reserve,
+        character=conversation.character,
+        persona=conversation.persona,
+        lorebook=conversation.lorebook,
+        memory=conversation.memory,
+        tools=conversation.tools,
+    )
+    if args.json:
+        payload = {
+            name: {"error": plan.to_dict()} if isinstance(plan, ContextfitError) else plan.to_dict()
+            for name, plan in plans.items()
+        }
+        json.dump(payload, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+    else:
+        print(f"{args.file}: {conversation.format}, {len(conversation.messages)} messages, model {model}", file=out)
+        for warning in conversation.warnings:
+            print(f"  note: {warning}", file=out)
+        for name, plan in plans.items():
+            print_plan(name, plan, out)
+    failed = [name for name, plan in plans.items() if isinstance(plan, ContextfitError)]
+    if failed:
+        for name in failed:
+            print(f"contextfit: {name}: {plans[name]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _models(args: argparse.Namespace, out: TextIO) -> int:
+    from .models import list_models
+
+    print(f"{'model':<34} {'provider':<10} {'context':>10} {'max output':>10}  tokenizer", file=out)
+    for info in list_models():
+        from .tokenizers import get_tokenizer
+
+        approximate = " (approximate)" if get_tokenizer(info.tokenizer).approximate else ""
+        print(
+            f"{info.id:<34} {info.provider:<10} {info.context_limit:>10,} {info.max_output:>10,}  {info.tokenizer}{approximate}",
+            file=out,
+        )
+    return 0
+
+
+def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    if not app.exists():
+        raise ContextfitError(f"The dashboard's app.py is not beside this installation ({app}); run it from a checkout.")
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
+    return subprocess.call(command, cwd=app.parent)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    top = argparse.ArgumentParser(prog="contextfit", description="See exactly what an LLM will see.")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    fit = commands.add_parser("fit", help="fit a conversation file under each strategy")
+    fit.add_argument("file", help="a conversation, card, or lorebook file (- for standard input)")
+    fit.add_argument("--model", help="model id or alias (default: the file's model, else gpt-4o)")
+    fit.add_argument("--strategy", default="all", help="a strategy name, or 'all' (default) for the four built-ins")
+    fit.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
+    fit.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
+    fit.add_argument("--format", help="the input format, when detection should not guess")
+    fit.add_argument("--json", action="store_true", help="print each plan as JSON, keyed by strategy")
+    fit.set_defaults(run=_fit)
+
+    models = commands.add_parser("models", help="list the model catalog")
+    models.set_defaults(run=_models)
+
+    dashboard = commands.add_parser("dashboard", help="start the Streamlit dashboard (same as make run)")
+    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.set_defaults(run=_dashboard)
+    return top
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args, out or sys.stdout)
+    except ContextfitError as exc:
+        where = getattr(exc, "location", None)
+        print(f"contextfit: {exc.code}: {exc}" + (f" (at {where})" if where else ""), file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"contextfit: cannot read {getattr(exc, 'filename', '') or 'the input'}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""One prompt pipeline for the dashboard, the CLI, the preview endpoint and generation.
+
+Stages: persona → lorebook → memory (``assembly``) → template → tokenizer →
+fitting → interceptors → final fit (``fitting``). :func:`plan_prompt` runs
+them and returns a :class:`PromptPlan`: every block in prompt order with its
+kind, tokens, fate and reason, plus what is sent. Planning never writes
+anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .assembly import assemble
+from .chat_counter import token_counter
+from .errors import ContextfitError, InvalidSettings
+from .fitting import shift_context
+from .messages import message_text
+from .models import ModelInfo, get_model
+from .results import FitResult
+from .template import TEMPLATES, render
+
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerInfo:
+    """The tokenizer profile a plan was counted with."""
+
+    profile: str
+    approximate: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "approximate": self.approximate}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanBlock:
+    """One block of the prompt: where it stands, what it costs, and its fate."""
+
+    index: int
+    id: str
+    role: str
+    kind: str
+    content: str
+    tokens: int | None
+    included: bool
+    reason: str
+    group: int | None = None
+    origin: str = "input"
+    sources: tuple[int, ...] = ()
+    message: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def fate(self) -> str:
+        """How the dashboard colours it: protected, kept, summarized, compressed or excluded."""
+        return fate_of(self.reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "id": self.id,
+            "role": self.role,
+            "kind": self.kind,
+            "content": self.content,
+            "tokens": self.tokens,
+            "included": self.included,
+            "reason": self.reason,
+            "fate": self.fate,
+            "group": self.group,
+            "origin": self.origin,
+        }
+
+
+_FATES = {
+    "system": "protected",
+    "character": "protected",
+    "persona": "protected",
+    "required": "protected",
+    "pinned": "protected",
+    "current_input": "protected",
+    "restored": "protected",
+    "within_budget": "kept",
+    "summary": "summarized",
+    "summarized": "summarized",
+    "compressed": "compressed",
+}
+
+
+def fate_of(reason: str) -> str:
+    """The fate a reason stands for (``excluded`` for every exclusion but ``summarized``).
+
+    >>> fate_of("pinned"), fate_of("summary"), fate_of("low_relevance")
+    ('protected', 'summarized', 'excluded')
+    """
+    return _FATES.get(reason, "excluded")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPlan:
+    """What the model will see, and why (``to_dict`` gives the API's JSON)."""
+
+    model: str
+    strategy: str
+    blocks: list[PlanBlock]
+    provider_messages: list[dict]
+    provider_system: str | None
+    template: str
+    prompt_tokens: int
+    tools_tokens: int
+    budget: int
+    context_limit: int
+    response_reserve: int
+    tokenizer: TokenizerInfo
+    diagnostics: list[dict]
+    fit: FitResult = field(repr=False, compare=False)
+
+    @property
+    def excluded(self) -> list[PlanBlock]:
+        """Blocks that are not sent."""
+        return [block for block in self.blocks if not block.included]
+
+    @property
+    def summary(self) -> PlanBlock | None:
+        """The summary block, when the strategy made one."""
+        return next((block for block in self.blocks if block.reason == "summary" and block.included), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "strategy": self.strategy,
+            "contextLimit": self.context_limit,
+            "responseReserve": self.response_reserve,
+            "budget": self.budget,
+            "promptTokens": self.prompt_tokens,
+            "toolsTokens": self.tools_tokens,
+            "tokenizer": self.tokenizer.to_dict(),
+            "template": self.template,
+            "blocks": [block.to_dict() for block in self.blocks],
+            "providerMessages": self.provider_messages,
+            "providerSystem": self.provider_system,
+            "diagnostics": self.diagnostics,
+        }
+
+
+def _whole(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidSettings(f"{name} must be a whole number of tokens of at least {minimum}, got {value!r}.")
+    return value
+
+
+def resolve_limits(info: ModelInfo, context_limit: Any = None, response_reserve: Any = None) -> tuple[int, int, int]:
+    """(context limit, response reserve, budget), defaulting from the catalog."""
+    limit = info.context_limit if context_limit is None else _whole("context_limit", context_limit, 1)
+    reserve = info.max_output if response_reserve is None else _whole("response_reserve", response_reserve, 0)
+    if reserve >= limit:
+        raise InvalidSettings(
+            f"response_reserve ({reserve}) must be smaller than context_limit ({limit}): nothing would be left for the prompt."
+        )
+    return limit, reserve, limit - reserve
+
+
+def plan_prompt(
+    messages: Sequence[dict],
+    *,
+    model: str,
+    context_strategy: str = "truncate",
+    context_limit: int | None = None,
+    response_reserve: int | None = None,
+    character: Any = None,
+    persona: str | None = None,
+    lorebook: Any = None,
+    memory: Sequence[Any] | None = None,
+    tools: Sequence[dict] | None = None,
+    scan_depth: int | None = None,
+    user_name: str = "User",
+    char_name: str | None = None,
+    template: str | None = None,
+    interceptors: Sequence[Any] | None = None,
+    **options: Any,
+) -> PromptPlan:
+    """Plan the prompt for ``messages`` on ``model`` with one strategy.
+
+    ``character`` is a :class:`~contextfit.CharacterCard` or card JSON,
+    ``lorebook`` a :class:`~contextfit.Lorebook` or World Info JSON,
+    ``memory`` strings or ``{"content", "relevance"}`` objects. Other keyword
+    options go to the strategy (``summary_tokens``, ``relevance_window``...).
+    Raises ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks do not fit.
+
+    >>> plan = plan_prompt([{"role": "system", "content": "Be brief."},
+    ...                     {"role": "user", "content": "Hello!"}], model="gpt-4o")
+    >>> plan.prompt_tokens, plan.budget, [b.reason for b in plan.blocks]
+    (16, 111616, ['system', 'current_input'])
+    """
+    info = get_model(model)
+    limit, reserve, budget = resolve_limits(info, context_limit, response_reserve)
+    shape = template or ("anthropic" if info.provider == "anthropic" else "openai")
+    if shape not in TEMPLATES:
+        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
+    if scan_depth is not None:
+        _whole("scan_depth", scan_depth, 0)
+    assembly = assemble(
+        messages,
+        character=character,
+        persona=persona,
+        lorebook=lorebook,
+        memory=memory,
+        user_name=user_name,
+        char_name=char_name,
+        scan_depth=scan_depth,
+    )
+    counter = token_counter(info.id)
+    extra = counter.count_tools(tools)
+    if extra > budget:
+        from .errors import TokenBudgetExceeded
+
+        raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
+    fit = shift_context(
+        assembly.blocks, counter, budget - extra, strategy=context_strategy, interceptors=interceptors, **options
+    )
+    return _plan(info, fit, assembly.diagnostics, shape, counter, limit, reserve, budget, extra)
+
+
+def _plan(info, fit, diagnostics, shape, counter, limit, reserve, budget, extra) -> PromptPlan:
+    blocks = [
+        PlanBlock(
+            index=position,
+            id=decision.id,
+            role=decision.role,
+            kind=decision.kind,
+            content=message_text(decision.message),
+            tokens=decision.tokens,
+            included=decision.included,
+            reason=decision.reason,
+            group=decision.group,
+            origin=decision.origin,
+            sources=decision.sources,
+            message=decision.message,
+        )
+        for position, decision in enumerate(fit.decisions)
+    ]
+    prompt = render(fit.kept, shape)
+    return PromptPlan(
+        model=info.id,
+        strategy=fit.strategy,
+        blocks=blocks,
+        provider_messages=prompt.messages,
+        provider_system=prompt.system,
+        template=shape,
+        prompt_tokens=fit.tokens + extra,
+        tools_tokens=extra,
+        budget=budget,
+        context_limit=limit,
+        response_reserve=reserve,
+        tokenizer=TokenizerInfo(counter.profile, counter.approximate),
+        diagnostics=[*diagnostics, *fit.diagnostics],
+        fit=fit,
+    )
+
+
+def compare_strategies(
+    messages: Sequence[dict], *, model: str, strategies: Sequence[str] = BUILTIN_STRATEGIES, **settings: Any
+) -> dict[str, PromptPlan | ContextfitError]:
+    """One plan per strategy for the same input; a strategy that cannot fit
+    (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
+
+    The blocks are assembled once per call of :func:`plan_prompt`, but the
+    engine's analysis is cached per counter, so every strategy after the
+    first reuses the token counts.
+    """
+    plans: dict[str, PromptPlan | ContextfitError] = {}
+    for name in strategies:
+        try:
+            plans[name] = plan_prompt(messages, model=model, context_strategy=name, **settings)
+        except ContextfitError as exc:
+            if exc.code in ("UNKNOWN_MODEL", "INVALID_SETTINGS", "INVALID_MESSAGES", "INVALID_CONVERSATION"):
+                raise
+            plans[name] = exc
+    return plans
