@@ -2,5 +2,11 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="contextfit", layout="wide")
-st.navigation([st.Page("pages/strategies.py", title="Strategies", default=True)]).run()
+st.set_page_config(page_title="contextfit — what the model will see", layout="wide")
+st.navigation(
+    [
+        st.Page("pages/compare.py", title="Compare strategies", default=True),
+        st.Page("pages/models.py", title="Models & tokenizers"),
+        st.Page("pages/plugins.py", title="Plugins"),
+    ]
+).run()

@@ -58,20 +58,47 @@ def fill_macros(text: str, names: Mapping[str, str]) -> str:
     return _MACRO.sub(swap, text) if "{{" in text or "<" in text else text
 
 
-def _filled(message: dict, names: Mapping[str, str]) -> dict:
-    """A copy of a chat message with macros filled in its text."""
+def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
+    """A copy of a chat message with macros filled in its text and a stable id
+    (``m<position>`` in the caller's list when it has none of its own)."""
+    copy = dict(message)
     content = message.get("content")
     if isinstance(content, str):
-        return {**message, "content": fill_macros(content, names)}
-    if isinstance(content, list):
-        parts = [
+        copy["content"] = fill_macros(content, names)
+    elif isinstance(content, list):
+        copy["content"] = [
             {**part, "text": fill_macros(part["text"], names)}
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
             else part
             for part in content
         ]
-        return {**message, "content": parts}
-    return dict(message)
+    if msg.explicit_id(message) is None:
+        copy["meta"] = {**msg.meta_of(message), "id": f"m{position}"}
+    return copy
+
+
+def apply_overrides(blocks: list[dict], overrides: Mapping[str, Mapping[str, Any]]) -> list[dict]:
+    """Blocks with the user's edits applied, by block id: ``pinned``,
+    ``manualExcluded``, ``relevance`` and ``required`` go into ``meta``
+    (``pinned: False`` also clears a top-level ``pinned``).
+
+    >>> apply_overrides([{"role": "user", "content": "x", "pinned": True, "meta": {"id": "a"}}],
+    ...                 {"a": {"pinned": False, "relevance": 0.5}})
+    [{'role': 'user', 'content': 'x', 'meta': {'id': 'a', 'pinned': False, 'relevance': 0.5}}]
+    """
+    if not overrides:
+        return blocks
+    out = []
+    for block in blocks:
+        edit = overrides.get(msg.message_id(block, -1))
+        if edit:
+            unknown = set(edit) - {"pinned", "manualExcluded", "relevance", "required"}
+            if unknown:
+                raise InvalidSettings(f"Only pinned, manualExcluded, relevance and required can be edited, not {sorted(unknown)}.")
+            block = {key: value for key, value in block.items() if not (key == "pinned" and edit.get("pinned") is False)}
+            block["meta"] = {**msg.meta_of(block), **{key: value for key, value in edit.items()}}
+        out.append(block)
+    return out
 
 
 def _block(role: str, content: str, kind: str, ident: str, **meta: Any) -> dict:
@@ -141,6 +168,7 @@ def assemble(
     user_name: str = "User",
     char_name: str | None = None,
     scan_depth: int | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Assembly:
     """Lay out every block of the prompt in order (see the module docstring)."""
     card = as_card(character)
@@ -148,13 +176,13 @@ def assemble(
     diagnostics: list[dict] = []
     visible = []
     hidden = 0
-    for message in messages:
+    for position, message in enumerate(messages):
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
         if msg.meta_of(message).get("hidden") is True:
             hidden += 1
             continue
-        visible.append(_filled(message, names))
+        visible.append(_filled(message, names, position))
     if hidden:
         diagnostics.append(
             {"code": "HIDDEN_MESSAGES_SKIPPED", "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
@@ -209,7 +237,7 @@ def assemble(
     if card and card.post_history_instructions.strip():
         text = fill_macros(card.post_history_instructions.strip(), names)
         blocks.append(_block("system", text, msg.CHARACTER, "character:post_history_instructions"))
-    return Assembly(blocks, diagnostics, activations)
+    return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations)
 
 
 def _placed_after(block: dict) -> dict:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .errors import ContextfitError
-from .pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+from .pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies, settings_from_json
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -87,12 +87,16 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
             except ContextfitError:
                 pass
     strategies = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
+    settings = settings_from_json(conversation.settings)  # a bundle's suggestions; flags win
+    settings.pop("context_strategy", None)
+    for key, value in (("context_limit", args.limit), ("response_reserve", args.reserve)):
+        if value is not None:
+            settings[key] = value
     plans = compare_strategies(
         conversation.messages,
         model=model,
         strategies=strategies,
-        context_limit=args.limit,
-        response_reserve=args.reserve,
+        **settings,
         character=conversation.character,
         persona=conversation.persona,
         lorebook=conversation.lorebook,
@@ -143,6 +147,23 @@ def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
     return subprocess.call(command, cwd=app.parent)
 
 
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        import uvicorn
+
+        from .api import create_app
+    except ImportError as exc:
+        raise ContextfitError(f"contextfit serve needs the API extras ({exc.name} is missing): pip install 'contextfit[api]'.") from None
+    from .store import open_store
+
+    store = open_store(args.db)
+    try:
+        uvicorn.run(create_app(store), host=args.host, port=args.port, log_level="info")
+    finally:
+        store.close()
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     top = argparse.ArgumentParser(prog="contextfit", description="See exactly what an LLM will see.")
@@ -160,6 +181,12 @@ def parser() -> argparse.ArgumentParser:
 
     models = commands.add_parser("models", help="list the model catalog")
     models.set_defaults(run=_models)
+
+    serve = commands.add_parser("serve", help="start the HTTP API (/api/v2)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--db", help="SQLite file or database URL (default: $CONTEXTFIT_DB, else contextfit.db)")
+    serve.set_defaults(run=_serve)
 
     dashboard = commands.add_parser("dashboard", help="start the Streamlit dashboard (same as make run)")
     dashboard.add_argument("--port", type=int, default=8501)

@@ -9,13 +9,13 @@ anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .assembly import assemble
 from .chat_counter import token_counter
-from .errors import ContextfitError, InvalidSettings
+from .errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .fitting import shift_context
 from .messages import message_text
 from .models import ModelInfo, get_model
@@ -162,6 +162,162 @@ def resolve_limits(info: ModelInfo, context_limit: Any = None, response_reserve:
     return limit, reserve, limit - reserve
 
 
+#: JSON (camelCase) setting names and the plan_prompt keywords they map to.
+SETTINGS = {
+    "contextStrategy": "context_strategy",
+    "contextLimit": "context_limit",
+    "responseReserve": "response_reserve",
+    "scanDepth": "scan_depth",
+    "userName": "user_name",
+    "charName": "char_name",
+    "template": "template",
+    "summaryTokens": "summary_tokens",
+    "summaryScanChars": "summary_scan_chars",
+    "relevanceWindow": "relevance_window",
+    "query": "query",
+}
+
+
+def settings_from_json(settings: Any) -> dict[str, Any]:
+    """``plan_prompt`` keywords from JSON settings (camelCase, as the API and bundles write them).
+
+    >>> settings_from_json({"contextStrategy": "summarize", "contextLimit": 8000})
+    {'context_strategy': 'summarize', 'context_limit': 8000}
+    """
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise InvalidSettings(f"settings must be an object, got {type(settings).__name__}.")
+    unknown = [key for key in settings if key not in SETTINGS]
+    if unknown:
+        raise InvalidSettings(
+            f"Unknown setting(s): {', '.join(map(repr, unknown))}. Known: {', '.join(SETTINGS)}."
+        )
+    return {SETTINGS[key]: value for key, value in settings.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Everything before fitting, shared by every strategy: the assembled
+    blocks, their texts, the model, counter, limits and template."""
+
+    info: ModelInfo
+    blocks: list[dict]
+    texts: list[str]
+    diagnostics: list[dict]
+    template: str
+    counter: Any
+    context_limit: int
+    response_reserve: int
+    budget: int
+    tools_tokens: int
+
+
+def prepare(
+    messages: Sequence[dict],
+    *,
+    model: str,
+    context_limit: int | None = None,
+    response_reserve: int | None = None,
+    character: Any = None,
+    persona: str | None = None,
+    lorebook: Any = None,
+    memory: Sequence[Any] | None = None,
+    tools: Sequence[dict] | None = None,
+    scan_depth: int | None = None,
+    user_name: str = "User",
+    char_name: str | None = None,
+    template: str | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Prepared:
+    """The stages before fitting (persona, lorebook, memory, template,
+    tokenizer); :func:`plan_prepared` fits the result with a strategy."""
+    info = get_model(model)
+    limit, reserve, budget = resolve_limits(info, context_limit, response_reserve)
+    shape = template or ("anthropic" if info.provider == "anthropic" else "openai")
+    if shape not in TEMPLATES:
+        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
+    if scan_depth is not None:
+        _whole("scan_depth", scan_depth, 0)
+    assembly = assemble(
+        messages,
+        character=character,
+        persona=persona,
+        lorebook=lorebook,
+        memory=memory,
+        user_name=user_name,
+        char_name=char_name,
+        scan_depth=scan_depth,
+        overrides=overrides,
+    )
+    counter = token_counter(info.id)
+    extra = counter.count_tools(tools)
+    if extra > budget:
+        raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
+    return Prepared(
+        info=info,
+        blocks=assembly.blocks,
+        texts=[message_text(block) for block in assembly.blocks],
+        diagnostics=assembly.diagnostics,
+        template=shape,
+        counter=counter,
+        context_limit=limit,
+        response_reserve=reserve,
+        budget=budget,
+        tools_tokens=extra,
+    )
+
+
+def plan_prepared(
+    prepared: Prepared, context_strategy: str = "truncate", *, interceptors: Sequence[Any] | None = None, **options: Any
+) -> PromptPlan:
+    """Fit prepared blocks with one strategy, run the interceptors and the final fit."""
+    fit = shift_context(
+        prepared.blocks,
+        prepared.counter,
+        prepared.budget - prepared.tools_tokens,
+        strategy=context_strategy,
+        interceptors=interceptors,
+        **options,
+    )
+    texts = prepared.texts
+    blocks = [
+        PlanBlock(
+            index=position,
+            id=row.id,
+            role=row.role,
+            kind=row.kind,
+            content=texts[row.index] if row.index is not None else message_text(row.message),
+            tokens=row.tokens,
+            included=row.included,
+            reason=row.reason,
+            group=row.group,
+            origin=row.origin,
+            sources=row.sources,
+            message=row.message,
+        )
+        for position, row in enumerate(fit.decisions)
+    ]
+    prompt = render(fit.kept, prepared.template)
+    counter = prepared.counter
+    return PromptPlan(
+        model=prepared.info.id,
+        strategy=fit.strategy,
+        blocks=blocks,
+        provider_messages=prompt.messages,
+        provider_system=prompt.system,
+        template=prepared.template,
+        prompt_tokens=fit.tokens + prepared.tools_tokens,
+        tools_tokens=prepared.tools_tokens,
+        budget=prepared.budget,
+        context_limit=prepared.context_limit,
+        response_reserve=prepared.response_reserve,
+        tokenizer=TokenizerInfo(counter.profile, counter.approximate),
+        diagnostics=[*prepared.diagnostics, *fit.diagnostics],
+        fit=fit,
+    )
+
+
 def plan_prompt(
     messages: Sequence[dict],
     *,
@@ -179,14 +335,17 @@ def plan_prompt(
     char_name: str | None = None,
     template: str | None = None,
     interceptors: Sequence[Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
     **options: Any,
 ) -> PromptPlan:
     """Plan the prompt for ``messages`` on ``model`` with one strategy.
 
     ``character`` is a :class:`~contextfit.CharacterCard` or card JSON,
     ``lorebook`` a :class:`~contextfit.Lorebook` or World Info JSON,
-    ``memory`` strings or ``{"content", "relevance"}`` objects. Other keyword
-    options go to the strategy (``summary_tokens``, ``relevance_window``...).
+    ``memory`` strings or ``{"content", "relevance"}`` objects. ``overrides``
+    maps block ids to edits (``pinned``, ``manualExcluded``, ``relevance``).
+    Other keyword options go to the strategy (``summary_tokens``,
+    ``relevance_window``...).
     Raises ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks do not fit.
 
     >>> plan = plan_prompt([{"role": "system", "content": "Be brief."},
@@ -194,70 +353,23 @@ def plan_prompt(
     >>> plan.prompt_tokens, plan.budget, [b.reason for b in plan.blocks]
     (16, 111616, ['system', 'current_input'])
     """
-    info = get_model(model)
-    limit, reserve, budget = resolve_limits(info, context_limit, response_reserve)
-    shape = template or ("anthropic" if info.provider == "anthropic" else "openai")
-    if shape not in TEMPLATES:
-        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
-    if scan_depth is not None:
-        _whole("scan_depth", scan_depth, 0)
-    assembly = assemble(
+    prepared = prepare(
         messages,
+        model=model,
+        context_limit=context_limit,
+        response_reserve=response_reserve,
         character=character,
         persona=persona,
         lorebook=lorebook,
         memory=memory,
+        tools=tools,
+        scan_depth=scan_depth,
         user_name=user_name,
         char_name=char_name,
-        scan_depth=scan_depth,
+        template=template,
+        overrides=overrides,
     )
-    counter = token_counter(info.id)
-    extra = counter.count_tools(tools)
-    if extra > budget:
-        from .errors import TokenBudgetExceeded
-
-        raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
-    fit = shift_context(
-        assembly.blocks, counter, budget - extra, strategy=context_strategy, interceptors=interceptors, **options
-    )
-    return _plan(info, fit, assembly.diagnostics, shape, counter, limit, reserve, budget, extra)
-
-
-def _plan(info, fit, diagnostics, shape, counter, limit, reserve, budget, extra) -> PromptPlan:
-    blocks = [
-        PlanBlock(
-            index=position,
-            id=decision.id,
-            role=decision.role,
-            kind=decision.kind,
-            content=message_text(decision.message),
-            tokens=decision.tokens,
-            included=decision.included,
-            reason=decision.reason,
-            group=decision.group,
-            origin=decision.origin,
-            sources=decision.sources,
-            message=decision.message,
-        )
-        for position, decision in enumerate(fit.decisions)
-    ]
-    prompt = render(fit.kept, shape)
-    return PromptPlan(
-        model=info.id,
-        strategy=fit.strategy,
-        blocks=blocks,
-        provider_messages=prompt.messages,
-        provider_system=prompt.system,
-        template=shape,
-        prompt_tokens=fit.tokens + extra,
-        tools_tokens=extra,
-        budget=budget,
-        context_limit=limit,
-        response_reserve=reserve,
-        tokenizer=TokenizerInfo(counter.profile, counter.approximate),
-        diagnostics=[*diagnostics, *fit.diagnostics],
-        fit=fit,
-    )
+    return plan_prepared(prepared, context_strategy, interceptors=interceptors, **options)
 
 
 def compare_strategies(
@@ -266,16 +378,26 @@ def compare_strategies(
     """One plan per strategy for the same input; a strategy that cannot fit
     (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
 
-    The blocks are assembled once per call of :func:`plan_prompt`, but the
-    engine's analysis is cached per counter, so every strategy after the
-    first reuses the token counts.
+    The blocks are assembled and counted once; every strategy fits the same
+    prepared blocks.
     """
+    options = {key: settings.pop(key) for key in list(settings) if key not in _PREPARE_SETTINGS}
+    options.pop("context_strategy", None)
+    interceptors = options.pop("interceptors", None)
+    try:
+        prepared = prepare(messages, model=model, **settings)
+    except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
+        return {name: exc for name in strategies}
     plans: dict[str, PromptPlan | ContextfitError] = {}
     for name in strategies:
         try:
-            plans[name] = plan_prompt(messages, model=model, context_strategy=name, **settings)
-        except ContextfitError as exc:
-            if exc.code in ("UNKNOWN_MODEL", "INVALID_SETTINGS", "INVALID_MESSAGES", "INVALID_CONVERSATION"):
-                raise
+            plans[name] = plan_prepared(prepared, name, interceptors=interceptors, **options)
+        except TokenBudgetExceeded as exc:
             plans[name] = exc
     return plans
+
+
+_PREPARE_SETTINGS = frozenset(
+    {"context_limit", "response_reserve", "character", "persona", "lorebook", "memory", "tools", "scan_depth",
+     "user_name", "char_name", "template", "overrides"}
+)

@@ -183,21 +183,26 @@ class Decisions(Sequence[Decision]):
             raise IndexError("decision index out of range")
         k = bisect_right(self._positions, position) - 1
         if k >= 0 and self._positions[k] == position:
-            block = self._inserted[k]
-            return Decision(
-                index=None,
-                included=is_included(block.reason),
-                reason=block.reason,
-                tokens=block.tokens,
-                role=role_of(block.message),
-                kind=kind_of(block.message),
-                id=explicit_id(block.message) or f"inserted-{k}",
-                message=block.message,
-                sources=block.sources,
-                origin=block.origin,
-            )
-        index = position - (k + 1)
-        reason = self.reason_of(index)
+            return self._inserted_decision(k)
+        return self._input_decision(position - (k + 1))
+
+    def _inserted_decision(self, k: int) -> Decision:
+        block = self._inserted[k]
+        return Decision(
+            index=None,
+            included=is_included(block.reason),
+            reason=block.reason,
+            tokens=block.tokens,
+            role=role_of(block.message),
+            kind=kind_of(block.message),
+            id=explicit_id(block.message) or f"inserted-{k}",
+            message=block.message,
+            sources=block.sources,
+            origin=block.origin,
+        )
+
+    def _input_decision(self, index: int) -> Decision:
+        reason = self._overrides.get(index) or self._reasons[index] or self._protect[index] or WITHIN_BUDGET
         ident = self._ids[index]
         return Decision(
             index=index,
@@ -212,8 +217,14 @@ class Decisions(Sequence[Decision]):
         )
 
     def __iter__(self) -> Iterator[Decision]:
-        for position in range(len(self)):
-            yield self[position]
+        inserted, k = self._inserted, 0
+        for index in range(len(self._reasons)):
+            while k < len(inserted) and inserted[k].before == index:
+                yield self._inserted_decision(k)
+                k += 1
+            yield self._input_decision(index)
+        for rest in range(k, len(inserted)):
+            yield self._inserted_decision(rest)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence):

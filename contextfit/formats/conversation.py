@@ -18,6 +18,7 @@ except ImportError:  # pragma: no cover - importers of other formats work withou
     Lorebook = Any  # type: ignore[misc,assignment]
 
 FORMATS = (
+    "contextfit",
     "openai",
     "anthropic",
     "sillytavern-chat",
@@ -61,18 +62,21 @@ class Conversation:
     ``messages`` are dicts in the OpenAI chat shape with a ``meta`` dict
     (SPEC §3.2); ``format`` names the importer that read them; ``warnings``
     lists what was recognised but not used (swipes kept only as a count, a
-    second conversation in a dataset, request parameters, ...).
+    second conversation in a dataset, request parameters, ...). ``memory``
+    holds strings or ``{"content", "relevance"}`` objects; ``settings`` the
+    prompt settings a contextfit bundle suggests (camelCase, as in the API).
     """
 
     messages: list[dict] = field(default_factory=list)
     character: CharacterCard | None = None
     persona: str | None = None
     lorebook: Lorebook | None = None
-    memory: list[str] = field(default_factory=list)
+    memory: list[Any] = field(default_factory=list)
     tools: list[dict] = field(default_factory=list)
     format: str = "text"
     model: str | None = None
     warnings: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 def with_meta(message: dict, default_id: str, **extra: Any) -> dict:

@@ -3,6 +3,8 @@
 Rules, first match wins, on the record to import (for a dataset, its first
 record):
 
+- a contextfit bundle (``"contextfit": "conversation"``, or ``messages`` with
+  a ``character``, ``persona``, ``lorebook`` or ``memory`` beside them);
 - an object with ``messages``: Anthropic when it has a top-level ``system``,
   Anthropic-only content blocks or tools with ``input_schema``;
   ShareGPT when its content parts are LLaMA-Factory ``{"type", "value"}``;
@@ -24,6 +26,7 @@ from typing import Any
 from contextfit.errors import InvalidConversation
 
 from . import sharegpt, sillytavern
+from .bundle import is_bundle
 from .cards import is_card
 from .fields import describe, plural
 from .source import Parsed
@@ -75,6 +78,8 @@ def detect_value(value: Any, root: str = "$") -> str:
 
 
 def _detect_object(value: dict) -> str | None:
+    if is_bundle(value):
+        return "contextfit"
     if "messages" in value and isinstance(value["messages"], list):
         return messages_format(value["messages"], value)
     if "conversations" in value or "conversation" in value or sharegpt.is_dialogstudio(value):

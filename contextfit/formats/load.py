@@ -23,12 +23,14 @@ from .png import NO_CARD, card_chunks, import_png_card
 from .sharegpt import import_sharegpt
 from .sillytavern import import_sillytavern_chat
 from .source import PNG_SIGNATURE, Parsed, check_text, decode_text, looks_like_json, parse_json, read_source
+from .bundle import import_bundle
 from .text import import_text, import_text_record
 from .worldinfo import import_world_info
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 IMPORTERS: dict[str, Callable[[Parsed], Conversation]] = {
+    "contextfit": import_bundle,
     "openai": import_openai,
     "anthropic": import_anthropic,
     "sillytavern-chat": import_sillytavern_chat,
@@ -44,6 +46,7 @@ ALIASES = {
     "lorebook": "world-info",
     "worldinfo": "world-info",
     "txt": "text",
+    "bundle": "contextfit",
 }
 
 

@@ -147,6 +147,8 @@ class Summarize(BuiltinStrategy):
             scanned.append(index)
             chars += text_size
         scanned.reverse()
+        if not scanned:  # only lorebook, memory or example blocks were dropped: no history to summarize
+            return plain()
         block = self.build(view, scanned, min(space, size), recent_query(view, 4))
         if block is None:
             return plain("no sentence of the dropped history fits the summary size")

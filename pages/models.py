@@ -1,0 +1,45 @@
+"""The model catalog, and how a text splits into tokens."""
+
+import pandas as pd
+import streamlit as st
+
+import contextfit
+
+st.title("Models & tokenizers")
+st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")
+profiles = {profile.name: profile for profile in contextfit.profiles()}
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "model": info.id,
+                "provider": info.provider,
+                "context limit": info.context_limit,
+                "max output (reserve)": info.max_output,
+                "tokenizer": info.tokenizer,
+                "approximate": profiles[info.tokenizer].approximate,
+                "source": info.source,
+            }
+            for info in contextfit.list_models()
+        ]
+    ),
+    hide_index=True,
+    width="stretch",
+    column_config={"source": st.column_config.LinkColumn("source")},
+)
+
+st.subheader("Token viewer")
+left, right = st.columns([1, 2])
+with left:
+    name = st.selectbox("Tokenizer profile", list(profiles), help="Exact: OpenAI vocabularies. Others: estimates.")
+    st.caption(profiles[name].basis)
+with right:
+    text = st.text_area("Text", value="contextfit shows exactly what an LLM will see. 日本語も数えます。", height=120)
+tokenizer = contextfit.get_tokenizer(name)
+pieces = tokenizer.pieces(text)
+st.metric("Tokens", f"{tokenizer.count(text):,}", help="Approximate profiles scale an exact count up; pieces show the base split.")
+st.code(" | ".join(piece.replace("\n", "↵").replace(" ", "·") for piece in pieces) or "(empty)", language=None)
+st.dataframe(
+    pd.DataFrame({"piece": [repr(piece)[1:-1] for piece in pieces], "id": tokenizer.encode(text)}),
+    width="stretch",
+)

@@ -1,0 +1,173 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright.
+
+Skips with the reason when chromium or playwright is missing (`.ci/run`
+installs chromium). Screenshots go to test-artifacts/ (not committed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+CHROMIUM = os.environ.get("CONTEXTFIT_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+ARTIFACTS = REPO / "test-artifacts"
+PROTECTED_FILL = "rgb(0, 114, 178)"  # charts.FATE_COLORS["protected"]
+
+sync_playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").sync_playwright
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"streamlit did not start: {process.stdout.read().decode(errors='replace')}")
+            time.sleep(0.2)
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture
+def page(server):
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
+        page.set_default_timeout(120_000)  # a loaded 2-core CI machine is slow on a cold first run
+        page.goto(server)
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").wait_for()
+        settle(page)
+        yield page
+        browser.close()
+
+
+def settle(page) -> None:
+    """Wait for the script run that an interaction starts to finish."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(READY)
+
+
+def bars(chart) -> list:
+    return chart.locator(".barlayer .point path").all()
+
+
+def protected_bars(chart) -> int:
+    return sum(1 for path in bars(chart) if PROTECTED_FILL in (path.get_attribute("style") or ""))
+
+
+def test_paste_compare_see_charts_and_pin_a_message(page):
+    ARTIFACTS.mkdir(exist_ok=True)
+    chat = [{"role": "system", "content": "Be brief."}] + [
+        {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 30} for i in range(1, 12)
+    ]
+    bundle = {"contextfit": "conversation", "messages": chat, "settings": {"contextLimit": 1500, "responseReserve": 1100}}
+
+    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
+    settle(page)
+    box = page.get_by_role("textbox", name="Conversation")
+    box.fill(json.dumps(bundle))
+    box.press("Control+Enter")
+    settle(page)
+
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.first.locator(".barlayer").wait_for()
+    assert charts.count() == 9  # a budget bar and a block chart per strategy, then the fate matrix
+    truncate_blocks = charts.nth(1)
+    assert len(bars(truncate_blocks)) == len(chat)
+    before = protected_bars(truncate_blocks)
+    assert before == 2  # the system prompt and the current input
+    page.screenshot(path=str(ARTIFACTS / "compare-before-pin.png"), full_page=True)
+
+    # Pin the oldest message (row 1, column "pinned") in the edit table, from the keyboard.
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    grid.scroll_into_view_if_needed()
+    frame = grid.bounding_box()
+    page.mouse.click(frame["x"] + 40, frame["y"] + 35 + 35 + 17)  # header row, then row 1, column "id"
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press(" ")
+    settle(page)
+    page.wait_for_function(
+        """([fill]) => {
+            const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[1];
+            return chart && [...chart.querySelectorAll('.barlayer .point path')]
+                .filter(p => (p.getAttribute('style') || '').includes(fill)).length === 3;
+        }""",
+        arg=[PROTECTED_FILL],
+    )
+    assert protected_bars(page.locator('[data-testid="stPlotlyChart"]').nth(1)) == before + 1
+    page.screenshot(path=str(ARTIFACTS / "compare-after-pin.png"), full_page=True)
+
+
+def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
+    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
+    settle(page)
+    box = page.get_by_role("textbox", name="Conversation")
+    broken = '{"messages": [{"role": "user"'
+    box.fill(broken)
+    box.press("Control+Enter")
+    settle(page)
+    alert = page.locator('[data-testid="stAlert"]').first
+    assert "INVALID_CONVERSATION" in alert.inner_text()
+    assert box.input_value() == broken
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+
+
+def test_pasted_html_is_shown_as_text(page):
+    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
+    settle(page)
+    box = page.get_by_role("textbox", name="Conversation")
+    box.fill(json.dumps([{"role": "user", "content": '<img src=x onerror="window.hacked=1"> **bold**'}]))
+    box.press("Control+Enter")
+    settle(page)
+    page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
+    assert page.evaluate("window.hacked") is None
+    assert page.locator('img[src="x"]').count() == 0
+
+
+def test_every_page_renders(page, server):
+    for path, title in (("/models", "Models & tokenizers"), ("/plugins", "Plugins")):
+        page.goto(server + path)
+        page.locator("h1").first.wait_for()
+        settle(page)
+        assert page.locator("h1").first.inner_text().startswith(title)
+        assert page.locator('[data-testid="stException"]').count() == 0
+

@@ -1,0 +1,188 @@
+"""The dashboard: its logic (no Streamlit) and every page through AppTest."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+
+import pytest
+from conftest import REPO
+from streamlit.testing.v1 import AppTest
+
+import contextfit
+from contextfit import dashboard
+from contextfit.samples import SAMPLES, load_sample
+
+STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+
+
+def decode(values):
+    """Plotly ≥ 6 may store numeric arrays as base64 typed arrays."""
+    if isinstance(values, dict) and "bdata" in values:
+        import numpy
+
+        return numpy.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return values
+
+
+# -- logic ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", [s.key for s in SAMPLES])
+def test_every_sample_shows_the_strategies_disagreeing(sample):
+    conversation = load_sample(sample)
+    setup = dashboard.suggested_setup(conversation)
+    plans = {name: dashboard.plan_one(conversation, setup, name) for name in STRATEGIES}
+    fates = {name: [b.fate for b in plan.blocks] for name, plan in plans.items()}
+    assert len({tuple(f) for f in fates.values()}) >= 2, "a sample should show strategies differing"
+    assert all(plan.prompt_tokens <= plan.budget for plan in plans.values())
+    assert any(not b.included for plan in plans.values() for b in plan.blocks)
+
+
+def test_samples_show_what_they_promise():
+    agent = load_sample("coding_agent")
+    assert len(agent.messages[2]["tool_calls"]) == 3
+    assert [m.get("tool_call_id") for m in agent.messages[3:5]] == ["call_read_tests", "call_read_changelog"]
+    support = load_sample("support_chat")
+    assert any(m.get("meta", {}).get("manualExcluded") for m in support.messages)
+    assert any(m.get("meta", {}).get("pinned") for m in support.messages)
+    roleplay = load_sample("roleplay")
+    assert roleplay.character and roleplay.lorebook and roleplay.persona and roleplay.memory
+
+
+def test_suggested_setup_uses_the_bundle_then_the_model():
+    conversation = load_sample("coding_agent")
+    setup = dashboard.suggested_setup(conversation)
+    assert (setup.model, setup.context_limit, setup.response_reserve) == ("gpt-4o", 1500, 400)
+    plain = contextfit.load_conversation('[{"role": "user", "content": "hi"}]')
+    setup = dashboard.suggested_setup(plain, "claude-sonnet-4")
+    info = contextfit.get_model("claude-sonnet-4")
+    assert setup.context_limit == info.context_limit and setup.response_reserve <= info.max_output
+
+
+def test_edits_pin_and_exclude_blocks():
+    conversation = load_sample("support_chat")
+    setup = dashboard.suggested_setup(conversation)
+    plans = {"truncate": dashboard.plan_one(conversation, setup, "truncate")}
+    rows = dashboard.editor_rows(conversation, setup, plans)
+    dropped = next(row for row in rows if not next(b for b in plans["truncate"].blocks if b.id == row["id"]).included)
+    edited = [dict(row, pinned=True) if row["id"] == dropped["id"] else row for row in rows]
+    overrides = dashboard.overrides_from_rows(edited, rows)
+    assert overrides == {dropped["id"]: {"pinned": True}}
+    edited_setup = dashboard.Setup(setup.model, setup.context_limit, setup.response_reserve, overrides=overrides)
+    pinned = dashboard.plan_one(conversation, edited_setup, "truncate")
+    block = next(b for b in pinned.blocks if b.id == dropped["id"])
+    assert block.included and block.reason == "pinned" and block.fate == "protected"
+    # Unpinning the account details lets truncate drop them.
+    unpinned = dashboard.Setup(setup.model, 400, 100, overrides={"account": {"pinned": False}})
+    plan = dashboard.plan_one(conversation, unpinned, "truncate")
+    assert next(b for b in plan.blocks if b.id == "account").reason == "over_budget"
+
+
+def test_the_editor_still_works_when_no_strategy_fits():
+    conversation = load_sample("support_chat")
+    setup = dashboard.Setup("gpt-4o-mini", 200, 100)
+    plans = {}
+    for name in STRATEGIES:
+        try:
+            plans[name] = dashboard.plan_one(conversation, setup, name)
+        except contextfit.TokenBudgetExceeded as error:
+            plans[name] = error
+    rows = dashboard.editor_rows(conversation, setup, plans)
+    assert next(row for row in rows if row["id"] == "account")["pinned"] is True
+    assert all(row["tokens"] is None for row in rows)
+
+
+def test_downloads():
+    plan = dashboard.plan_one(load_sample("coding_agent"), dashboard.suggested_setup(load_sample("coding_agent")), "summarize")
+    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    assert len(table) == len(plan.blocks) and table[0]["fate"] == "protected"
+    body = json.loads(dashboard.provider_json(plan))
+    assert body["messages"] == plan.provider_messages and body["model"] == "gpt-4o"
+    assert json.loads(dashboard.plan_json(plan))["promptTokens"] == plan.prompt_tokens
+    assert any("summarized" in line for line in dashboard.dropped_lines(plan))
+
+
+def test_plain_escapes_markdown():
+    assert dashboard.plain("[x](javascript:alert(1)) *a* <b>") == r"\[x\](javascript:alert(1)) \*a\* \<b\>"
+
+
+# -- pages ------------------------------------------------------------------------------
+
+
+def app() -> AppTest:
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+
+
+def test_first_load_compares_a_sample_under_all_four_strategies():
+    at = app().run()
+    assert not at.exception and not at.error
+    assert [s.value for s in at.subheader][:4] == list(STRATEGIES)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2 * 4 + 1  # budget bar and block chart per strategy, then the fate matrix
+    conversation = load_sample("roleplay")
+    setup = dashboard.suggested_setup(conversation)
+    for number, name in enumerate(STRATEGIES):
+        plan = dashboard.plan_one(conversation, setup, name)
+        budget = json.loads(charts[2 * number].proto.spec)
+        sent = [t for t in budget["data"] if t["y"] == ["sent"]]
+        assert sum(decode(t["x"])[0] for t in sent) == plan.context_limit
+        blocks = json.loads(charts[2 * number + 1].proto.spec)
+        heights = {}
+        for trace in blocks["data"]:
+            for x, y in zip(decode(trace["x"]), decode(trace["y"])):
+                heights[x] = (trace["name"], y)
+        assert heights == {b.index: (b.fate, b.tokens) for b in plan.blocks}
+    matrix = json.loads(charts[-1].proto.spec)["data"][0]
+    assert matrix["y"] == list(STRATEGIES)
+
+
+def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    broken = '{"messages": [{"role": "user", "content": "hi"},'
+    at.text_area(key="paste").set_value(broken).run()
+    assert not at.exception
+    message = at.error[0].value
+    assert "INVALID_CONVERSATION" in message and "line 1, column 49" in message
+    assert at.text_area(key="paste").value == broken
+    assert not at.get("plotly_chart")
+
+
+def test_a_pasted_conversation_is_compared():
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    chat = [{"role": "system", "content": "Be brief."}] + [
+        {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 30} for i in range(1, 12)
+    ]
+    at.text_area(key="paste").set_value(json.dumps(chat)).run()
+    at.sidebar.number_input(key="limit").set_value(1500).run()
+    at.sidebar.number_input(key="reserve").set_value(1100).run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 9
+    assert any("400-token budget" in caption.value for caption in at.caption)
+
+
+def test_an_impossible_budget_is_shown_per_strategy():
+    at = app().run()
+    at.sidebar.number_input(key="reserve").set_value(1800).run()
+    assert not at.exception
+    assert len(at.error) == 4 and all("TOKEN_BUDGET_EXCEEDED" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("page", ["pages/models.py", "pages/plugins.py"])
+def test_other_pages_load(page):
+    at = app().run()
+    at.switch_page(page).run()
+    assert not at.exception and not at.error
+    assert at.dataframe
+
+
+def test_the_models_page_counts_tokens():
+    at = app().run()
+    at.switch_page("pages/models.py").run()
+    at.text_area[0].set_value("Hello world!").run()
+    assert at.metric[0].value == "3"
+    assert "Hello" in at.code[0].value
