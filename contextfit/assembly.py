@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import messages as msg
+from . import results as r
 from .errors import InvalidMessages, InvalidSettings
 from .lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
 
@@ -185,7 +186,7 @@ def assemble(
         visible.append(_filled(message, names, position))
     if hidden:
         diagnostics.append(
-            {"code": "HIDDEN_MESSAGES_SKIPPED", "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
+            {"code": r.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
         )
     leading = 0
     while leading < len(visible) and msg.kind_of(visible[leading]) == msg.SYSTEM:
@@ -242,7 +243,7 @@ def assemble(
 
 def _placed_after(block: dict) -> dict:
     return {
-        "code": "LOREBOOK_POSITION_APPROXIMATED",
+        "code": r.LOREBOOK_POSITION_APPROXIMATED,
         "id": block["meta"]["id"],
         "message": "This lorebook entry's insertion position is not modelled; it is placed after the character.",
     }

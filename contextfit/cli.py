@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TextIO
 
 from .errors import ContextfitError
-from .pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies, settings_from_json
+from .pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+from .settings import plan_options
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -87,7 +88,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
             except ContextfitError:
                 pass
     strategies = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
-    settings = settings_from_json(conversation.settings)  # a bundle's suggestions; flags win
+    settings = plan_options(conversation.settings)  # a bundle's suggestions; flags win
     settings.pop("context_strategy", None)
     for key, value in (("context_limit", args.limit), ("response_reserve", args.reserve)):
         if value is not None:
@@ -154,9 +155,16 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
         from .api import create_app
     except ImportError as exc:
         raise ContextfitError(f"contextfit serve needs the API extras ({exc.name} is missing): pip install 'contextfit[api]'.") from None
+    from sqlalchemy.exc import SQLAlchemyError
+
     from .store import open_store
 
-    store = open_store(args.db)
+    try:
+        store = open_store(args.db)
+    except SQLAlchemyError as exc:
+        reason = getattr(exc, "orig", None) or exc
+        raise ContextfitError(f"Cannot open the database given by --db: {type(reason).__name__}: {reason}".strip()) from None
+    print(f"contextfit: chats and audits in {store.engine.url.render_as_string(hide_password=True)}", file=sys.stderr)
     try:
         uvicorn.run(create_app(store), host=args.host, port=args.port, log_level="info")
     finally:
@@ -184,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="start the HTTP API (/api/v2)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--db", help="SQLite file or database URL (default: $CONTEXTFIT_DB, else contextfit.db)")
     serve.set_defaults(run=_serve)
 

@@ -20,7 +20,8 @@ from .errors import ContextfitError, TokenBudgetExceeded
 from .formats import Conversation
 from .messages import kind_of, message_id, message_text, role_of
 from .models import get_model
-from .pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare, settings_from_json
+from .pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
+from .settings import plan_options
 
 #: Editable per-block fields and the table column that shows each.
 EDITABLE = {"pinned": "pinned", "manualExcluded": "exclude", "relevance": "relevance"}
@@ -48,7 +49,7 @@ def suggested_setup(conversation: Conversation, model: str | None = None) -> Set
         info = get_model(chosen)
     except ContextfitError:
         info = get_model("gpt-4o")
-    settings = settings_from_json(conversation.settings) if conversation.settings else {}
+    settings = plan_options(conversation.settings)
     limit = settings.get("context_limit", info.context_limit)
     reserve = settings.get("response_reserve", min(info.max_output, limit // 4))
     return Setup(model=info.id, context_limit=int(limit), response_reserve=int(reserve))

@@ -175,3 +175,136 @@ class InvalidModelFile(ContextfitError):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "path": self.path, "model": self.model, "field": self.field}
+
+
+class ChatNotFound(ContextfitError):
+    """No chat has that id (it never existed, or it was deleted).
+
+    >>> ChatNotFound("chat_123").code
+    'CHAT_NOT_FOUND'
+    """
+
+    code = "CHAT_NOT_FOUND"
+
+    def __init__(self, chat_id: str) -> None:
+        self.chat_id = chat_id
+        super().__init__(f"No chat with id {chat_id!r}.")
+
+
+class AuditNotFound(ContextfitError):
+    """The chat exists but has no finished generation, so no audit yet."""
+
+    code = "AUDIT_NOT_FOUND"
+
+    def __init__(self, chat_id: str) -> None:
+        self.chat_id = chat_id
+        super().__init__(f"Chat {chat_id!r} has no context audit yet: generate once to create one.")
+
+
+class UnknownProvider(ContextfitError):
+    """No provider is configured under that name."""
+
+    code = "UNKNOWN_PROVIDER"
+
+    def __init__(self, name: object, available: list[str]) -> None:
+        self.name = name
+        self.available = available
+        super().__init__(f"No provider named {name!r}. Configured providers: {', '.join(available) or 'none'}.")
+
+
+class InvalidRequest(ContextfitError):
+    """An HTTP request body or parameter does not match the API's schema."""
+
+    code = "INVALID_REQUEST"
+
+
+class RequestTooLarge(ContextfitError):
+    """An HTTP request body is larger than the server accepts."""
+
+    code = "REQUEST_TOO_LARGE"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"The request body is larger than {limit:,} bytes; send a shorter conversation.")
+
+
+class GenerationCancelled(ContextfitError):
+    """A generation was cancelled (the client went away or asked to cancel)."""
+
+    code = "CANCELLED"
+
+    def __init__(self, message: str = "The generation was cancelled before the provider answered.") -> None:
+        super().__init__(message)
+
+
+class GenerationInterrupted(ContextfitError):
+    """A generation's process died before it finished; recorded at the next start."""
+
+    code = "INTERRUPTED"
+
+    def __init__(self, message: str = "The process running this generation stopped before it finished.") -> None:
+        super().__init__(message)
+
+
+class ProviderError(ContextfitError):
+    """A provider call failed; ``code`` is one of the normalized ``PROVIDER_*`` codes.
+
+    The message is written by contextfit from the HTTP status and the kind of
+    failure; it never quotes the provider's response body or a credential.
+    ``status`` is the provider's HTTP status when there was one.
+
+    >>> err = ProviderRateLimited("openai", status=429)
+    >>> err.code, err.status, str(err)
+    ('PROVIDER_RATE_LIMITED', 429, 'openai: the provider is rate limiting requests (HTTP 429).')
+    """
+
+    code = "PROVIDER_ERROR"
+    summary = "the provider failed"
+
+    def __init__(self, provider: str, *, status: int | None = None, detail: str | None = None) -> None:
+        self.provider = provider
+        self.status = status
+        http = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{provider}: {detail or self.summary}{http}.")
+
+
+class ProviderAuthError(ProviderError):
+    """The provider refused the credentials (401/403)."""
+
+    code = "PROVIDER_AUTH"
+    summary = "the provider refused the credentials; check the API key"
+
+
+class ProviderRateLimited(ProviderError):
+    """The provider kept answering 429 after the retries."""
+
+    code = "PROVIDER_RATE_LIMITED"
+    summary = "the provider is rate limiting requests"
+
+
+class ProviderContextOverflow(ProviderError):
+    """The provider says the prompt is longer than the model's context window."""
+
+    code = "PROVIDER_CONTEXT_OVERFLOW"
+    summary = "the provider says the prompt exceeds the model's context; lower contextLimit for this model"
+
+
+class ProviderBadRequest(ProviderError):
+    """The provider rejected the request (4xx other than auth, rate limit and context length)."""
+
+    code = "PROVIDER_BAD_REQUEST"
+    summary = "the provider rejected the request; check the model name and settings"
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer in time."""
+
+    code = "PROVIDER_TIMEOUT"
+    summary = "the provider did not answer in time"
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider could not be reached, dropped the connection or is overloaded (502/503/504/529)."""
+
+    code = "PROVIDER_UNAVAILABLE"
+    summary = "the provider could not be reached or is overloaded"

@@ -162,40 +162,6 @@ def resolve_limits(info: ModelInfo, context_limit: Any = None, response_reserve:
     return limit, reserve, limit - reserve
 
 
-#: JSON (camelCase) setting names and the plan_prompt keywords they map to.
-SETTINGS = {
-    "contextStrategy": "context_strategy",
-    "contextLimit": "context_limit",
-    "responseReserve": "response_reserve",
-    "scanDepth": "scan_depth",
-    "userName": "user_name",
-    "charName": "char_name",
-    "template": "template",
-    "summaryTokens": "summary_tokens",
-    "summaryScanChars": "summary_scan_chars",
-    "relevanceWindow": "relevance_window",
-    "query": "query",
-}
-
-
-def settings_from_json(settings: Any) -> dict[str, Any]:
-    """``plan_prompt`` keywords from JSON settings (camelCase, as the API and bundles write them).
-
-    >>> settings_from_json({"contextStrategy": "summarize", "contextLimit": 8000})
-    {'context_strategy': 'summarize', 'context_limit': 8000}
-    """
-    if settings is None:
-        return {}
-    if not isinstance(settings, dict):
-        raise InvalidSettings(f"settings must be an object, got {type(settings).__name__}.")
-    unknown = [key for key in settings if key not in SETTINGS]
-    if unknown:
-        raise InvalidSettings(
-            f"Unknown setting(s): {', '.join(map(repr, unknown))}. Known: {', '.join(SETTINGS)}."
-        )
-    return {SETTINGS[key]: value for key, value in settings.items() if value is not None}
-
-
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """Everything before fitting, shared by every strategy: the assembled

@@ -150,6 +150,7 @@ rows = dashboard.editor_rows(conversation, setup, plans)
 edited = st.data_editor(
     pd.DataFrame(rows),
     key=f"editor-{state.editor_version}",
+    placeholder="—",
     hide_index=True,
     width="stretch",
     disabled=["id", "role", "kind", "text", "tokens"],

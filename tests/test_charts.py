@@ -9,13 +9,14 @@ import pytest
 import contextfit
 from contextfit import charts
 from contextfit.samples import load_sample
+from contextfit.settings import plan_options
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
 
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    base = contextfit.pipeline.settings_from_json(conversation.settings)
+    base = plan_options(conversation.settings)
     base.update(settings)
     return contextfit.compare_strategies(
         conversation.messages, model=conversation.model or "gpt-4o", character=conversation.character,

@@ -1,0 +1,126 @@
+"""Fixtures for the store, generation and API tests: databases and a fake provider.
+
+The fixtures that use them live in ``api_fixtures.py``.
+
+``FakeProvider`` is an OpenAI- and Anthropic-compatible HTTP server on
+127.0.0.1 whose behaviour is chosen by the first path segment of the base
+URL (``http://127.0.0.1:PORT/<behaviour>``); its error bodies carry
+:data:`BODY_MARKER` so tests can prove that no response body is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from contextfit.store import Store
+
+BODY_MARKER = "PROVIDER-BODY-7f3a"
+API_KEY = "sk-test-SECRET-5c9e"
+BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold")
+
+
+def snapshot(store: Store) -> dict[str, list[tuple]]:
+    """Every row of every table, sorted: equal snapshots mean nothing was written."""
+    import sqlalchemy as sa
+
+    with store.engine.connect() as connection:
+        names = sa.inspect(connection).get_table_names()
+        return {
+            name: sorted(tuple(map(str, row)) for row in connection.execute(sa.text(f'SELECT * FROM "{name}"')))
+            for name in names
+        }
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        pass  # a client that gave up (a timeout, a cancel) closed its end: expected here
+
+
+class FakeProvider:
+    """The fake provider server (see the module docstring). Use as a context manager."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.requests: list[dict] = []
+        self.arrived = threading.Semaphore(0)  # released once per request that "hold" holds
+        self.release = threading.Event()  # lets "slow" and "hold" requests finish
+        self.server = _QuietServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, behaviour: str, anthropic: bool = False) -> str:
+        """The base URL for a behaviour (OpenAI-style ends in /v1)."""
+        base = f"http://127.0.0.1:{self.server.server_address[1]}/{behaviour}"
+        return base if anthropic else base + "/v1"
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                behaviour = self.path.strip("/").split("/")[0]
+                anthropic = self.path.endswith("/v1/messages")
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
+                fake.calls[behaviour] += 1
+                fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                if behaviour == "drop":
+                    self.close_connection = True
+                    return  # no answer at all: the connection just closes
+                if behaviour in ("slow", "hold"):
+                    if behaviour == "hold":
+                        fake.arrived.release()
+                    fake.release.wait(60)
+                    behaviour = "success"
+                status, payload = _answer(behaviour, body, anthropic)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                if status == 429:
+                    self.send_header("retry-after", "0")
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _answer(behaviour: str, body: dict, anthropic: bool) -> tuple[int, dict]:
+    error = {"type": "error", "error": {"message": f"{BODY_MARKER} key {API_KEY} refused", "type": "x"}}
+    if behaviour == "401":
+        return 401, error
+    if behaviour == "429":
+        return 429, error
+    if behaviour == "500":
+        return 500, error
+    if behaviour == "context":
+        message = (
+            "prompt is too long: 300000 tokens > 200000 maximum"
+            if anthropic
+            else "maximum context length is 8192 tokens"
+        )
+        return 400, {"error": {"code": "context_length_exceeded", "message": f"{message} {BODY_MARKER}"}}
+    last = body.get("messages", [{}])[-1].get("content", "")
+    text = f"fake reply to: {last if isinstance(last, str) else 'parts'}"
+    if anthropic:
+        return 200, {"model": body.get("model"), "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                     "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip
+    return 200, {"model": body.get("model"), "choices": [{"message": {"role": "assistant", "content": text},
+                 "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}  # fmt: skip
