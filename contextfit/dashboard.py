@@ -291,3 +291,37 @@ def error_text(error: ContextfitError) -> str:
     """
     where = getattr(error, "location", None)
     return f"{error.code}: {plain(str(error))}" + (f" (at {plain(where)})" if where else "")
+
+
+def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, store: Any = None) -> str:
+    """Store the conversation as a chat, generate once with the offline ``echo``
+    provider under ``strategy`` and the user's choices, and return the chat id
+    (its audit is then on the Audit page)."""
+    from .generation import send_conversation
+
+    settings: dict[str, Any] = {
+        "contextStrategy": strategy,
+        "contextLimit": setup.context_limit,
+        "responseReserve": setup.response_reserve,
+        "userName": setup.user_name,
+    }
+    if setup.overrides:
+        settings["overrides"] = {key: dict(value) for key, value in setup.overrides.items()}
+    if setup.summary_tokens:
+        settings["summaryTokens"] = setup.summary_tokens
+    if setup.relevance_window:
+        settings["relevanceWindow"] = setup.relevance_window
+    title = f"{strategy} · {len(conversation.messages)} messages · {setup.model}"
+    result = send_conversation(conversation, model=setup.model, settings=settings, title=title, provider="echo", store=store)
+    return result.audit.chat_id
+
+
+def audit_rows(audit: Any) -> list[dict[str, Any]]:
+    """The audit's blocks as table rows, with each block's fate."""
+    from .pipeline import fate_of
+
+    return [
+        {"#": block.index, "id": block.id, "role": block.role, "kind": block.kind, "tokens": block.tokens,
+         "fate": fate_of(block.reason), "reason": block.reason}
+        for block in audit.blocks
+    ]

@@ -135,6 +135,12 @@ for column, (name, plan) in zip(columns, plans.items()):
                            mime="text/csv", key=f"csv-{name}", on_click="ignore", width="stretch")
         st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{name}-plan.json",
                            mime="application/json", key=f"plan-{name}", on_click="ignore", width="stretch")
+        if st.button("Send with echo provider", key=f"send-{name}", width="stretch",
+                     help="Store this conversation as a chat, generate with the offline echo provider under this "
+                     "strategy, and open its audit."):
+            with st.spinner("Generating…"):
+                state.audit_chat = dashboard.send_with_echo(conversation, setup, name)
+            st.switch_page("pages/audit.py")
         for note in plan.diagnostics:
             if note["code"] not in ("RELEVANCE", "ORPHAN_TOOL_RESULT"):
                 st.caption(f"{note['code']}: " + dashboard.plain(note.get("message", "")))

@@ -39,12 +39,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     port = _free_port()
+    env = {**os.environ, "CONTEXTFIT_DB": str(tmp_path_factory.mktemp("db") / "chats.db")}
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -164,7 +165,7 @@ def test_pasted_html_is_shown_as_text(page):
 
 
 def test_every_page_renders(page, server):
-    for path, title in (("/models", "Models & tokenizers"), ("/plugins", "Plugins")):
+    for path, title in (("/audit", "Audit"), ("/models", "Models & tokenizers"), ("/plugins", "Plugins")):
         page.goto(server + path)
         page.locator("h1").first.wait_for()
         settle(page)

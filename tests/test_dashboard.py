@@ -186,3 +186,41 @@ def test_the_models_page_counts_tokens():
     at.text_area[0].set_value("Hello world!").run()
     assert at.metric[0].value == "3"
     assert "Hello" in at.code[0].value
+
+
+# -- audit ------------------------------------------------------------------------------
+
+
+def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
+    conversation = load_sample("coding_agent")
+    setup = dashboard.suggested_setup(conversation)
+    store = str(tmp_path / "chats.db")
+    chat_id = dashboard.send_with_echo(conversation, setup, "summarize", store=store)
+    audit, plan = contextfit.audit.load_audit_plan(chat_id, store)
+    expected = dashboard.plan_one(conversation, setup, "summarize")
+    assert audit.status == "completed" and audit.strategy == "summarize"
+    assert audit.prompt_tokens == expected.prompt_tokens
+    assert [(r["id"], r["reason"], r["tokens"]) for r in dashboard.audit_rows(audit)] == [
+        (b.id, b.reason, b.tokens) for b in expected.blocks
+    ]
+
+
+def test_the_audit_page_says_when_there_is_nothing_yet(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "empty.db"))
+    at = app().run()
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception and "No generation yet" in at.info[0].value
+
+
+def test_send_from_compare_opens_the_audit(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
+    at = app().run()
+    at.button(key="send-vector-recall").click().run()
+    assert not at.exception and not at.error
+    assert at.title[0].value == "Audit"
+    assert at.success[0].value.startswith("completed · echo · gpt-4o")
+    conversation = load_sample("roleplay")
+    plan = dashboard.plan_one(conversation, dashboard.suggested_setup(conversation), "vector-recall")
+    assert at.metric[0].value == f"{plan.prompt_tokens:,}"
+    blocks = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert sum(len(decode(trace["x"])) for trace in blocks["data"]) == len(plan.blocks)

@@ -1,0 +1,56 @@
+"""The latest generation of a chat: what was sent, what was dropped and why."""
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from contextfit import charts, dashboard
+from contextfit.audit import list_audited_chats, load_audit_plan
+from contextfit.store import shared_store
+
+st.title("Audit")
+st.caption(
+    "Every generation records what was sent before the provider is called, and finishes as completed, failed "
+    "or cancelled. Only the latest audit of each chat is kept."
+)
+st.html(charts.legend_html())
+chats = list_audited_chats()
+st.caption("Chats and audits in " + dashboard.plain(shared_store().engine.url.render_as_string(hide_password=True)))
+if not chats:
+    st.info("No generation yet. Use “Send with echo provider” on Compare strategies, or the HTTP API (contextfit serve).")
+    st.stop()
+
+labels = {chat.id: f"{chat.title or chat.id} — {chat.audit_status}" for chat in chats}
+chosen = st.session_state.pop("audit_chat", None)
+ids = list(labels)
+chat_id = st.selectbox("Chat", ids, index=ids.index(chosen) if chosen in ids else 0, format_func=labels.get)
+audit, plan = load_audit_plan(chat_id)
+
+status = {"completed": st.success, "failed": st.error, "cancelled": st.warning}.get(audit.status, st.info)
+status(f"{audit.status} · {audit.provider} · {audit.model}" + (f" · {audit.error_code}" if audit.error_code else ""))
+left, middle, right = st.columns(3)
+left.metric("Prompt tokens", "—" if audit.prompt_tokens is None else f"{audit.prompt_tokens:,}")
+middle.metric("Budget", f"{audit.budget:,}", help="Context limit minus response reserve.")
+right.metric("Context limit", f"{audit.context_limit:,}", help=f"Response reserve {audit.response_reserve:,}.")
+st.caption(
+    f"strategy {audit.strategy or '—'} · tokenizer {audit.tokenizer.profile}"
+    + (" · approximate" if audit.tokenizer.approximate else " · exact")
+    + f" · started {audit.created_at} · finished {audit.finished_at or '—'}"
+)
+if audit.blocks:
+    st.plotly_chart(charts.budget_figure(plan), key="audit-budget", width="stretch")
+    st.plotly_chart(charts.blocks_figure(plan), key="audit-blocks", width="stretch")
+    st.subheader("Blocks")
+    st.dataframe(pd.DataFrame(dashboard.audit_rows(audit)), hide_index=True, width="stretch", placeholder="—")
+st.subheader("Provider messages")
+if audit.provider_system is not None:
+    st.text("system: " + audit.provider_system)
+st.json(audit.provider_messages, expanded=False)
+st.subheader("Interceptor diagnostics")
+if audit.interceptor_diagnostics:
+    st.json(audit.interceptor_diagnostics, expanded=False)
+else:
+    st.text("No interceptor ran.")
+st.download_button("Audit (JSON)", json.dumps(audit.to_dict(), ensure_ascii=False, indent=2),
+                   file_name=f"audit-{chat_id}.json", mime="application/json", on_click="ignore")
