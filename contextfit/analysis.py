@@ -307,7 +307,9 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
     base = best if best is not None else Facts()
     facts = base.extended(messages, base.n, counting, count_now)
     with state.lock:
-        prefixes = [f for f in state.prefixes if f is not base]
+        # The shorter analysis stays too: the next call may edit or regenerate
+        # the last message instead of appending one.
+        prefixes = [f for f in state.prefixes if f is not facts]
         prefixes.insert(0, facts)
         del prefixes[_PREFIXES_KEPT:]
         state.prefixes = prefixes

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from .text import words
@@ -48,8 +49,8 @@ class LexicalRelevance:
     name = "lexical-tfidf"
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
-        bags = [Counter(words(text)) for text in documents]
-        query_bag = Counter(words(query))
+        bags = [_bag(text) for text in documents]
+        query_bag = _bag(query)
         if not query_bag:
             return [0.0] * len(documents)
         corpus = [*bags, query_bag]
@@ -74,6 +75,13 @@ class LexicalRelevance:
             dot = sum(weight * query_vector[word] for word, weight in vector.items() if word in query_vector)
             scores.append(min(1.0, max(0.0, dot / (norm * query_norm))))
         return scores
+
+
+@lru_cache(maxsize=20_000)
+def _bag(text: str) -> Counter[str]:
+    """Content-word counts of a text (cached: lorebook and memory texts repeat
+    from fit to fit; callers only read them)."""
+    return Counter(words(text))
 
 
 class EmbeddingRelevance:

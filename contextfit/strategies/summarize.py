@@ -16,7 +16,7 @@ No model is called. Sentences are taken verbatim from the dropped messages
 
 The summary is placed just before the current user input and counted in the
 budget. Only the most recent ``summary_scan_chars`` characters of dropped
-history are read (default 40,000): a summary of a few hundred tokens cannot
+history are read (default 20,000): a summary of a few hundred tokens cannot
 stand for more, and reading megabytes would cost more than the fit itself.
 Older dropped messages keep the reason ``over_budget``.
 """
@@ -38,7 +38,7 @@ from ..text import sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
 from .recall import recent_query
 
-DEFAULT_SCAN_CHARS = 40_000
+DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
 MIN_SENTENCE_WORDS = 3
 TOOL_LINES = ("called ", "result: ")
@@ -106,7 +106,7 @@ class Summarize(BuiltinStrategy):
 
     Options: ``summary_tokens`` (the summary's maximum size; default a tenth
     of the budget between 64 and 1,000) and ``summary_scan_chars`` (how much
-    of the most recent dropped history is read; default 40,000 characters).
+    of the most recent dropped history is read; default 20,000 characters).
     """
 
     name = "summarize"
