@@ -1,0 +1,1 @@
+"""Reproducible benchmarks of contextfit against the alternatives (`make bench`)."""

@@ -1,0 +1,330 @@
+"""Everything timed, each as ``prepare`` (not timed), ``run`` (timed) and
+``outcome`` (not timed: what it kept, in input indices, for the judge).
+
+* ``floor``: tiktoken's ``encode_ordinary`` on each message's text, once; no
+  fitting at all. The least any exact fitter must do.
+* ``contextfit <strategy> cold``: :func:`contextfit.shift_context` with a
+  fresh counter (empty count cache, no cached analysis) and the summary
+  caches cleared; every block counted (the default, what the dashboard and
+  the audit need). ``truncate lazy`` passes ``count_excluded=False``.
+* ``... warm``: the same counter already fitted the conversation without its
+  last message (not timed); the refit after that one message is timed.
+* ``langchain``: ``langchain_core.messages.trim_messages(strategy="last",
+  include_system=True)`` with an exact, uncached ``o200k_base`` counter
+  written the way the OpenAI cookbook counts. Converting the dicts to
+  LangChain messages is not timed; the call, with every count it makes, is.
+* ``litellm``: ``litellm.utils.trim_messages(model="gpt-4o",
+  max_tokens=budget)`` on the messages without contextfit's own keys. Its
+  internal deep copy and counting are timed. Runs in a worker that is killed
+  at the time cap.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .oracle import Outcome, count, encoding
+
+OPENAI_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+
+
+@dataclass(frozen=True, slots=True)
+class Contender:
+    """One thing that is timed."""
+
+    key: str
+    family: str  # floor | contextfit | langchain | litellm
+    prepare: Callable[[list[dict], int], Any]
+    run: Callable[[Any], Any]
+    outcome: Callable[[Any, Any], Outcome] | None  # None: not a fitter (the floor)
+    capped: bool = False  # runs in a worker that is killed at the time cap
+    strategy: str | None = None
+    mode: str | None = None  # cold | warm
+    counts_excluded: bool = True
+
+    def missing(self) -> str | None:
+        """Why this contender cannot run here, or ``None``."""
+        module = {"langchain": "langchain_core", "litellm": "litellm"}.get(self.family)
+        if module is None:
+            return None
+        import importlib.util
+
+        return None if importlib.util.find_spec(module) else f"{module} is not installed (requirements-bench.txt)"
+
+
+# -- the floor ------------------------------------------------------------------
+
+
+def _floor_prepare(messages: list[dict], budget: int) -> Any:
+    return messages, encoding().encode_ordinary
+
+
+def _floor_run(state: Any) -> int:
+    messages, encode = state
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        if content.__class__ is str:
+            total += len(encode(content))
+        elif content is not None:
+            total += len(encode(json.dumps(content, ensure_ascii=False)))
+        calls = message.get("tool_calls")
+        if calls:
+            for call in calls:
+                total += len(encode(call["function"]["name"])) + len(encode(call["function"]["arguments"]))
+    return total
+
+
+# -- contextfit -----------------------------------------------------------------
+
+
+def fresh_counter(exact: Any = None) -> Any:
+    """A ``gpt-4o`` counter with empty caches (the engine keys its caches by
+    counter object, so a new counter is a cold start); the vocabulary itself
+    is shared, as it is in any process after its first fit. ``exact``
+    replaces the tiktoken encoding (bench/overhead.py)."""
+    from contextfit.chat_counter import TokenCounter
+    from contextfit.strategies import summarize
+    from contextfit.tokenizers import PROFILES, Tokenizer
+
+    summarize._text_units.cache_clear()
+    summarize._line_words.cache_clear()
+    return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact if exact is not None else encoding()))
+
+
+def _fit(messages: list[dict], counter: Any, budget: int, strategy: str, count_excluded: bool) -> Any:
+    import contextfit
+
+    try:
+        return contextfit.shift_context(messages, counter, budget, strategy=strategy, count_excluded=count_excluded)
+    except contextfit.TokenBudgetExceeded as exc:
+        return exc
+
+
+def _contextfit(strategy: str, warm: bool, count_excluded: bool) -> Contender:
+    def prepare(messages: list[dict], budget: int) -> Any:
+        counter = fresh_counter()
+        if warm:  # the chat before its last message, already fitted with this counter
+            _fit(messages[:-1], counter, budget, strategy, count_excluded)
+        return messages, counter, budget
+
+    def run(state: Any) -> Any:
+        messages, counter, budget = state
+        return _fit(messages, counter, budget, strategy, count_excluded)
+
+    def outcome(state: Any, result: Any) -> Outcome:
+        if isinstance(result, Exception):
+            return Outcome(error=f"{type(result).__name__}: {getattr(result, 'code', '')}")
+        where = {id(message): index for index, message in enumerate(state[0])}
+        kept = [where[id(message)] for message in result.kept if id(message) in where]
+        return Outcome(kept=kept, sent=list(result.kept))
+
+    name = strategy + ("" if count_excluded else " lazy")
+    return Contender(
+        f"contextfit {name} {'warm' if warm else 'cold'}",
+        "contextfit",
+        prepare,
+        run,
+        outcome,
+        strategy=strategy,
+        mode="warm" if warm else "cold",
+        counts_excluded=count_excluded,
+    )
+
+
+# -- LangChain ------------------------------------------------------------------
+
+_LANGCHAIN_ROLES = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool", "function": "function"}
+
+
+def openai_only(message: dict) -> dict:
+    """The message as an OpenAI client sends it: contextfit's keys (``meta``,
+    ``pinned``, ``id``) left out."""
+    return {key: message[key] for key in OPENAI_KEYS if key in message}
+
+
+def langchain_counter(messages: list[Any]) -> int:
+    """Exact ``o200k_base`` tokens of LangChain messages, OpenAI cookbook style,
+    uncached: what a LangChain user passes as ``token_counter``."""
+    encode = encoding().encode_ordinary
+    total = 3
+    for message in messages:
+        total += 3 + len(encode(_LANGCHAIN_ROLES.get(message.type, message.type)))
+        content = message.content
+        if isinstance(content, str):
+            total += len(encode(content))
+        else:
+            for block in content:
+                text = block if isinstance(block, str) else block.get("text") if block.get("type") == "text" else None
+                total += len(encode(text if text is not None else json.dumps(block)))
+        for call in getattr(message, "tool_calls", None) or ():
+            total += 8 + len(encode(call["name"])) + len(encode(json.dumps(call["args"])))
+        if message.name:
+            total += 1 + len(encode(message.name))
+    return total
+
+
+def _langchain_prepare(messages: list[dict], budget: int) -> Any:
+    from langchain_core.messages import convert_to_messages, trim_messages
+
+    converted = convert_to_messages([openai_only(m) for m in messages])
+    trim_messages(converted[:2], max_tokens=budget, token_counter=langchain_counter, strategy="last", include_system=True)
+    return converted, budget, trim_messages, messages  # (the first call's lazy set-up above is not timed)
+
+
+def _langchain_run(state: Any) -> Any:
+    converted, budget, trim_messages, _ = state
+    return trim_messages(
+        converted, max_tokens=budget, token_counter=langchain_counter, strategy="last", include_system=True
+    )
+
+
+def _langchain_outcome(state: Any, result: Any) -> Outcome:
+    where = {id(message): index for index, message in enumerate(state[0])}
+    kept = [where[id(m)] for m in result if id(m) in where]
+    if len(kept) != len(result):
+        return Outcome(error="trim_messages returned messages that are not its input")
+    return Outcome(kept=kept, sent=[state[3][index] for index in kept])
+
+
+# -- LiteLLM --------------------------------------------------------------------
+
+
+def litellm_offline() -> None:
+    """Keep LiteLLM from reaching the network: the bundled model cost map,
+    no Hugging Face tokenizer download, no telemetry."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _litellm_prepare(messages: list[dict], budget: int) -> Any:
+    litellm_offline()
+    import litellm
+    from litellm.utils import trim_messages
+
+    litellm.telemetry = False
+    litellm.disable_hf_tokenizer_download = True  # gpt-4o counts with tiktoken anyway
+    plain = [openai_only(m) for m in messages]
+    trim_messages(plain[:2], model="gpt-4o", max_tokens=budget)  # first-call set-up (tokenizer load) not timed
+    return plain, budget, trim_messages, _swallowed_exceptions()
+
+
+class _Swallowed(logging.Handler):
+    """Catches what LiteLLM logs when ``trim_messages`` swallows an exception
+    (it then returns the messages untrimmed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage().splitlines()[0][:200])
+
+
+def _swallowed_exceptions() -> _Swallowed:
+    handler = _Swallowed()
+    logger = logging.getLogger("LiteLLM")
+    for old in [h for h in logger.handlers if isinstance(h, _Swallowed)]:
+        logger.removeHandler(old)
+    logger.addHandler(handler)
+    return handler
+
+
+def _litellm_run(state: Any) -> Any:
+    plain, budget, trim_messages, _ = state
+    return trim_messages(plain, model="gpt-4o", max_tokens=budget)
+
+
+def _litellm_own_count(result: list[dict], budget: int) -> str | None:
+    """LiteLLM's own count of what it kept, when that disagrees with the budget check."""
+    try:
+        from litellm import token_counter
+
+        own = token_counter(model="gpt-4o", messages=result)
+    except Exception:  # noqa: BLE001 - only a note
+        return None
+    return f"by its own count {own:,} of {budget:,}" if own <= budget < count(result) else None
+
+
+def _litellm_outcome(state: Any, result: Any) -> Outcome:
+    """Map LiteLLM's copies back to input indices.
+
+    It returns deep copies, merges every system message into one, and may
+    shorten the oldest message it keeps: exact copies are ``kept``, the
+    others ``altered``.
+    """
+    plain, swallowed = state[0], state[3].seen
+    if isinstance(result, tuple):
+        result = result[0]
+    notes = [_litellm_own_count(result, state[1])] + ([f"LiteLLM logged: {swallowed[-1]}"] if swallowed else [])
+    outcome = Outcome(sent=list(result), note="; ".join(note for note in notes if note) or None)
+    systems = [i for i, m in enumerate(plain) if m.get("role") == "system"]
+    pointer, unmatched = 0, []
+    for message in result:
+        found = next((j for j in range(pointer, len(plain)) if plain[j] == message), None)
+        if found is not None:
+            outcome.kept.append(found)
+            pointer = found + 1
+        elif message.get("role") == "system" and systems:
+            merged = message.get("content") or ""
+            for index in systems:
+                text = plain[index].get("content")
+                if isinstance(text, str) and text in merged:
+                    (outcome.kept if len(systems) == 1 else outcome.altered).append(index)
+        else:
+            unmatched.append((pointer, message))
+    for start, message in unmatched:  # a shortened message: the next one of its role
+        candidate = next(
+            (j for j in range(start, len(plain)) if plain[j].get("role") == message.get("role") and j not in outcome.kept),
+            None,
+        )
+        if candidate is not None:
+            outcome.altered.append(candidate)
+    if outcome.altered and 0 in outcome.altered and plain[0].get("content") in (result[0].get("content") or ""):
+        # the system prompt is there verbatim, merged with the other system blocks: not lost
+        outcome.altered.remove(0)
+        outcome.kept.append(0)
+    return outcome
+
+
+# -- the line-up ----------------------------------------------------------------
+
+STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+
+
+def all_contenders() -> list[Contender]:
+    """Every contender, in the order the tables list them."""
+    line_up = [Contender("floor (tiktoken)", "floor", _floor_prepare, _floor_run, None)]
+    for warm in (False, True):
+        line_up += [_contextfit(strategy, warm, True) for strategy in STRATEGIES]
+        line_up.append(_contextfit("truncate", warm, False))
+    line_up.append(Contender("langchain trim_messages", "langchain", _langchain_prepare, _langchain_run, _langchain_outcome, capped=True))
+    line_up.append(Contender("litellm trim_messages", "litellm", _litellm_prepare, _litellm_run, _litellm_outcome, capped=True))
+    return line_up
+
+
+def by_key(key: str) -> Contender:
+    """The contender called ``key``."""
+    for contender in all_contenders():
+        if contender.key == key:
+            return contender
+    raise KeyError(key)
+
+
+def measure_once(contender: Contender, messages: list[dict], budget: int) -> tuple[float, Any, Any]:
+    """Prepare, then time one run: ``(seconds, state, output)``."""
+    from time import perf_counter
+
+    state = contender.prepare(messages, budget)
+    gc.collect()
+    start = perf_counter()
+    output = contender.run(state)
+    return perf_counter() - start, state, output

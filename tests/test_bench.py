@@ -1,0 +1,34 @@
+"""The benchmark's smoke path still runs, and judges contextfit correct (bench/)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.__main__ import main
+from bench.conversations import synthetic
+
+
+def test_synthetic_conversations_are_seeded_and_shaped():
+    chat = synthetic(300)
+    assert chat.messages == synthetic(300).messages
+    assert len(chat.messages) == 300 and chat.messages[-1]["role"] == "user"
+    results = [m for m in chat.messages if m["role"] == "tool"]
+    calls = [m for m in chat.messages if m.get("tool_calls")]
+    assert calls and any(len(m["tool_calls"]) > 1 for m in calls)
+    after_call = {chat.messages[i + 1].get("tool_call_id") for i, m in enumerate(chat.messages[:-1]) if m.get("tool_calls")}
+    assert any(r["tool_call_id"] not in after_call for r in results), "some results are not next to their call"
+
+
+def test_smoke_run_writes_results_and_finds_contextfit_correct(tmp_path, capsys):
+    main(["--sizes", "100", "--runs", "1", "--no-external", "--no-fixtures", "--no-memory", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "bench-quick.json").read_text())
+    rows = [row for case in data["cases"] for row in case["rows"]]
+    fits = [row for row in rows if row["family"] == "contextfit"]
+    assert len(fits) == 2 * 10 and all(row["seconds"] for row in rows)
+    for row in fits:
+        verdict = row["verdict"]
+        assert verdict["error"] is None and not verdict["over_budget"], row
+        assert verdict["split_groups"] == 0 and verdict["lost_protected"] == 0, row
+    assert "## Targets (issue 6)" in (tmp_path / "bench-quick.md").read_text()
+    assert (tmp_path / "bench-quick.html").stat().st_size > 0
+    assert "| contextfit truncate cold |" in capsys.readouterr().out
