@@ -230,6 +230,30 @@ class Decisions(Sequence[Decision]):
         for rest in range(k, len(inserted)):
             yield self._inserted_decision(rest)
 
+    def rows(self) -> Iterator[tuple]:
+        """Every block in prompt order as a plain tuple, without making
+        :class:`Decision` objects (the pipeline builds its own blocks from
+        these): ``(index, id, role, kind, tokens, included, reason, group,
+        origin, sources, message)``."""
+        overrides, reasons, protect = self._overrides, self._reasons, self._protect
+        tokens, roles, kinds, ids, groups, messages = (
+            self._tokens, self._roles, self._kinds, self._ids, self._groups, self._messages)
+        inserted, k = self._inserted, 0
+        for index in range(len(reasons)):
+            while k < len(inserted) and inserted[k].before == index:
+                yield self._inserted_row(k)
+                k += 1
+            reason = (overrides.get(index) if overrides else None) or reasons[index] or protect[index] or WITHIN_BUDGET
+            ident = ids[index]
+            yield (index, str(index) if ident is None else ident, roles[index], kinds[index], tokens[index],
+                   reason in _INCLUDED, reason, groups.get(index), "input", (), messages[index])
+        for rest in range(k, len(inserted)):
+            yield self._inserted_row(rest)
+
+    def _inserted_row(self, k: int) -> tuple:
+        d = self._inserted_decision(k)
+        return (d.index, d.id, d.role, d.kind, d.tokens, d.included, d.reason, d.group, d.origin, d.sources, d.message)
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence):
             return list(self) == list(other)

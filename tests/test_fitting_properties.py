@@ -64,6 +64,11 @@ def _check(messages, counter, budget, strategy, result):
     # Decisions: one per input message plus inserted blocks, with spec reasons.
     decisions = list(result.decisions)
     assert len(decisions) == len(messages) + len(result.truncated)
+    # The tuple rows the pipeline reads say exactly what the Decision objects say.
+    assert [
+        (d.index, d.id, d.role, d.kind, d.tokens, d.included, d.reason, d.group, d.origin, d.sources, d.message)
+        for d in decisions
+    ] == list(result.decisions.rows())
     for decision in decisions:
         if decision.index is None:
             continue
