@@ -2,12 +2,16 @@
 
 import streamlit as st
 
+from contextfit.dashboard import gc_paused
+
 st.set_page_config(page_title="contextfit — what the model will see", layout="wide")
-st.navigation(
+page = st.navigation(
     [
         st.Page("pages/compare.py", title="Compare strategies", default=True),
         st.Page("pages/audit.py", title="Audit"),
         st.Page("pages/models.py", title="Models & tokenizers"),
         st.Page("pages/plugins.py", title="Plugins"),
     ]
-).run()
+)
+with gc_paused():  # a run's short-lived objects are freed by reference counting; see gc_paused
+    page.run()

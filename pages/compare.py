@@ -14,9 +14,11 @@ state.setdefault("overrides", {})
 state.setdefault("editor_version", 0)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def read(source: str | bytes) -> contextfit.Conversation:
-    """Import pasted text or an uploaded file (cached by content)."""
+    """Import pasted text or an uploaded file, cached by content and shared,
+    not copied, between runs: nothing here changes a conversation, and a
+    copy of 10,000 messages would cost every rerun."""
     return contextfit.load_conversation(source)
 
 
@@ -99,15 +101,14 @@ setup = dashboard.Setup(
     summary_tokens=int(summary_tokens) or None, relevance_window=int(relevance_window), user_name=user_name,
     overrides=state.overrides,
 )
-progress = st.progress(0.0, text="Fitting…")
-plans = dashboard.plan_all(
-    conversation, setup,
-    lambda done, name: progress.progress(done / len(strategies), text=f"Fitted {name} ({done} of {len(strategies)})"),
-)
-progress.empty()
-
-columns = st.columns(len(plans))
-for column, (name, plan) in zip(columns, plans.items()):
+# Each strategy's column is drawn as soon as its plan is made, so the
+# browser renders one strategy while the next is fitted.
+progress = st.progress(0.0, text="Counting tokens and fitting…")
+plans: dict[str, contextfit.PromptPlan | contextfit.ContextfitError] = {}
+columns = st.columns(len(strategies))
+for done, (column, (name, plan)) in enumerate(zip(columns, dashboard.iter_plans(conversation, setup)), start=1):
+    plans[name] = plan
+    progress.progress(done / len(strategies), text=f"Fitted {name} ({done} of {len(strategies)})")
     with column:
         st.subheader(name)
         if isinstance(plan, contextfit.ContextfitError):
@@ -144,6 +145,7 @@ for column, (name, plan) in zip(columns, plans.items()):
         for note in plan.diagnostics:
             if note["code"] not in ("RELEVANCE", "ORPHAN_TOOL_RESULT"):
                 st.caption(f"{note['code']}: " + dashboard.plain(note.get("message", "")))
+progress.empty()
 
 fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, contextfit.ContextfitError)}
 if len(fitted) > 1:

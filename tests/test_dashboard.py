@@ -105,6 +105,27 @@ def test_downloads():
     assert any("summarized" in line for line in dashboard.dropped_lines(plan))
 
 
+def test_plans_come_one_strategy_at_a_time_and_match_plan_one():
+    conversation = load_sample("roleplay")
+    setup = dashboard.suggested_setup(conversation)
+    setup = dashboard.Setup(setup.model, setup.context_limit, setup.response_reserve, strategies=("manual", "truncate"))
+    made = dashboard.iter_plans(conversation, setup)
+    name, plan = next(made)  # the first plan is ready before the second is made
+    assert name == "manual" and plan.blocks == dashboard.plan_one(conversation, setup, "manual").blocks
+    assert [name for name, _ in made] == ["truncate"]
+    impossible = dashboard.Setup(setup.model, 60, 10, strategies=("truncate", "summarize"))
+    assert [type(plan).__name__ for plan in dashboard.plan_all(conversation, impossible).values()] == ["TokenBudgetExceeded"] * 2
+
+
+def test_dropped_lines_stop_at_the_limit():
+    conversation = contextfit.load_conversation([{"role": "user", "content": f"message {i}"} for i in range(50)])
+    plan = dashboard.plan_one(conversation, dashboard.Setup("gpt-4o", 60, 0), "truncate")
+    lines = dashboard.dropped_lines(plan, limit=5)
+    dropped = sum(not block.included for block in plan.blocks)
+    assert len(lines) == 6 and lines[-1] == f"… and {dropped - 5} more"
+    assert lines[0].startswith("#0 user (") and "over_budget" in lines[0]
+
+
 def test_plain_escapes_markdown():
     assert dashboard.plain("[x](javascript:alert(1)) *a* <b>") == r"\[x\](javascript:alert(1)) \*a\* \<b\>"
 
