@@ -94,7 +94,7 @@ def fresh_counter(exact: Any = None) -> Any:
     from contextfit.tokenizers import PROFILES, Tokenizer
 
     summarize._text_units.cache_clear()
-    summarize._line_words.cache_clear()
+    summarize._line_unit.cache_clear()
     return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact if exact is not None else encoding()))
 
 

@@ -60,19 +60,28 @@ def _speaker(message: dict, role: str) -> str:
     return {"user": "User", "assistant": "Assistant", "tool": "Tool", "function": "Tool"}.get(role, role.title() or "Message")
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
-def _text_units(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Sentences of a text with their content words (cached by text)."""
-    return tuple((sentence, tuple(words(sentence))) for sentence in sentences(text))
+#: A summary candidate: its text, its content words, and the same as a set.
+Unit = tuple[str, tuple[str, ...], frozenset[str]]
+
+
+def _unit(line: str, line_words: tuple[str, ...]) -> Unit:
+    return line, line_words, frozenset(line_words)
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
-def _line_words(text: str) -> tuple[str, ...]:
-    """Content words of a one-line tool call or result (cached by text)."""
-    return tuple(words(text))
+def _text_units(text: str) -> tuple[Unit, ...]:
+    """Sentences of a text with their content words (cached by text, so a
+    refit after one more message reads the rest from the cache)."""
+    return tuple(_unit(sentence, tuple(words(sentence))) for sentence in sentences(text))
 
 
-def _message_units(message: dict, role: str) -> list[tuple[str, tuple[str, ...]]]:
+@lru_cache(maxsize=_CACHE_SIZE)
+def _line_unit(line: str, source: str) -> Unit:
+    """A one-line tool call or result with the content words of ``source`` (cached)."""
+    return _unit(line, tuple(words(source)))
+
+
+def _message_units(message: dict, role: str) -> list[Unit]:
     """The summary candidates of one message: sentences, or one line per tool call/result."""
     lines = [msg.call_line(call["name"], call["arguments"]) for call in msg.tool_calls_of(message)]
     content = message.get("content")
@@ -90,8 +99,8 @@ def _message_units(message: dict, role: str) -> list[tuple[str, tuple[str, ...]]
     else:
         text = content if isinstance(content, str) else ""
     if role in msg.TOOL_RESULT_ROLES:
-        return [("result: " + _one_line(text), _line_words(text[:400]))] if text.strip() else []
-    units = [("called " + line, _line_words(line)) for line in lines]
+        return [_line_unit("result: " + _one_line(text), text[:400])] if text.strip() else []
+    units = [_line_unit("called " + line, line) for line in lines]
     return [*_text_units(text), *units] if text else units
 
 
@@ -182,9 +191,9 @@ class Summarize(BuiltinStrategy):
             message = view.messages[index]
             speaker = _speaker(message, view.facts.roles[index])
             seen: set[str] = set()
-            for sentence, sentence_words in _message_units(message, view.facts.roles[index]):
+            for sentence, sentence_words, unique_words in _message_units(message, view.facts.roles[index]):
                 lines.append((index, f"{speaker}: {sentence}"))
-                line_words.append(frozenset(sentence_words))
+                line_words.append(unique_words)
                 lengths.append(len(sentence_words))
                 tool_line.append(sentence.startswith(TOOL_LINES))
                 every_word.append(sentence_words)
