@@ -172,3 +172,16 @@ def test_every_page_renders(page, server):
         assert page.locator("h1").first.inner_text().startswith(title)
         assert page.locator('[data-testid="stException"]').count() == 0
 
+
+
+def test_the_dashboard_benchmark_times_an_upload_and_a_refit():
+    """``python -m bench.dashboard`` on a small chat: its own server and browser, real timings."""
+    from bench import dashboard as bench_dashboard
+
+    result = bench_dashboard.measure(messages=200, runs=1)
+    assert result["messages"] == 201 and len(result["uploads"]) == len(result["refits"]) == 1
+    upload = result["uploads"][0]
+    assert 0 < upload["charts_drawn"] <= upload["idle"] < 120
+    assert 0 < result["refits"][0]["idle"] < 120
+    table = bench_dashboard.report(result)
+    assert "| upload the conversation (tokenized, fitted 4 ways) |" in table and "201 messages" in table

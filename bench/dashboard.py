@@ -1,0 +1,210 @@
+"""``python -m bench.dashboard``: how long the dashboard takes to compare a big chat.
+
+Starts the dashboard on a free loopback port, opens it in Debian's chromium
+(headless, through Playwright), uploads a seeded synthetic conversation and
+times, in the browser itself, when the charts of every strategy are drawn and
+when the run is over; then changes the response reserve (a refit with every
+count cached) and times that too. Each upload is a new file (one more message),
+so nothing comes from the dashboard's caches but the tokenizer.
+
+    python -m bench.dashboard                    # 10,000 messages, 3 uploads, 3 reserve changes
+    python -m bench.dashboard --messages 1000 --runs 2
+
+Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the
+dev requirements (playwright). Writes ``bench/results/dashboard.json`` and
+prints a Markdown table. The browser and the server share this machine's CPUs,
+as they do when someone runs ``make run`` and opens the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from .conversations import synthetic
+from .run import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results"
+CHROMIUM = os.environ.get("CONTEXTFIT_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+STRATEGIES = 4
+CHARTS = 2 * STRATEGIES + 1  # a budget bar and a block chart per strategy, and the fate matrix
+
+# Records, with the page's own clock, when the number of drawn charts and the
+# script state change (a MutationObserver sees them as they happen; polling
+# from Python would add its own delay).
+WATCH = """
+window.__marks = [];
+const seen = {charts: -1, state: null};
+new MutationObserver(() => {
+  const app = document.querySelector('[data-testid=stApp]');
+  const state = app && app.getAttribute('data-test-script-state');
+  const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.querySelector('.main-svg')).length;
+  if (charts !== seen.charts || state !== seen.state) {
+    seen.charts = charts; seen.state = state;
+    window.__marks.push([Date.now() / 1000, charts, state]);
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(port: int, folder: Path) -> subprocess.Popen:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "CONTEXTFIT_DB": str(folder / "chats.db")},
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise SystemExit("the dashboard did not start") from None
+            time.sleep(0.2)
+
+
+def _timed(page, started: float, action) -> dict[str, float]:
+    """Run ``action`` and wait until the run it starts is over; return when
+    every chart was drawn and when the page was idle, in seconds after ``started``."""
+    page.evaluate("window.__marks.splice(0)")
+    action()
+    page.wait_for_function(
+        f"""() => window.__marks.some(m => m[2] === 'running')
+               && window.__marks.some(m => m[2] === 'notRunning' && m[1] >= {CHARTS})""",
+        timeout=300_000,
+    )
+    marks = page.evaluate("window.__marks")
+    running = [m for m in marks if m[2] == "running"]
+    drawn = next(m[0] for m in marks if m[1] >= CHARTS and m[0] >= running[0][0])
+    idle = next(m[0] for m in marks if m[2] == "notRunning" and m[1] >= CHARTS)
+    return {"charts_drawn": drawn - started, "idle": idle - started}
+
+
+def _idle(page, started: float, action) -> dict[str, float]:
+    """Like :func:`_timed` for an action that redraws charts already on the
+    page (their count does not change): only when the page is idle again."""
+    return {"idle": _timed(page, started, action)["idle"]}
+
+
+def measure(messages: int, runs: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
+    chat = list(synthetic(messages).messages)
+    with tempfile.TemporaryDirectory() as folder:
+        files = []
+        for run in range(runs):
+            path = Path(folder) / f"chat-{run}.json"
+            extra = {"role": "user", "content": f"And one more question, number {run}: what changed?"}
+            path.write_text(json.dumps([*chat, extra]))
+            files.append(path)
+        size_mb = files[0].stat().st_size / 1e6
+        port = _free_port()
+        server = _start(port, Path(folder))
+        uploads, refits = [], []
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                browser_version = browser.version
+                page = browser.new_page(viewport={"width": 1600, "height": 1400})
+                page.set_default_timeout(300_000)
+                page.add_init_script(WATCH)
+                page.goto(f"http://127.0.0.1:{port}")
+                sidebar = page.locator('[data-testid="stSidebar"] [data-testid="stRadioOption"]')
+                ready = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+                page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
+                for path in files:
+                    # Back to a sample and to an empty uploader: no chart is left on the page.
+                    sidebar.filter(has_text="Sample").click()
+                    page.wait_for_timeout(300)
+                    page.wait_for_selector(ready)
+                    sidebar.filter(has_text="Upload").click()
+                    page.wait_for_function("!document.querySelector('[data-testid=stPlotlyChart]')")
+                    page.wait_for_selector(ready)
+                    started = time.time()
+                    uploads.append(_timed(page, started, lambda: page.locator('input[type="file"]').set_input_files(str(path))))
+                box = page.get_by_role("spinbutton", name="Response reserve")
+                for run in range(runs):
+                    value = str(20_000 + 1_000 * run)
+
+                    def change(value=value):
+                        box.fill(value)
+                        box.press("Enter")
+
+                    refits.append(_idle(page, time.time(), change))
+                browser.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    import streamlit
+
+    info = {**machine(), "streamlit": streamlit.__version__, "chromium": browser_version}
+    return {"messages": messages + 1, "file_mb": round(size_mb, 1), "uploads": uploads, "refits": refits, "machine": info}
+
+
+def _spread(values: list[float]) -> str:
+    if not values:
+        return "—"
+    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
+
+
+def _row(label: str, runs: list[dict[str, float]]) -> str:
+    drawn = [r["charts_drawn"] for r in runs if "charts_drawn" in r]
+    return f"| {label} | {_spread(drawn)} | {_spread([r['idle'] for r in runs])} | {len(runs)} |"
+
+
+def report(result: dict) -> str:
+    info = result["machine"]
+    return "\n".join([
+        f"# The dashboard with {result['messages']:,} messages ({result['file_mb']} MB of JSON)",
+        "",
+        f"Machine: {info['nproc']} CPUs ({info['cpu']}), Python {info['python']}, streamlit {info['streamlit']}, "
+        f"plotly {info['versions']['plotly']}, chromium {info['chromium']}; load average at the start "
+        f"{info['load_average'][0]:.2f}. Reproduce: `python -m bench.dashboard --messages {result['messages'] - 1}`.",
+        "Times from the start of the action, in the browser: *charts drawn* when all four strategies' charts and "
+        "the fate matrix are on the page; *idle* when the run is over (edit table included). A refit redraws "
+        "charts already on the page, so only its end is timed.",
+        "",
+        "| action | all charts drawn: median (min–max) | page idle: median (min–max) | runs |",
+        "|---|--:|--:|--:|",
+        _row("upload the conversation (tokenized, fitted 4 ways)", result["uploads"]),
+        _row("change the response reserve (counts cached)", result["refits"]),
+    ])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.dashboard", description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3)
+    options = parser.parse_args(argv)
+    result = measure(options.messages, options.runs)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "dashboard.json").write_text(json.dumps(result, indent=2))
+    print(report(result))
+
+
+if __name__ == "__main__":
+    main()
