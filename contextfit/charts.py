@@ -203,7 +203,7 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
                 ],
                 "hoverinfo": "text",
             })
-    return _figure(traces, legend, xaxis={"title": f"block, in prompt order ({size} blocks per bar)",
+    return _figure(traces, legend, xaxis={"title": f"prompt order · {size} blocks per bar",
                                           "range": [-0.5, len(blocks) - 0.5]},
                    barmode="stack", height=240, bargap=0.05)
 

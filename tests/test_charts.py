@@ -80,6 +80,14 @@ def test_thousands_of_blocks_are_binned_into_a_readable_chart():
     assert sum(sum(t["y"]) for t in traces) == sum(b.tokens for b in plan.blocks)
     kept = sum(sum(t["y"]) for t in traces if t["name"] in ("kept", "protected"))
     assert kept == sum(b.tokens for b in plan.blocks if b.included)
+    layout = json.loads(charts.blocks_figure(plan, dense_threshold=300).to_json())["layout"]
+    assert layout["xaxis"]["title"]["text"] == "prompt order · 10 blocks per bar"
+    first_bin = plan.blocks[:10]
+    excluded = next(t for t in traces if t["name"] == "excluded")
+    assert excluded["hovertext"][0] == (
+        f"blocks #0–#9<br>{sum(not b.included for b in first_bin)} excluded: "
+        f"{sum(b.tokens for b in first_bin if not b.included):,} tokens"
+    )
 
 
 def test_fate_matrix_rows_follow_each_plan():
