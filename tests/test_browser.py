@@ -173,7 +173,6 @@ def test_every_page_renders(page, server):
         assert page.locator('[data-testid="stException"]').count() == 0
 
 
-
 def test_the_dashboard_benchmark_times_an_upload_and_a_refit():
     """``python -m bench.dashboard`` on a small chat: its own server and browser, real timings."""
     from bench import dashboard as bench_dashboard
