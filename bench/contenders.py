@@ -90,11 +90,13 @@ def fresh_counter(exact: Any = None) -> Any:
     is shared, as it is in any process after its first fit. ``exact``
     replaces the tiktoken encoding (bench/overhead.py)."""
     from contextfit.chat_counter import TokenCounter
+    from contextfit import text
     from contextfit.strategies import summarize
     from contextfit.tokenizers import PROFILES, Tokenizer
 
     summarize._text_units.cache_clear()
     summarize._line_unit.cache_clear()
+    text.clear_caches()
     return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact if exact is not None else encoding()))
 
 

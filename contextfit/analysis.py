@@ -94,9 +94,10 @@ def _base_reason(message: dict, kind: str) -> str | None:
 class Facts:
     """Budget-independent facts about ``messages[:n]``; extended, never edited.
 
-    The one exception to "never edited" is ``tokens``: a ``None`` slot is
-    filled in when first counted. That write is idempotent, so sharing facts
-    between threads is safe.
+    The exceptions to "never edited" are caches whose writes are idempotent,
+    so sharing facts between threads is safe: a ``None`` slot of ``tokens``
+    is filled in when first counted, ``counted_total`` once all are, and
+    ``derived`` holds what strategies compute from one message alone.
     """
 
     __slots__ = (
@@ -116,6 +117,9 @@ class Facts:
         "members",
         "group_links",
         "has_call",
+        "derived",
+        "counted_total",
+        "shared",
     )
 
     def __init__(self) -> None:
@@ -135,9 +139,17 @@ class Facts:
         self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
         self.group_links: dict[int, list[str]] = {}  # root -> its link ids
         self.has_call: dict[int, bool] = {}  # root -> whether a call (not only results) is in it
+        # What strategies derive from one message alone, keyed by (what, index):
+        # valid as long as these facts are, since a reused prefix is unedited.
+        self.derived: dict[tuple[str, int], object] = {}
+        # The sum of ``tokens`` once every message is counted, else None.
+        self.counted_total: int | None = 0
+        # Whether the group and mark dicts below are still the parent's (copied on first write).
+        self.shared = False
 
-    def extended(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> "Facts":
-        """New facts for ``messages`` whose first ``start`` are these facts."""
+    def extended(self, messages: Sequence[dict], counting: Counting, count_now: bool) -> "Facts":
+        """New facts for ``messages``, whose first ``self.n`` are these facts."""
+        start = self.n
         new = Facts()
         new.snapshots = self.snapshots[:start]
         new.roles = self.roles[:start]
@@ -147,13 +159,17 @@ class Facts:
         new.protected_base = list(self.protected_base)
         new.manual = list(self.manual)
         new.recall = list(self.recall)
-        new.relevance = dict(self.relevance)
         new.tokens = self.tokens[:start]
-        new.link_root = dict(self.link_root)
-        new.group_of = dict(self.group_of)
-        new.members = dict(self.members)
-        new.group_links = dict(self.group_links)
-        new.has_call = dict(self.has_call)
+        # Most appended messages link nothing: share these until one does.
+        new.relevance = self.relevance
+        new.link_root = self.link_root
+        new.group_of = self.group_of
+        new.members = self.members
+        new.group_links = self.group_links
+        new.has_call = self.has_call
+        new.shared = True
+        new.derived = dict(self.derived)
+        new.counted_total = self.counted_total
         new._add(messages, start, counting, count_now)
         return new
 
@@ -164,6 +180,7 @@ class Facts:
         snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
         base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
         system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
+        added_from = len(tokens)
         for index in range(start, len(messages)):
             message = messages[index]
             if type(message) is not dict and not isinstance(message, dict):
@@ -230,8 +247,21 @@ class Facts:
                     if link:
                         self._link(index, link, is_result)
         self.n = len(messages)
+        if self.counted_total is not None:
+            self.counted_total = self.counted_total + sum(tokens[added_from:]) if count_now else None
+
+    def _unshare(self) -> None:
+        self.relevance = dict(self.relevance)
+        self.link_root = dict(self.link_root)
+        self.group_of = dict(self.group_of)
+        self.members = dict(self.members)
+        self.group_links = dict(self.group_links)
+        self.has_call = dict(self.has_call)
+        self.shared = False
 
     def _meta_marks(self, index: int, meta: dict) -> None:
+        if self.shared:
+            self._unshare()
         if meta.get("manualExcluded") is True:
             self.manual.append(index)
         relevance = meta.get("relevance")
@@ -240,6 +270,8 @@ class Facts:
 
     def _link(self, index: int, ids: list[str], is_result: bool) -> None:
         # Messages arrive in order, so ``index`` is above every member so far.
+        if self.shared:
+            self._unshare()
         if len(ids) == 1:
             root = self.link_root.get(ids[0])
             if root is not None:  # a result joining its call: the common case
@@ -305,7 +337,7 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
     if best is not None and best.n == n:
         return best
     base = best if best is not None else Facts()
-    facts = base.extended(messages, base.n, counting, count_now)
+    facts = base.extended(messages, counting, count_now)
     with state.lock:
         # The shorter analysis stays too: the next call may edit or regenerate
         # the last message instead of appending one.
@@ -369,14 +401,19 @@ class FitView:
             value = tokens[index] = self.counting.count_message(self.messages[index])
         return value
 
-    def count_all(self) -> None:
-        """Make sure every message is counted."""
-        tokens = self.facts.tokens
-        if None in tokens:
-            count_message, messages = self.counting.count_message, self.messages
-            for index, value in enumerate(tokens):
-                if value is None:
-                    tokens[index] = count_message(messages[index])
+    def count_all(self) -> int:
+        """Make sure every message is counted; returns the sum of their tokens."""
+        facts = self.facts
+        total = facts.counted_total
+        if total is None:
+            tokens = facts.tokens
+            if None in tokens:
+                count_message, messages = self.counting.count_message, self.messages
+                for index, value in enumerate(tokens):
+                    if value is None:
+                        tokens[index] = count_message(messages[index])
+            total = facts.counted_total = sum(tokens)  # type: ignore[arg-type]
+        return total
 
     def count_block(self, message: dict) -> int:
         """Tokens of a block that is not one of the input messages."""

@@ -67,6 +67,7 @@ class CounterState:
         self.prefixes: list[Any] = []  # recent analyses (analysis.py), newest first
         self.counts: dict[str, int] = {}
         self.base_tokens: int | None = None
+        self.summary_line_costs: dict[str, int] = {}  # what each summary line adds (strategies/summarize.py)
 
 
 class Counting:

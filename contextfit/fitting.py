@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
-from operator import is_, is_not
+from operator import is_
 from typing import Any
 
 from . import messages as msg
@@ -76,10 +76,10 @@ def shift_context(
         raise TokenBudgetExceeded(protected_tokens, budget)
     diagnostics = _orphans(view)
     proposal, used = _propose(view, impl, name, budget, options, count_tokens, diagnostics)
-    restored = _enforce(view, proposal, budget, used, diagnostics, trusted=isinstance(impl, BuiltinStrategy))
+    restored, total = _enforce(view, proposal, budget, used, diagnostics, trusted=isinstance(impl, BuiltinStrategy))
     if restored:
         used = _FALLBACK.name
-    result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored)
+    result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored, total)
     chain = plugins.interceptors.entries() if interceptors is None else _as_entries(interceptors)
     if chain:
         from .intercepting import run_interceptors
@@ -165,8 +165,9 @@ def _propose(
 
 def _enforce(
     view: FitView, proposal: Proposal, budget: int, name: str, diagnostics: list[dict], *, trusted: bool = False
-) -> list[int]:
-    """Make the proposal safe in place; returns the protected indices restored.
+) -> tuple[list[int], int]:
+    """Make the proposal safe in place; returns the protected indices restored
+    and the proposal's total tokens.
 
     The built-ins keep and drop whole units by construction (the property
     tests hold them to it), so only plugin proposals are checked for split
@@ -208,18 +209,20 @@ def _enforce(
         )
     total = _total(view, proposal)
     if total > budget:
+        proposed = total
         _reduce(view, proposal, budget, total)
+        total = _total(view, proposal)  # rare: recount rather than trust the running sum
         diagnostics.append(
             {
                 "code": r.BUDGET_ENFORCED,
                 "strategy": name,
-                "proposed": total,
+                "proposed": proposed,
                 "budget": budget,
-                "message": f"The proposal needed {total} tokens for a budget of {budget}; the oldest "
+                "message": f"The proposal needed {proposed} tokens for a budget of {budget}; the oldest "
                 f"unprotected blocks were dropped until it fit.",
             }
         )
-    return lost
+    return lost, total
 
 
 def _kept_mask(reasons: list[str | None]) -> Iterator[bool]:
@@ -230,7 +233,10 @@ def _total(view: FitView, proposal: Proposal) -> int:
     """Overhead plus every kept message and inserted block (kept messages are
     always counted: strategies count what they keep)."""
     inserted = sum(block.tokens or 0 for block in proposal.inserted)
-    return view.base_tokens + inserted + sum(compress(view.facts.tokens, _kept_mask(proposal.reasons)))  # type: ignore[arg-type]
+    facts = view.facts
+    if facts.counted_total is not None:  # all counted: subtract the excluded (reasons are truthy exactly there)
+        return view.base_tokens + inserted + facts.counted_total - sum(compress(facts.tokens, proposal.reasons))  # type: ignore[arg-type]
+    return view.base_tokens + inserted + sum(compress(facts.tokens, _kept_mask(proposal.reasons)))  # type: ignore[arg-type]
 
 
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
@@ -264,9 +270,10 @@ def _verify(
     diagnostics: list[dict],
     protected_tokens: int,
     restored: list[int],
+    estimate: int,
 ) -> FitResult:
-    """Assemble the result and check it with the caller's own counter."""
-    estimate = _total(view, proposal)
+    """Assemble the result (``estimate``: its tokens by per-message counts) and
+    check it with the caller's own counter."""
     result = _assemble(view, proposal, budget, strategy, diagnostics, protected_tokens, restored, estimate)
     # contextfit's own counters are sums of per-message counts by contract, and
     # every kept message was counted by that counter: the sum is the recount.
@@ -311,11 +318,13 @@ def _assemble(
     tokens: int,
 ) -> FitResult:
     messages, reasons = view.messages, proposal.reasons
+    kept = list(compress(messages, _kept_mask(reasons)))
     if proposal.inserted:
-        kept = [message for message, _ in prompt_items(view, proposal)]
-    else:
-        kept = list(compress(messages, _kept_mask(reasons)))
-    excluded = list(compress(messages, map(is_not, reasons, repeat(None))))
+        # Each inserted block goes before its input position: after the kept
+        # messages in front of it and the blocks inserted before it.
+        for k, block in enumerate(sorted(proposal.inserted, key=lambda block: block.before)):
+            kept.insert(reasons[: block.before].count(None) + k, block.message)
+    excluded = list(compress(messages, reasons))  # an exclusion reason is a non-empty string
     facts = view.facts
     decisions = Decisions(
         messages,

@@ -58,11 +58,31 @@ def words(text: str) -> list[str]:
     >>> words("The Shadowfangs came to the forests of Eldoria!")
     ['shadowfang', 'came', 'forest', 'eldoria']
     """
-    out = []
-    for match in _WORD.findall(text.lower()):
-        if match not in STOP_WORDS and (len(match) > 1 or not match.isascii()):
-            out.append(fold(match))
-    return out
+    found = _WORD.findall(text.lower())
+    folded = list(map(_FOLDED.get, found))
+    if None in folded:
+        for position, match in enumerate(found):
+            if folded[position] is None:
+                folded[position] = _fold_once(match)
+    return [word for word in folded if word]
+
+
+# Each distinct word is folded once: "" marks a word that is not a content word.
+_FOLDED: dict[str, str] = {}
+_FOLDED_LIMIT = 200_000
+
+
+def _fold_once(match: str) -> str:
+    word = "" if match in STOP_WORDS or (len(match) == 1 and match.isascii()) else fold(match)
+    if len(_FOLDED) >= _FOLDED_LIMIT:
+        _FOLDED.clear()
+    _FOLDED[match] = word
+    return word
+
+
+def clear_caches() -> None:
+    """Forget the folded words (benchmarks use it for a cold start)."""
+    _FOLDED.clear()
 
 
 def sentences(text: str) -> list[str]:

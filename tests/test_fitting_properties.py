@@ -153,6 +153,52 @@ def test_growing_a_chat_refits_like_a_fresh_fit(messages, share, strategy):
         assert [d.reason for d in warm.decisions] == [d.reason for d in cold.decisions]
 
 
+@SETTINGS
+@given(
+    conversations(max_turns=30),
+    st.floats(0.2, 1.1),
+    st.sampled_from(STRATEGIES),
+    st.lists(st.sampled_from(["whole", "prefix", "other", "edited"]), min_size=2, max_size=6),
+)
+def test_branching_and_editing_a_chat_refits_like_a_fresh_fit(messages, share, strategy, order):
+    """One counter sees the chat, a shorter one, a regenerated last message and
+    an in-place edit, in any order: each fit answers like a cold one."""
+    budget = _budget(messages, share)
+    cut = max(1, len(messages) - 2)
+    shared = copy.deepcopy(messages)  # the fits below may edit it in place
+    other = {"role": "user", "content": "a regenerated turn with new words " * 3}
+    counter = lambda ms: word_count_counter(ms)  # noqa: E731  (one counter: one cache for this example)
+    for step in order:
+        if step == "edited":
+            shared[0]["content"] = str(shared[0].get("content") or "") + " edited in place"
+            chat = shared
+        else:
+            chat = {"whole": shared, "prefix": shared[:cut], "other": [*shared[:cut], other]}[step]
+        warm = _fit(chat, counter, budget, strategy)
+        cold = _fit(copy.deepcopy(chat), lambda ms: word_count_counter(ms), budget, strategy)
+        if isinstance(cold, Exception):
+            assert isinstance(warm, contextfit.TokenBudgetExceeded)
+            continue
+        assert warm.kept == cold.kept and warm.tokens == cold.tokens
+        assert [(d.reason, d.tokens) for d in warm.decisions] == [(d.reason, d.tokens) for d in cold.decisions]
+        assert warm.truncated == cold.truncated
+
+
+@SETTINGS
+@given(conversations(max_turns=30), st.floats(0.2, 1.1), st.sampled_from(STRATEGIES))
+def test_a_lean_fit_then_a_counted_one_counts_everything(messages, share, strategy):
+    budget = _budget(messages, share)
+    counter = lambda ms: word_count_counter(ms)  # noqa: E731
+    _fit(messages, counter, budget, "truncate", count_excluded=False)
+    counted = _fit(messages, counter, budget, strategy)
+    cold = _fit(messages, lambda ms: word_count_counter(ms), budget, strategy)
+    if isinstance(cold, Exception):
+        assert isinstance(counted, contextfit.TokenBudgetExceeded)
+        return
+    assert counted.kept == cold.kept and counted.tokens == cold.tokens
+    assert [d.tokens for d in counted.decisions] == [d.tokens for d in cold.decisions]
+
+
 def test_an_edited_message_is_noticed_by_the_cache():
     chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "a b c"}, {"role": "user", "content": "d"}]
     contextfit.shift_context(chat, word_count_counter, 100)

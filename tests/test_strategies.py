@@ -186,6 +186,21 @@ def test_summarize_reads_only_the_recent_dropped_history_when_told():
     assert "over_budget" in reasons(result) and "summarized" in reasons(result)
 
 
+def test_an_edited_dropped_message_changes_the_summary():
+    """The summary's per-message candidates are cached with the chat's analysis;
+    an in-place edit of a summarized message must reach the summary."""
+    chat = [dict(m) for m in STORY]
+    budget = count(chat[:1] + chat[-3:]) + 90
+    counter = lambda ms: count(ms)  # noqa: E731  (one cache for this test)
+    first = contextfit.shift_context(chat, counter, budget, strategy="summarize", summary_tokens=90)
+    index = next(s["index"] for s in first.truncated[0]["meta"]["sources"] if not chat[s["index"]].get("tool_calls"))
+    chat[index]["content"] = "Zebras graze near the quiet river bend. Zebras sleep standing up."
+    second = contextfit.shift_context(chat, counter, budget, strategy="summarize", summary_tokens=90)
+    cold = contextfit.shift_context([dict(m) for m in chat], count, budget, strategy="summarize", summary_tokens=90)
+    assert second.truncated == cold.truncated
+    assert "Zebras" in second.truncated[0]["content"]
+
+
 # -- vector-recall --------------------------------------------------------------
 
 LORE = [

@@ -60,18 +60,38 @@ def fill_newest(view: FitView, reasons: list[str | None], room: int) -> int:
     first unit that does not fit, so the kept history is the longest recent
     run: exactly "drop the oldest groups until the prompt fits".
     """
-    count = view.count
-    for unit in view.units_newest_first():
-        if reasons[unit[0]] != r.OVER_BUDGET:
+    # The hot loop of every refit: a plain index walk, not view.units_newest_first().
+    tokens, protect, count = view.facts.tokens, view.protect, view.count
+    group_of, members = view.facts.group_of, view.facts.members
+    over = r.OVER_BUDGET
+    for index in range(view.n - 1, -1, -1):
+        if protect[index] is not None:
+            continue
+        root = group_of.get(index)
+        if root is None:  # a message on its own
+            if reasons[index] != over:
+                continue
+            cost = tokens[index]
+            if cost is None:
+                cost = count(index)
+            if cost > room:
+                break
+            room -= cost
+            reasons[index] = None
+            continue
+        if root != index:  # a later member of a group: handled with its first member
+            continue
+        unit = members[root]
+        if reasons[index] != over:
             continue
         cost = 0
-        for index in unit:
-            cost += count(index)
+        for member in unit:
+            cost += count(member)
         if cost > room:
             break
         room -= cost
-        for index in unit:
-            reasons[index] = None
+        for member in unit:
+            reasons[member] = None
     return room
 
 

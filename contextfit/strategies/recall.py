@@ -53,11 +53,11 @@ class VectorRecall(BuiltinStrategy):
     )
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
-        view.count_all()
+        counted = view.count_all()
         protect, tokens = view.protect, view.facts.tokens
         candidates = [i for i in view.facts.recall if protect[i] is None]
         scores = self.relevance(view, candidates, options)
-        total = view.base_tokens + sum(tokens)  # type: ignore[arg-type]  # all counted above
+        total = view.base_tokens + counted
         dropped: list[int] = []
         for index in sorted(candidates, key=lambda i: (scores[i][0], i)):
             if total <= budget:

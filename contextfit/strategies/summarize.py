@@ -27,7 +27,7 @@ import heapq
 import math
 from collections import Counter
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 from .. import messages as msg
@@ -36,7 +36,6 @@ from ..analysis import FitView
 from ..results import InsertedBlock
 from ..text import sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
-from .recall import recent_query
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -126,8 +125,10 @@ class Summarize(BuiltinStrategy):
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         room = room_left(view, budget)
-        tokens = view.facts.tokens
-        if None not in tokens and view.base_tokens + sum(tokens) <= budget:  # type: ignore[arg-type]
+        counted = view.facts.counted_total
+        if counted is None and None not in view.facts.tokens:
+            counted = view.count_all()  # only sums: everything is counted
+        if counted is not None and view.base_tokens + counted <= budget:
             return Proposal([None] * view.n)  # everything fits: nothing to summarize
 
         def plain(why: str | None = None) -> Proposal:
@@ -147,7 +148,9 @@ class Summarize(BuiltinStrategy):
             return Proposal(reasons)
         # The most recent dropped history, newest first, up to the scan limit.
         scanned, chars, kinds, limited = [], 0, view.facts.kinds, False
-        for index in range(view.n - 1, -1, -1):
+        # Start at the newest dropped message, not at the end of the chat.
+        newest_dropped = view.n - 1 - reasons[::-1].index(r.OVER_BUDGET)
+        for index in range(newest_dropped, -1, -1):
             if reasons[index] != r.OVER_BUDGET or kinds[index] != msg.HISTORY:
                 continue
             text_size = len(view.text(index))
@@ -159,7 +162,7 @@ class Summarize(BuiltinStrategy):
         scanned.reverse()
         if not scanned:  # only lorebook, memory or example blocks were dropped: no history to summarize
             return plain()
-        block = self.build(view, scanned, min(space, size), recent_query(view, 4))
+        block = self.build(view, scanned, min(space, size), _recent_words(view, 4))
         if block is None:
             return plain("no sentence of the dropped history fits the summary size")
         for index in scanned:
@@ -179,44 +182,41 @@ class Summarize(BuiltinStrategy):
         message, tokens, sources = block
         return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics)
 
-    def build(self, view: FitView, indices: list[int], max_tokens: int, query: str) -> tuple[dict, int, list[int]] | None:
-        """The summary block for messages ``indices`` in at most ``max_tokens``."""
-        lines: list[tuple[int, str]] = []  # (message index, "Speaker: sentence")
-        line_words: list[frozenset[str]] = []
-        lengths: list[int] = []
-        tool_line: list[bool] = []
-        every_word: list[tuple[str, ...]] = []  # for the term frequencies
-        message_words: list[set[str]] = []  # for the document frequencies
-        for index in indices:
-            message = view.messages[index]
-            speaker = _speaker(message, view.facts.roles[index])
-            seen: set[str] = set()
-            for sentence, sentence_words, unique_words in _message_units(message, view.facts.roles[index]):
-                lines.append((index, f"{speaker}: {sentence}"))
-                line_words.append(unique_words)
-                lengths.append(len(sentence_words))
-                tool_line.append(sentence.startswith(TOOL_LINES))
-                every_word.append(sentence_words)
-                seen.update(sentence_words)
-            message_words.append(seen)
+    def build(
+        self, view: FitView, indices: list[int], max_tokens: int, query_words: frozenset[str] | set[str]
+    ) -> tuple[dict, int, list[int]] | None:
+        """The summary block for messages ``indices`` in at most ``max_tokens``
+        (``query_words``: the content words of the recent conversation)."""
+        records = [_candidates(view, index) for index in indices]
+        # One flat row per candidate line, in source order.
+        lines = list(chain.from_iterable(record.lines for record in records))
+        line_words = list(chain.from_iterable(record.unique for record in records))
+        lengths = list(chain.from_iterable(record.lengths for record in records))
+        tool_line = list(chain.from_iterable(record.tool for record in records))
         # Counting whole iterables at once runs in C (Counter.update per word does not).
-        term_frequency = Counter(chain.from_iterable(every_word))
-        document_frequency = Counter(chain.from_iterable(message_words))
+        term_frequency = Counter(chain.from_iterable(record.words for record in records))
+        document_frequency = Counter(chain.from_iterable(record.seen for record in records))
         total_docs = len(indices)
+        log = math.log
         weight = {
-            word: (1.0 + math.log(tf)) * (math.log((1 + total_docs) / (1 + document_frequency[word])) + 1.0)
+            word: (1.0 + log(tf)) * (log((1 + total_docs) / (1 + document_frequency[word])) + 1.0)
             for word, tf in term_frequency.items()
         }
-        query_words = set(words(query))
+        # Per line, in C: the sum of its words' weights, its distinct words,
+        # how many of them the recent conversation uses.
+        sums = list(map(sum, map(map, repeat(weight.__getitem__), line_words)))
+        sizes = list(map(len, line_words))
+        shared = list(map(len, map(query_words.intersection, line_words)))
         heap: list[tuple[float, int]] = []
         salience_of: dict[int, float] = {}
-        for position, unique in enumerate(line_words):
+        sqrt = math.sqrt
+        for position, size in enumerate(sizes):
             # Pleasantries ("Sorry to hear that.") say nothing a summary needs;
             # tool lines are always candidates.
-            if not unique or (len(unique) < MIN_SENTENCE_WORDS and not tool_line[position]):
+            if not size or (size < MIN_SENTENCE_WORDS and not tool_line[position]):
                 continue
-            salience = sum(map(weight.__getitem__, unique)) / math.sqrt(lengths[position])
-            salience *= 1.0 + _QUERY_BONUS * len(unique & query_words) / len(unique)
+            salience = sums[position] / sqrt(lengths[position])
+            salience *= 1.0 + _QUERY_BONUS * shared[position] / size
             salience_of[position] = salience
             heap.append((-salience, position))
         heapq.heapify(heap)
@@ -224,26 +224,32 @@ class Summarize(BuiltinStrategy):
         header = f"Summary of {len(indices)} earlier messages (sentences quoted from them):"
         empty_cost = view.count_block(empty)
         remaining = max_tokens - view.count_block({**empty, "content": header})
+        costs = _line_costs(view)
         covered: set[str] = set()
         picked: list[int] = []  # in the order they were picked
         picked_lines: set[str] = set()
         misses = 0
+        heappop, heappush = heapq.heappop, heapq.heappush
         while heap and remaining > 0 and misses < 50:
-            negative, position = heapq.heappop(heap)
-            unique = line_words[position]
-            if unique <= covered and not tool_line[position] or lines[position][1] in picked_lines:
+            negative, position = heappop(heap)
+            size = sizes[position]
+            overlap = len(line_words[position] & covered)
+            line = lines[position][1]
+            if overlap == size and not tool_line[position] or line in picked_lines:
                 continue  # says nothing the summary does not already say
-            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * len(unique & covered) / len(unique))
+            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * overlap / size)
             if heap and adjusted < -heap[0][0]:
-                heapq.heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
+                heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
                 continue
-            cost = view.count_block({**empty, "content": "\n- " + lines[position][1]}) - empty_cost
+            cost = costs.get(line)
+            if cost is None:
+                cost = costs[line] = view.count_block({**empty, "content": "\n- " + line}) - empty_cost
             if cost > remaining:
                 misses += 1
                 continue
             picked.append(position)
-            picked_lines.add(lines[position][1])
-            covered |= unique
+            picked_lines.add(line)
+            covered |= line_words[position]
             remaining -= cost
         while picked:
             chosen = sorted(picked)
@@ -264,6 +270,57 @@ class Summarize(BuiltinStrategy):
                 return message, tokens, list(indices)
             picked.pop()  # joined lines can cost a token more than apart: give up the last pick
         return None
+
+
+class _Candidates:
+    """One message's summary candidates, ready to score: kept with the
+    conversation's facts, so a refit reads them instead of re-splitting."""
+
+    __slots__ = ("lines", "unique", "lengths", "tool", "words", "seen")
+
+    def __init__(self, index: int, message: dict, role: str) -> None:
+        speaker = _speaker(message, role)
+        units = _message_units(message, role)
+        self.lines = [(index, f"{speaker}: {sentence}") for sentence, _, _ in units]
+        self.unique = [unique for _, _, unique in units]
+        self.lengths = [len(sentence_words) for _, sentence_words, _ in units]
+        self.tool = [sentence.startswith(TOOL_LINES) for sentence, _, _ in units]
+        self.words = list(chain.from_iterable(sentence_words for _, sentence_words, _ in units))
+        self.seen = frozenset(self.words)
+
+
+def _candidates(view: FitView, index: int) -> _Candidates:
+    derived = view.facts.derived
+    key = ("summarize", index)
+    record = derived.get(key)
+    if record is None:
+        record = derived[key] = _Candidates(index, view.messages[index], view.facts.roles[index])
+    return record  # type: ignore[return-value]
+
+
+def _recent_words(view: FitView, window: int) -> frozenset[str]:
+    """The content words of the last ``window`` chat messages (those of
+    :func:`~contextfit.strategies.recall.recent_query`), each message's cached."""
+    found: list[frozenset[str]] = []
+    kinds, derived = view.facts.kinds, view.facts.derived
+    for index in range(view.n - 1, -1, -1):
+        if len(found) >= window:
+            break
+        if kinds[index] == msg.HISTORY:
+            key = ("words", index)
+            message_words = derived.get(key)
+            if message_words is None:
+                message_words = derived[key] = frozenset(words(view.text(index)))
+            found.append(message_words)  # type: ignore[arg-type]
+    return frozenset().union(*found)
+
+
+def _line_costs(view: FitView) -> dict[str, int]:
+    """Tokens each summary line adds, per counter (a line costs the same in any summary)."""
+    state = view.counting.state
+    if len(state.summary_line_costs) > _CACHE_SIZE:
+        state.summary_line_costs = {}
+    return state.summary_line_costs
 
 
 def _skipped(why: str) -> dict:
