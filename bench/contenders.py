@@ -8,7 +8,8 @@
   caches cleared; every block counted (the default, what the dashboard and
   the audit need). ``truncate lazy`` passes ``count_excluded=False``.
 * ``... warm``: the same counter already fitted the conversation without its
-  last message (not timed); the refit after that one message is timed.
+  last message (timed apart, as the refit's paired cold baseline); the refit
+  after that one message is timed.
 * ``langchain``: ``langchain_core.messages.trim_messages(strategy="last",
   include_system=True)`` with an exact, uncached ``o200k_base`` counter
   written the way the OpenAI cookbook counts. Converting the dicts to
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
+from time import perf_counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,12 +114,16 @@ def _fit(messages: list[dict], counter: Any, budget: int, strategy: str, count_e
 def _contextfit(strategy: str, warm: bool, count_excluded: bool) -> Contender:
     def prepare(messages: list[dict], budget: int) -> Any:
         counter = fresh_counter()
+        first = None
         if warm:  # the chat before its last message, already fitted with this counter
+            gc.collect()
+            start = perf_counter()
             _fit(messages[:-1], counter, budget, strategy, count_excluded)
-        return messages, counter, budget
+            first = perf_counter() - start  # a cold fit, the warm refit's own baseline
+        return messages, counter, budget, first
 
     def run(state: Any) -> Any:
-        messages, counter, budget = state
+        messages, counter, budget, _ = state
         return _fit(messages, counter, budget, strategy, count_excluded)
 
     def outcome(state: Any, result: Any) -> Outcome:
@@ -323,8 +329,6 @@ def by_key(key: str) -> Contender:
 
 def measure_once(contender: Contender, messages: list[dict], budget: int) -> tuple[float, Any, Any]:
     """Prepare, then time one run: ``(seconds, state, output)``."""
-    from time import perf_counter
-
     state = contender.prepare(messages, budget)
     gc.collect()
     start = perf_counter()

@@ -45,7 +45,7 @@ class Options:
     memory_warm: bool = True
     overhead_sizes: tuple[int, ...] = (10_000, 50_000)  # where bench/overhead.py runs
     overhead_runs: int = 7
-    other_runs: int = 3  # at most this many of the warm refits and of LangChain/LiteLLM (no ratio target hangs on them as finely)
+    other_runs: int = 3  # at most this many runs of LangChain/LiteLLM (no ratio target hangs on them as finely)
     use_fixtures: bool = True
     fixture_runs: int = 3
     seed: int = 6
@@ -80,6 +80,10 @@ class Row:
     mode: str | None
     counts_excluded: bool
     seconds: list[float] = field(default_factory=list)
+    # The baseline timed just before each run, for ratios that shrug off a
+    # shared machine's drift: the floor before a cold fit, the warm refit's
+    # own first (cold) fit of the chat without its last message.
+    paired: list[float] = field(default_factory=list)
     over_cap: bool = False
     skipped: str | None = None
     error: str | None = None
@@ -138,6 +142,7 @@ class Runner:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.contenders = _line_up(options)
+        self.floor = next((c for c in self.contenders if c.family == "floor"), None)
         # one worker per library: if one ever has to be killed, the other keeps its imports
         (options.out / "worker.log").unlink(missing_ok=True)  # the workers' stderr, this run's only
         self.workers = {family: Worker(options.out / "worker.log") for family in ("langchain", "litellm")}
@@ -210,7 +215,7 @@ class Runner:
                 row = rows[contender.key]
                 if row.skipped or row.over_cap or row.error:
                     continue
-                if row.seconds and (contender.mode == "warm" or contender.capped) and len(row.seconds) >= self.options.other_runs:
+                if row.seconds and contender.capped and len(row.seconds) >= self.options.other_runs:
                     continue
                 if contender.capped and row.seconds and sum(row.seconds) + max(row.seconds) > self.cap_for(contender):
                     continue  # enough of a slow one: another run would take it past the cap
@@ -245,8 +250,15 @@ class Runner:
                 outcome = oracle.Outcome(**reply["outcome"])
                 row.verdict = _judge(facts, outcome, case.budget)
             return
+        paired = None
+        if contender.family == "contextfit" and contender.mode == "cold" and contender.counts_excluded and self.floor:
+            paired, _, _ = measure_once(self.floor, chat.messages, case.budget)
         seconds, state, output = measure_once(contender, chat.messages, case.budget)
         row.seconds.append(seconds)
+        if contender.family == "contextfit" and contender.mode == "warm":
+            paired = state[3]
+        if paired is not None:
+            row.paired.append(paired)
         if judge and contender.outcome is not None:
             row.verdict = _judge(facts, contender.outcome(state, output), case.budget)
 

@@ -29,6 +29,20 @@ def test_smoke_run_writes_results_and_finds_contextfit_correct(tmp_path, capsys)
         verdict = row["verdict"]
         assert verdict["error"] is None and not verdict["over_budget"], row
         assert verdict["split_groups"] == 0 and verdict["lost_protected"] == 0, row
+    # Cold all-counted fits carry a floor run timed before each run; warm refits their own first fit.
+    for row in fits:
+        paired = row["mode"] == "warm" or row["counts_excluded"]
+        assert len(row["paired"]) == (len(row["seconds"]) if paired else 0), row
+        assert all(seconds > 0 for seconds in row["paired"])
     assert "## Targets (issue 6)" in (tmp_path / "bench-quick.md").read_text()
     assert (tmp_path / "bench-quick.html").stat().st_size > 0
     assert "| contextfit truncate cold |" in capsys.readouterr().out
+
+
+def test_paired_ratio_is_the_median_of_per_run_ratios():
+    from bench.report import paired_ratio
+    from bench.run import Row
+
+    row = Row("x", "contextfit", "truncate", "cold", True, seconds=[1.0, 3.0, 10.0], paired=[1.0, 2.0, 4.0])
+    assert paired_ratio(row) == 1.5  # ratios 1, 1.5, 2.5
+    assert paired_ratio(Row("y", "contextfit", "truncate", "cold", True, seconds=[1.0])) is None
