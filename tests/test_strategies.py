@@ -201,6 +201,22 @@ def test_an_edited_dropped_message_changes_the_summary():
     assert "Zebras" in second.truncated[0]["content"]
 
 
+def test_a_long_lived_chat_keeps_the_summary_cache_small():
+    from contextfit.counting import counting_for
+
+    chat = [STORY[0]] + [user(f"Turn {i} mentions router {i % 7} and firmware {i % 5}. Then more words.") for i in range(400)]
+    counter = lambda ms: count(ms)  # noqa: E731  (one cache for this test)
+    budget = count(chat[:1]) + 400
+    sizes = []
+    for n in range(40, len(chat) + 1):
+        result = contextfit.shift_context(chat[:n], counter, budget, strategy="summarize", summary_scan_chars=400)
+        facts = max(counting_for(counter).state.prefixes, key=lambda f: f.n)
+        sizes.append(len(facts.derived))
+    assert max(sizes) < 4 * (64 + 40), "the cache grew with the chat"
+    cold = contextfit.shift_context(list(chat), count, budget, strategy="summarize", summary_scan_chars=400)
+    assert result.truncated == cold.truncated and result.kept == cold.kept
+
+
 # -- vector-recall --------------------------------------------------------------
 
 LORE = [

@@ -163,6 +163,7 @@ class Summarize(BuiltinStrategy):
         if not scanned:  # only lorebook, memory or example blocks were dropped: no history to summarize
             return plain()
         block = self.build(view, scanned, min(space, size), _recent_words(view, 4))
+        _forget_old(view, scanned)
         if block is None:
             return plain("no sentence of the dropped history fits the summary size")
         for index in scanned:
@@ -313,6 +314,25 @@ def _recent_words(view: FitView, window: int) -> frozenset[str]:
                 message_words = derived[key] = frozenset(words(view.text(index)))
             found.append(message_words)  # type: ignore[arg-type]
     return frozenset().union(*found)
+
+
+_RECENT_KEPT = 64  # messages at the end of the chat whose query words stay cached
+
+
+def _forget_old(view: FitView, scanned: list[int]) -> None:
+    """Drop cached candidates older than the scan window and query words of
+    messages no longer recent: each refit copies the cache, so a long-lived
+    chat must not grow it without end."""
+    facts = view.facts
+    derived = facts.derived
+    if len(derived) <= 4 * (len(scanned) + _RECENT_KEPT):
+        return
+    oldest, recent = scanned[0], view.n - _RECENT_KEPT
+    facts.derived = {
+        key: value
+        for key, value in derived.items()
+        if key[1] >= (oldest if key[0] == "summarize" else recent if key[0] == "words" else 0)
+    }
 
 
 def _line_costs(view: FitView) -> dict[str, int]:
