@@ -435,21 +435,6 @@ class FitView:
             return None
         return self.facts.members[root]
 
-    def units_newest_first(self) -> Iterator[list[int]]:
-        """Unprotected units (single messages or whole groups), newest first.
-
-        A group is as old as its first member, so walking by first members
-        from the end and stopping at the first unit that does not fit keeps
-        the longest run of recent units: "drop the oldest until it fits".
-        """
-        protect = self.protect
-        for index in range(self.n - 1, -1, -1):
-            if protect[index] is not None:
-                continue
-            unit = self.unit(index)
-            if unit is not None:
-                yield unit
-
     def units_oldest_first(self) -> Iterator[list[int]]:
         """Unprotected units, oldest first."""
         protect = self.protect

@@ -319,11 +319,8 @@ def _assemble(
 ) -> FitResult:
     messages, reasons = view.messages, proposal.reasons
     kept = list(compress(messages, _kept_mask(reasons)))
-    if proposal.inserted:
-        # Each inserted block goes before its input position: after the kept
-        # messages in front of it and the blocks inserted before it.
-        for k, block in enumerate(sorted(proposal.inserted, key=lambda block: block.before)):
-            kept.insert(reasons[: block.before].count(None) + k, block.message)
+    for position, block in _insertions(reasons, proposal.inserted):
+        kept.insert(position, block.message)
     excluded = list(compress(messages, reasons))  # an exclusion reason is a non-empty string
     facts = view.facts
     decisions = Decisions(
@@ -351,17 +348,21 @@ def _assemble(
     )
 
 
+def _insertions(reasons: list[str | None], inserted: list[InsertedBlock]) -> list[tuple[int, InsertedBlock]]:
+    """Where each inserted block goes among the kept messages, in order: before
+    its input position, after the kept messages in front of it and the blocks
+    inserted before it."""
+    ordered = sorted(inserted, key=lambda block: block.before)
+    return [(reasons[: block.before].count(None) + k, block) for k, block in enumerate(ordered)]
+
+
 def prompt_items(view: FitView, proposal: Proposal) -> list[tuple[dict, int | InsertedBlock]]:
     """The kept blocks in prompt order, each with where it came from: its
     input index, or the :class:`InsertedBlock` it is."""
     messages, reasons = view.messages, proposal.reasons
-    items: list[tuple[dict, int | InsertedBlock]] = []
-    position = 0
-    for block in [*sorted(proposal.inserted, key=lambda block: block.before), None]:
-        end = view.n if block is None else block.before
-        kept = compress(range(position, end), _kept_mask(reasons[position:end]))
-        items.extend((messages[index], index) for index in kept)
-        if block is not None:
-            items.append((block.message, block))
-            position = block.before
+    items: list[tuple[dict, int | InsertedBlock]] = [
+        (messages[index], index) for index in compress(range(view.n), _kept_mask(reasons))
+    ]
+    for position, block in _insertions(reasons, proposal.inserted):
+        items.insert(position, (block.message, block))
     return items

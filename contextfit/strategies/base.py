@@ -60,7 +60,9 @@ def fill_newest(view: FitView, reasons: list[str | None], room: int) -> int:
     first unit that does not fit, so the kept history is the longest recent
     run: exactly "drop the oldest groups until the prompt fits".
     """
-    # The hot loop of every refit: a plain index walk, not view.units_newest_first().
+    # The hot loop of every refit: a plain index walk over first members of units.
+    # A group is as old as its first member, so stopping at the first unit that
+    # does not fit keeps the longest run of recent units.
     tokens, protect, count = view.facts.tokens, view.protect, view.count
     group_of, members = view.facts.group_of, view.facts.members
     over = r.OVER_BUDGET

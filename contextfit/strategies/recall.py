@@ -13,16 +13,22 @@ from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reaso
 DEFAULT_WINDOW = 6
 
 
-def recent_query(view: FitView, window: int) -> str:
-    """The text of the last ``window`` chat messages: what relevance is measured against."""
-    picked: list[str] = []
+def recent_indices(view: FitView, window: int) -> list[int]:
+    """The last ``window`` chat messages, oldest first."""
+    picked: list[int] = []
     kinds = view.facts.kinds
     for index in range(view.n - 1, -1, -1):
         if len(picked) >= window:
             break
         if kinds[index] == msg.HISTORY:
-            picked.append(view.text(index))
-    return "\n".join(reversed(picked))
+            picked.append(index)
+    picked.reverse()
+    return picked
+
+
+def recent_query(view: FitView, window: int) -> str:
+    """The text of the last ``window`` chat messages: what relevance is measured against."""
+    return "\n".join(view.text(index) for index in recent_indices(view, window))
 
 
 def _scorer_from(options: dict[str, Any]) -> RelevanceScorer:

@@ -36,6 +36,7 @@ from ..analysis import FitView
 from ..results import InsertedBlock
 from ..text import sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
+from .recall import recent_indices
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -300,19 +301,16 @@ def _candidates(view: FitView, index: int) -> _Candidates:
 
 
 def _recent_words(view: FitView, window: int) -> frozenset[str]:
-    """The content words of the last ``window`` chat messages (those of
-    :func:`~contextfit.strategies.recall.recent_query`), each message's cached."""
-    found: list[frozenset[str]] = []
-    kinds, derived = view.facts.kinds, view.facts.derived
-    for index in range(view.n - 1, -1, -1):
-        if len(found) >= window:
-            break
-        if kinds[index] == msg.HISTORY:
-            key = ("words", index)
-            message_words = derived.get(key)
-            if message_words is None:
-                message_words = derived[key] = frozenset(words(view.text(index)))
-            found.append(message_words)  # type: ignore[arg-type]
+    """The content words of :func:`~contextfit.strategies.recall.recent_query`,
+    each message's cached."""
+    derived = view.facts.derived
+    found = []
+    for index in recent_indices(view, window):
+        key = ("words", index)
+        message_words = derived.get(key)
+        if message_words is None:
+            message_words = derived[key] = frozenset(words(view.text(index)))
+        found.append(message_words)
     return frozenset().union(*found)
 
 
@@ -324,15 +322,10 @@ def _forget_old(view: FitView, scanned: list[int]) -> None:
     messages no longer recent: each refit copies the cache, so a long-lived
     chat must not grow it without end."""
     facts = view.facts
-    derived = facts.derived
-    if len(derived) <= 4 * (len(scanned) + _RECENT_KEPT):
+    if len(facts.derived) <= 4 * (len(scanned) + _RECENT_KEPT):
         return
-    oldest, recent = scanned[0], view.n - _RECENT_KEPT
-    facts.derived = {
-        key: value
-        for key, value in derived.items()
-        if key[1] >= (oldest if key[0] == "summarize" else recent if key[0] == "words" else 0)
-    }
+    oldest = {"summarize": scanned[0], "words": view.n - _RECENT_KEPT}
+    facts.derived = {key: value for key, value in facts.derived.items() if key[1] >= oldest.get(key[0], 0)}
 
 
 def _line_costs(view: FitView) -> dict[str, int]:
