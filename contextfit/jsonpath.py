@@ -7,6 +7,7 @@ same: ``$.messages[2].role must be a string (got a number)``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 
@@ -42,3 +43,54 @@ def child(path: str, key: str | int) -> str:
     if key.isascii() and key.isidentifier():
         return f"{path}.{key}"
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: object, path: str = "$", *, depth: int = 0) -> str | None:
+    """The JSON path of the first string (or object key) holding a lone
+    surrogate, or ``None`` when there is none.
+
+    JSON's ``"\\ud800"`` escape decodes to a code point that no UTF-8 text can
+    hold: it cannot be stored, encoded or tokenized. Every door that takes
+    JSON (the API, the importers, ``plan_prompt``) refuses it with this path,
+    so the user learns exactly which field to fix.
+
+    >>> lone_surrogate({"messages": [{"role": "user", "content": "ok"}, {"content": "bad \\ud800"}]})
+    '$.messages[1].content'
+    >>> lone_surrogate({"meta": {"\\udc00": 1}})
+    '$.meta["\\\\udc00"]'
+    >>> lone_surrogate(["fine", 3, None]) is None
+    True
+    """
+    if isinstance(value, str):
+        return path if _SURROGATES.search(value) else None
+    if depth > _MAX_DEPTH:
+        return None  # deeper than any JSON parser here accepts; nothing to name
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and _SURROGATES.search(key):
+                return f"{path}[{json.dumps(key)}]"  # ASCII escapes: the path itself must be printable
+            found = lone_surrogate(item, child(path, key if isinstance(key, (str, int)) else str(key)), depth=depth + 1)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = lone_surrogate(item, child(path, index), depth=depth + 1)
+            if found:
+                return found
+    return None
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (for text from
+    providers, which is stored as it came, minus what cannot be stored).
+
+    >>> replace_lone_surrogates("a\\ud800b")
+    'a\\ufffdb'
+    """
+    return _SURROGATES.sub("\ufffd", text)
+
+
+_MAX_DEPTH = 1_000
