@@ -30,6 +30,7 @@ from . import messages as msg
 from . import results as r
 from .errors import InvalidMessages, InvalidSettings
 from .lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
+from .lorebook.matching import RegexBudget
 
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|USER)>", re.IGNORECASE)
 _START = re.compile(r"^\s*<START>\s*$", re.IGNORECASE | re.MULTILINE)
@@ -197,8 +198,9 @@ def assemble(
     before, after, at_depth, activations = [], [], [], []
     seen_content: set[str] = set()
     seen_ids: set[str] = set()
+    budget = RegexBudget()  # one per plan: every book's regex keys share its time
     for book in books:
-        found = activate(book, history, scan_depth=scan_depth, names=names)
+        found = activate(book, history, scan_depth=scan_depth, names=names, budget=budget)
         for activation, block in zip((a for a in found if a.entry.content), lorebook_blocks(found, names=names)):
             # A card's own book is often also loaded as a world: one copy of an entry is enough.
             if block["content"] in seen_content:
@@ -217,6 +219,7 @@ def assemble(
                 if position not in _AFTER_CHAR:
                     diagnostics.append(_placed_after(block))
                 after.append(block)
+    diagnostics += budget.diagnostics
 
     blocks = list(head)
     if card and card.system_prompt.strip():
