@@ -6,7 +6,7 @@ import json
 
 import pytest
 import schemathesis
-from api_support import snapshot
+from api_support import LOCAL, snapshot
 from conftest import TEST_DATA
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +14,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from contextfit.api import create_app
+from contextfit.api.guard import LOOPBACK_HOSTS
 from contextfit.providers import EchoProvider
 from contextfit.store import open_store
 
@@ -34,7 +35,7 @@ CHAT = {
 
 @pytest.fixture
 def client(store):
-    with TestClient(create_app(store, {"echo": EchoProvider()}, max_body_bytes=200_000)) as test_client:
+    with TestClient(create_app(store, {"echo": EchoProvider()}, max_body_bytes=200_000), base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -191,7 +192,9 @@ def _refs(value):
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["valid", "invalid"])
 def test_fuzzing_the_openapi_document_finds_no_server_error(tmp_path, mode):
     opened = open_store(tmp_path / "fuzz.db")
-    schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(opened, {"echo": EchoProvider()}))
+    # schemathesis's in-process client sends "Host: testserver": allowed here as --allowed-host would.
+    app = create_app(opened, {"echo": EchoProvider()}, hosts=[*LOOPBACK_HOSTS, "testserver"])
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) == 10
     for operation in operations:
@@ -215,7 +218,7 @@ def test_fuzzing_the_openapi_document_finds_no_server_error(tmp_path, mode):
         except Unsatisfiable:  # nothing invalid to send: no body, and any text is a valid chat id
             assert mode is GenerationMode.NEGATIVE
     # The chats the fuzzer created hold random messages and settings: generating on them must not fail either.
-    with TestClient(schema.app) as client:
+    with TestClient(schema.app, base_url=LOCAL) as client:
         for chat in client.get("/api/v2/chats").json()["chats"]:
             assert client.post(f"/api/v2/chats/{chat['id']}/generate").status_code < 500
     opened.close()
