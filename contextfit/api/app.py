@@ -285,7 +285,7 @@ def _handle_errors(app: FastAPI) -> None:
 def _describe(error: Mapping[str, Any]) -> str:
     """One validation error as ``where: what`` (``settings.contextLimit: Input should be ...``)."""
     location = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path")]
-    if error.get("type") == s.LONE_SURROGATE:
+    if error.get("type") in (s.LONE_SURROGATE, s.TOO_DEEP):
         return str(error.get("msg"))
     if error.get("type") == "extra_forbidden" and location[-2:-1] == ["settings"]:
         return unknown_setting_message(location[-1])

@@ -25,14 +25,17 @@ from pydantic_core import PydanticCustomError
 
 from ..audit import AuditBlock, PromptContextAudit
 from ..camel import camel_case
-from ..jsonpath import lone_surrogate
+from ..jsonpath import lone_surrogate, too_deep
 from ..pipeline import TokenizerInfo
 from ..settings import SETTINGS
 from ..store import Chat as StoredChat
 
 MAX_MESSAGES = 10_000
-#: The validation error type of a string that holds a lone surrogate.
+#: How deeply a request body may nest objects and lists (a real chat, card or tool schema stays far below).
+MAX_DEPTH = 64
+#: The validation error types of a string that holds a lone surrogate, and of a body nested too deeply.
 LONE_SURROGATE = "lone_surrogate"
+TOO_DEEP = "too_deep"
 _Id = Annotated[str, Field(max_length=200)]
 _Text = Annotated[StrictStr, Field(max_length=1_000)]
 
@@ -89,17 +92,24 @@ def messages_json(messages: list[Message] | None) -> list[dict] | None:
 
 
 class _Body(BaseModel):
-    """A request body: unknown keys refused, and no string (value or key) holding a lone surrogate.
+    """A request body: unknown keys refused, no string (value or key) holding
+    a lone surrogate, and no nesting deeper than :data:`MAX_DEPTH`.
 
     ``"\\ud800"`` is valid JSON but no text: it cannot be stored, tokenized or
-    sent back, so it is refused with the path of the field that holds it.
+    sent back. A body nested hundreds of levels deep validates but cannot be
+    serialized back. Both are refused with the path of the field at fault.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
-    def _no_lone_surrogates(cls, data: Any) -> Any:
+    def _text_and_depth(cls, data: Any) -> Any:
+        path = too_deep(data, MAX_DEPTH)
+        if path is not None:
+            raise PydanticCustomError(
+                TOO_DEEP, "{path} is nested more than {limit} levels deep.", {"path": path, "limit": MAX_DEPTH}
+            )
         path = lone_surrogate(data)
         if path is not None:
             raise PydanticCustomError(

@@ -44,7 +44,7 @@ class WorkerPool:
     def __init__(self, limits: ServerLimits) -> None:
         self.limits = limits
         self.capacity = limits.workers + limits.queue
-        self._executor = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="contextfit-work")
+        self._executor: ThreadPoolExecutor | None = None  # started by the first call, again after close()
         self._lock = threading.Lock()
         self._admitted = 0  # calls accepted and not yet finished, queued or running (or given up on)
         self.idle = threading.Event()  # set whenever nothing is admitted
@@ -62,9 +62,12 @@ class WorkerPool:
                 raise ServerBusy(self.limits.retry_after)
             self._admitted += 1
             self.idle.clear()
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="contextfit-work")
+            executor = self._executor
         context = contextvars.copy_context()
         try:
-            future: Future[T] = self._executor.submit(context.run, self._call, call, args)
+            future: Future[T] = executor.submit(context.run, self._call, call, args)
         except BaseException:
             self._finished(None)
             raise
@@ -86,5 +89,11 @@ class WorkerPool:
                 self.idle.set()
 
     def close(self) -> None:
-        """Stop taking work; calls already queued are dropped, running ones end on their own."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Drop the calls still queued and let the threads end when their call does (the app's shutdown).
+
+        A later call starts new threads (an app can be started again, as test clients do).
+        """
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
