@@ -266,7 +266,7 @@ class Facts:
             self.manual.append(index)
         relevance = meta.get("relevance")
         if isinstance(relevance, (int, float)) and not isinstance(relevance, bool) and relevance == relevance:
-            self.relevance[index] = min(max(float(relevance), 0.0), 1.0)
+            self.relevance[index] = float(min(max(relevance, 0), 1))  # clamped first: 10**400 has no float
 
     def _link(self, index: int, ids: list[str], is_result: bool) -> None:
         # Messages arrive in order, so ``index`` is above every member so far.

@@ -21,6 +21,7 @@ messages are never edited: blocks are new dicts.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,9 @@ from typing import Any
 from . import messages as msg
 from . import results as r
 from .errors import InvalidMessages, InvalidSettings
+from .jsonpath import describe
 from .lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
+from .lorebook.matching import RegexBudget
 
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|USER)>", re.IGNORECASE)
 _START = re.compile(r"^\s*<START>\s*$", re.IGNORECASE | re.MULTILINE)
@@ -83,23 +86,50 @@ def apply_overrides(blocks: list[dict], overrides: Mapping[str, Mapping[str, Any
     ``manualExcluded``, ``relevance`` and ``required`` go into ``meta``
     (``pinned: False`` also clears a top-level ``pinned``).
 
+    Every edit is checked first, whether or not its block is present, so a
+    chat's stored overrides are refused when stored, not at each generation.
+
     >>> apply_overrides([{"role": "user", "content": "x", "pinned": True, "meta": {"id": "a"}}],
     ...                 {"a": {"pinned": False, "relevance": 0.5}})
     [{'role': 'user', 'content': 'x', 'meta': {'id': 'a', 'pinned': False, 'relevance': 0.5}}]
+    >>> apply_overrides([], {"m0": 5})
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidSettings: overrides["m0"] must be an object such as {"pinned": true}, got a number.
     """
+    _check_overrides(overrides)
     if not overrides:
         return blocks
     out = []
     for block in blocks:
         edit = overrides.get(msg.message_id(block, -1))
         if edit:
-            unknown = set(edit) - {"pinned", "manualExcluded", "relevance", "required"}
-            if unknown:
-                raise InvalidSettings(f"Only pinned, manualExcluded, relevance and required can be edited, not {sorted(unknown)}.")
             block = {key: value for key, value in block.items() if not (key == "pinned" and edit.get("pinned") is False)}
             block["meta"] = {**msg.meta_of(block), **{key: value for key, value in edit.items()}}
         out.append(block)
     return out
+
+
+_FLAGS = ("pinned", "manualExcluded", "required")
+
+
+def _check_overrides(overrides: object) -> None:
+    if not isinstance(overrides, Mapping):
+        raise InvalidSettings(f"overrides must be an object of block ids, got {describe(overrides)}.")
+    for ident, edit in overrides.items():
+        where = f"overrides[{json.dumps(ident)}]"
+        if not isinstance(edit, Mapping):
+            raise InvalidSettings(f'{where} must be an object such as {{"pinned": true}}, got {describe(edit)}.')
+        unknown = set(edit) - {*_FLAGS, "relevance"}
+        if unknown:
+            raise InvalidSettings(f"Only pinned, manualExcluded, relevance and required can be edited, not {sorted(map(str, unknown))}.")
+        for key, value in edit.items():
+            if key in _FLAGS and not isinstance(value, bool):
+                raise InvalidSettings(f"{where}.{key} must be true or false, got {describe(value)}.")
+            if key == "relevance" and not (
+                isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+            ):
+                raise InvalidSettings(f"{where}.relevance must be a number from 0 to 1, got {describe(value)}.")
 
 
 def _block(role: str, content: str, kind: str, ident: str, **meta: Any) -> dict:
@@ -197,8 +227,9 @@ def assemble(
     before, after, at_depth, activations = [], [], [], []
     seen_content: set[str] = set()
     seen_ids: set[str] = set()
+    budget = RegexBudget()  # one per plan: every book's regex keys share its time
     for book in books:
-        found = activate(book, history, scan_depth=scan_depth, names=names)
+        found = activate(book, history, scan_depth=scan_depth, names=names, budget=budget)
         for activation, block in zip((a for a in found if a.entry.content), lorebook_blocks(found, names=names)):
             # A card's own book is often also loaded as a world: one copy of an entry is enough.
             if block["content"] in seen_content:
@@ -217,6 +248,7 @@ def assemble(
                 if position not in _AFTER_CHAR:
                     diagnostics.append(_placed_after(block))
                 after.append(block)
+    diagnostics += budget.diagnostics
 
     blocks = list(head)
     if card and card.system_prompt.strip():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -150,26 +151,63 @@ def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        import uvicorn
-
-        from .api import create_app
+        from .api import create_app, serving
+        from .api.guard import allowed_hosts, is_loopback
+        from .api.limits import ServerLimits
+        from .lorebook.matching import RegexLimits
     except ImportError as exc:
         raise ContextfitError(f"contextfit serve needs the API extras ({exc.name} is missing): pip install 'contextfit[api]'.") from None
     from sqlalchemy.exc import SQLAlchemyError
 
     from .store import open_store
 
+    api_key = args.api_key or os.environ.get("CONTEXTFIT_API_KEY") or None
+    if not is_loopback(args.host) and api_key is None and not args.insecure_no_auth:
+        raise ContextfitError(
+            f"--host {args.host} is reachable from other machines: give an API key (--api-key, or better "
+            "$CONTEXTFIT_API_KEY), or run without one explicitly with --insecure-no-auth."
+        )
+    limits = _server_limits(args, ServerLimits, RegexLimits)
+    hosts = allowed_hosts(args.host, args.allowed_host)
     try:
         store = open_store(args.db)
     except SQLAlchemyError as exc:
         reason = getattr(exc, "orig", None) or exc
         raise ContextfitError(f"Cannot open the database given by --db: {type(reason).__name__}: {reason}".strip()) from None
     print(f"contextfit: chats and audits in {store.engine.url.render_as_string(hide_password=True)}", file=sys.stderr)
+    print(f"contextfit: answering the host names {', '.join(sorted(hosts))}", file=sys.stderr)
+    if api_key is not None:
+        print("contextfit: every request needs the API key (Authorization: Bearer KEY, or X-API-Key: KEY)", file=sys.stderr)
+    elif not is_loopback(args.host):
+        print(f"contextfit: WARNING: --insecure-no-auth: anyone who can reach {args.host} can read and change every chat",
+              file=sys.stderr)  # fmt: skip
     try:
-        uvicorn.run(create_app(store), host=args.host, port=args.port, log_level="info")
+        app = create_app(store, limits=limits, hosts=hosts, api_key=api_key)
+        serving.run(app, host=args.host, port=args.port, limits=limits)
     finally:
         store.close()
     return 0
+
+
+#: ``contextfit serve``'s limit flags: flag, type, the ``ServerLimits`` field (``regex_`` ones: ``RegexLimits``'), help.
+_LIMIT_FLAGS = (
+    ("--workers", int, "workers", "threads for fitting, tokenizing and lorebooks"),
+    ("--queue", int, "queue", "requests waiting for a worker before 503 SERVER_BUSY"),
+    ("--request-timeout", float, "request_seconds", "seconds of work per request before 503 REQUEST_TIMEOUT"),
+    ("--regex-key-timeout", float, "regex_key_seconds", "seconds one lorebook regex key may run"),
+    ("--regex-request-timeout", float, "regex_request_seconds", "seconds all regex keys of one request may run"),
+    ("--header-timeout", float, "header_seconds", "seconds a client has to send its request headers"),
+    ("--body-timeout", float, "body_seconds", "seconds a client has to send its request body"),
+    ("--keep-alive-timeout", int, "keep_alive_seconds", "seconds an idle connection is kept open"),
+    ("--max-connections", int, "max_connections", "open connections; more are closed at once"),
+)
+
+
+def _server_limits(args: argparse.Namespace, server_limits: type, regex_limits: type):
+    """The ``ServerLimits`` with the limit flags given over its defaults."""
+    given = {field: getattr(args, field) for _, _, field, _ in _LIMIT_FLAGS if getattr(args, field) is not None}
+    regex = {field[len("regex_"):]: given.pop(field) for field in list(given) if field.startswith("regex_")}
+    return server_limits(**given, regex=regex_limits(**regex))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -194,6 +232,15 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--db", help="SQLite file or database URL (default: $CONTEXTFIT_DB, else contextfit.db)")
+    serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                       help="another Host name to answer (repeatable); 127.0.0.1, localhost, [::1] and --host always are")  # fmt: skip
+    serve.add_argument("--api-key", help="require this key on every request (prefer $CONTEXTFIT_API_KEY: "
+                       "a command line is visible to other users)")  # fmt: skip
+    serve.add_argument("--insecure-no-auth", action="store_true",
+                       help="listen beyond this machine without an API key (anyone who reaches it can read every chat)")  # fmt: skip
+    limits = serve.add_argument_group("limits (defaults and meaning: README, Security)")
+    for flag, kind, field, text in _LIMIT_FLAGS:
+        limits.add_argument(flag, type=kind, dest=field, metavar="N", help=text)
     serve.set_defaults(run=_serve)
 
     dashboard = commands.add_parser("dashboard", help="start the Streamlit dashboard (same as make run)")

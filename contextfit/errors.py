@@ -228,6 +228,59 @@ class RequestTooLarge(ContextfitError):
         super().__init__(f"The request body is larger than {limit:,} bytes; send a shorter conversation.")
 
 
+class ServerBusy(ContextfitError):
+    """Every worker is busy and the queue is full: retry after ``retry_after`` seconds (HTTP 503)."""
+
+    code = "SERVER_BUSY"
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(f"The server is busy with other requests; retry in {retry_after} s.")
+
+
+class WorkTimedOut(ContextfitError):
+    """A request's work ran past the server's per-request time limit (HTTP 503)."""
+
+    code = "REQUEST_TIMEOUT"
+
+    def __init__(self, seconds: float, retry_after: int) -> None:
+        self.seconds = seconds
+        self.retry_after = retry_after
+        super().__init__(
+            f"The request took longer than the server's limit of {seconds:g} s; send a smaller input, or retry in {retry_after} s."
+        )
+
+
+class HostNotAllowed(ContextfitError):
+    """The request's ``Host`` is not a name this server answers to (HTTP 400)."""
+
+    code = "HOST_NOT_ALLOWED"
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        super().__init__(
+            f"This server does not answer to the host {host[:100]!r}; start it with --allowed-host for that name."
+        )
+
+
+class CrossSiteRequest(ContextfitError):
+    """A state-changing request came from another site's page (HTTP 403)."""
+
+    code = "CROSS_SITE_REQUEST"
+
+    def __init__(self) -> None:
+        super().__init__("Requests that change data are refused when a web page of another origin sends them.")
+
+
+class Unauthorized(ContextfitError):
+    """The server requires an API key and the request has none, or a wrong one (HTTP 401)."""
+
+    code = "UNAUTHORIZED"
+
+    def __init__(self) -> None:
+        super().__init__("This server requires an API key: send 'Authorization: Bearer KEY' or 'X-API-Key: KEY'.")
+
+
 class GenerationCancelled(ContextfitError):
     """A generation was cancelled (the client went away or asked to cancel)."""
 

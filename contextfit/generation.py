@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -141,6 +141,27 @@ def preview(
     return plan_prompt(check_messages(messages), model=request.model, **request.options)
 
 
+def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -> None:
+    """Raise the error every generation of a chat with this model and these settings would raise.
+
+    Plans an empty conversation through the same :func:`resolve_request` and
+    :func:`~contextfit.plan_prompt` as :func:`generate`, so a chat is stored
+    only with settings generation accepts. ``TOKEN_BUDGET_EXCEEDED`` is not
+    raised: whether a prompt fits depends on its messages too.
+
+    >>> check_chat_settings("gpt-4o", {"contextStrategy": "summarize"})
+    >>> check_chat_settings("gpt-4o", {"overrides": {"m0": 5}})
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidSettings: overrides["m0"] must be an object such as {"pinned": true}, got a number.
+    """
+    request = resolve_request(None, None, model, settings)
+    try:
+        plan_prompt([], model=request.model, **request.options)
+    except TokenBudgetExceeded:
+        pass
+
+
 def reply_message(reply: ProviderReply, audit: PromptContextAudit) -> dict:
     """The provider's reply as a chat message whose ``meta`` names the generation."""
     meta = {
@@ -164,8 +185,12 @@ async def generate(
     provider: str | None = None,
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    offload: Callable[..., Awaitable[Any]] | None = None,
 ) -> GenerationResult:
     """Generate the next reply of a stored chat, with its audit (see the module docstring).
+
+    ``offload(fn)`` runs the planning (CPU work) off the event loop: a worker
+    thread by default; the API passes its bounded pool.
 
     Raises ``CHAT_NOT_FOUND``, ``UNKNOWN_PROVIDER``, the settings and model
     errors of :func:`plan_prompt` (no audit: nothing was attempted),
@@ -176,7 +201,9 @@ async def generate(
     backend = get_provider(providers, provider)
     request = resolve_request(chat, backend, model, settings)
     try:
-        plan = await to_thread.run_sync(lambda: plan_prompt(chat.messages, model=request.model, **request.options))
+        plan = await (offload or to_thread.run_sync)(
+            lambda: plan_prompt(chat.messages, model=request.model, **request.options)
+        )
     except TokenBudgetExceeded as exc:
         audit = refused_audit(
             exc,

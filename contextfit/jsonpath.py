@@ -83,6 +83,34 @@ def lone_surrogate(value: object, path: str = "$", *, depth: int = 0) -> str | N
     return None
 
 
+def too_deep(value: object, limit: int, path: str = "$") -> str | None:
+    """The JSON path of the first value nested more than ``limit`` levels
+    deep, or ``None`` when nothing is.
+
+    JSON has no depth limit, but what holds it does: a 300-level object is
+    accepted by the API's validation and then cannot be serialized back.
+
+    >>> too_deep({"meta": {"a": {"b": 1}}}, 2)
+    '$.meta.a'
+    >>> too_deep([[1], {"a": []}], 2) is None
+    True
+    """
+    stack = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children = [(child_item, child(where, key if isinstance(key, (str, int)) else str(key)))
+                        for key, child_item in item.items()]  # fmt: skip
+        elif isinstance(item, (list, tuple)):
+            children = [(child_item, child(where, index)) for index, child_item in enumerate(item)]
+        else:
+            continue
+        if depth >= limit and children:
+            return where
+        stack.extend((child_item, child_path, depth + 1) for child_item, child_path in reversed(children))
+    return None
+
+
 def replace_lone_surrogates(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD (for text from
     providers, which is stored as it came, minus what cannot be stored).

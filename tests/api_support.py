@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from contextfit.store import Store
 
+#: The base URL of in-process test clients: the API answers only its own (loopback) host names.
+LOCAL = "http://127.0.0.1"
 BODY_MARKER = "PROVIDER-BODY-7f3a"
 API_KEY = "sk-test-SECRET-5c9e"
 BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold")

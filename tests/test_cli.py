@@ -76,3 +76,19 @@ def test_models_lists_the_catalog():
 def test_usage_errors(args):
     done = contextfit(*args)
     assert done.returncode == 2 and "usage:" in done.stderr
+
+
+def test_fit_on_a_bundle_with_catastrophic_regex_keys_finishes_with_a_note(tmp_path):
+    bundle = {
+        "contextfit": "conversation",
+        "messages": [{"role": "user", "content": "a" * 40 + "b"}],
+        "lorebook": {"entries": {
+            "0": {"uid": 0, "key": ["/(a+)+$/"], "content": "Reported key."},
+            "1": {"uid": 1, "key": ["/(a|a)+$/"], "content": "Slow in every engine."},
+        }},
+    }
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    done = contextfit("fit", str(path), "--strategy", "truncate")  # re took minutes here, ignoring SIGTERM
+    assert done.returncode == 0, done.stderr
+    assert "note: LOREBOOK_KEY_TIMEOUT" in done.stdout and "Slow in every engine." not in done.stdout

@@ -193,6 +193,20 @@ def test_an_impossible_budget_is_shown_per_strategy():
     assert len(at.error) == 4 and all("TOKEN_BUDGET_EXCEEDED" in e.value for e in at.error)
 
 
+def test_a_pasted_lorebook_with_catastrophic_regex_keys_is_compared_with_a_note():
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    bundle = {
+        "contextfit": "conversation",
+        "messages": [{"role": "user", "content": "a" * 40 + "b"}],
+        "lorebook": {"entries": {"0": {"uid": 0, "key": ["/(a+)+$/"], "content": "Reported key."},
+                                 "1": {"uid": 1, "key": ["/(a|a)+$/"], "content": "Slow everywhere."}}},
+    }  # fmt: skip
+    at.text_area(key="paste").set_value(json.dumps(bundle)).run()  # re took minutes here, and held the GIL
+    assert not at.exception and not at.error
+    assert any(caption.value.startswith("LOREBOOK_KEY_TIMEOUT") for caption in at.caption)
+
+
 @pytest.mark.parametrize("page", ["pages/models.py", "pages/plugins.py"])
 def test_other_pages_load(page):
     at = app().run()

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from api_support import API_KEY, BODY_MARKER, snapshot
+from api_support import API_KEY, BODY_MARKER, LOCAL, snapshot
 from fastapi.testclient import TestClient
 
 import contextfit
@@ -49,7 +49,7 @@ def providers_for(fake) -> dict:
 
 @pytest.fixture
 def client(store, fake_provider):
-    with TestClient(create_app(store, providers_for(fake_provider))) as test_client:
+    with TestClient(create_app(store, providers_for(fake_provider)), base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -152,7 +152,7 @@ def test_twenty_generations_at_once_leave_one_consistent_audit(store):
 
     async def run() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url=LOCAL) as http:
             calls = [http.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "barrier"}) for _ in range(20)]
             return [response async for response in _gather(calls)]
 
@@ -187,7 +187,7 @@ def test_explicit_cancel_finalizes_the_audit_cancelled(store, fake_provider):
 
     async def run():
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url=LOCAL) as http:
             async with anyio.create_task_group() as group:
                 result = {}
 
@@ -229,7 +229,7 @@ def test_a_client_that_disconnects_cancels_its_generation(store, fake_provider):
 
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
                  "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
-                 "headers": [(b"content-type", b"application/json")], "client": ("127.0.0.1", 1), "server": ("t", 80)}  # fmt: skip
+                 "headers": [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1), "server": ("t", 80)}  # fmt: skip
         async with anyio.create_task_group() as group:
             group.start_soon(app, scope, receive, send)
             await anyio.to_thread.run_sync(fake_provider.arrived.acquire)

@@ -11,6 +11,7 @@ from conftest import TEST_DATA, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextfit import plan_prompt
 from contextfit.errors import InvalidConversation
 from contextfit.lorebook import (
     Activation,
@@ -22,6 +23,7 @@ from contextfit.lorebook import (
     lorebook_blocks,
     parse_world_info,
 )
+from contextfit.lorebook.matching import RegexLimits, regex_limits
 
 SILLYTAVERN = ("sillytavern",)
 CARD_FILES = (
@@ -261,10 +263,15 @@ def test_regex_keys_ignore_the_case_and_whole_word_settings(own):
     assert 5 not in uids(activate(own, ["shadows"]))
 
 
-def test_a_regex_python_cannot_compile_is_matched_as_plain_text(own):
-    # Known difference: JavaScript accepts this variable-width lookbehind.
-    assert 6 not in uids(activate(own, ["aab"]))
-    assert 6 in uids(activate(own, ["literally /(?<=a+)b/"]))
+def test_a_variable_width_lookbehind_works_as_in_javascript(own):
+    assert 6 in uids(activate(own, ["aab"]))
+    assert 6 not in uids(activate(own, ["b alone"]))
+
+
+def test_a_regex_that_cannot_compile_is_matched_as_plain_text():
+    book = Lorebook(entries=(LorebookEntry(uid=1, keys=("/a(b/",), content="x"),))
+    assert uids(activate(book, ["ab"])) == []
+    assert uids(activate(book, ["literally /a(b/"])) == [1]
 
 
 def test_an_entry_can_be_case_sensitive_on_its_own(own):
@@ -411,3 +418,61 @@ def test_every_enabled_constant_entry_activates(disabled_flags):
     )
     hits = activate(Lorebook(entries=entries), [])
     assert sorted(uids(hits)) == [i for i, flag in enumerate(disabled_flags) if not flag]
+
+
+# --- user regexes run under a budget ---
+
+SLOW_KEY = "/(a|a)+$/"  # exponential backtracking on "a" * 40 + "b", in re and in regex alike
+SLOW_TEXT = "a" * 40 + "b"
+
+
+def regex_book(*keys: str) -> dict:
+    return {"entries": {"0": {"uid": 0, "key": list(keys), "content": "Lore."}}}
+
+
+def plan_with(book: dict, text: str, limits: RegexLimits | None = None):
+    with regex_limits(limits or RegexLimits()):
+        return plan_prompt([{"role": "user", "content": text}], model="gpt-4o", lorebook=book)
+
+
+def codes(plan) -> list[str]:
+    return [d["code"] for d in plan.diagnostics]
+
+
+def test_the_reported_catastrophic_key_finishes_and_matches_correctly():
+    # /(a+)+$/ ran for minutes on Python's re; the regex package needs no backtracking for it.
+    assert not any(block.kind == "lorebook" for block in plan_with(regex_book("/(a+)+$/"), SLOW_TEXT).blocks)
+    assert any(block.kind == "lorebook" for block in plan_with(regex_book("/(a+)+$/"), "a" * 40).blocks)
+
+
+def test_a_key_that_runs_past_its_budget_does_not_match_and_says_so():
+    plan = plan_with(regex_book(SLOW_KEY), SLOW_TEXT, RegexLimits(key_seconds=0.05))
+    [note] = [d for d in plan.diagnostics if d["code"] == "LOREBOOK_KEY_TIMEOUT"]
+    assert note["key"] == SLOW_KEY and "does not match" in note["message"]
+    assert not any(block.kind == "lorebook" for block in plan.blocks)
+    # The entry's other keys are still tried: a plain key after the slow one wakes it.
+    plan = plan_with(regex_book(SLOW_KEY, "b"), SLOW_TEXT, RegexLimits(key_seconds=0.05))
+    assert any(block.kind == "lorebook" for block in plan.blocks) and "LOREBOOK_KEY_TIMEOUT" in codes(plan)
+
+
+def test_the_request_budget_is_shared_by_every_key():
+    keys = [f"/(a|a)+${'x' * n}|(a|a)+$/" for n in range(8)]  # eight distinct slow keys
+    plan = plan_with(regex_book(*keys), SLOW_TEXT, RegexLimits(key_seconds=0.05, request_seconds=0.1))
+    notes = [d for d in plan.diagnostics if d["code"] == "LOREBOOK_KEY_TIMEOUT"]
+    assert len(notes) == len(keys)
+    skipped = [n for n in notes if "was not evaluated" in n["message"]]
+    assert len(skipped) >= len(keys) - 3  # at most ~two keys ran; the rest were never started
+
+
+def test_a_pattern_over_the_length_limit_is_never_compiled():
+    key = "/" + "(a|b)" * 300 + "/"
+    plan = plan_with(regex_book(key), "ab" * 300)
+    assert "LOREBOOK_KEY_TOO_LONG" in codes(plan) and not any(b.kind == "lorebook" for b in plan.blocks)
+    assert any(b.kind == "lorebook" for b in plan_with(regex_book(key), "ab" * 300, RegexLimits(max_pattern_chars=2000)).blocks)
+
+
+def test_regex_keys_read_only_the_newest_text_up_to_the_limit():
+    text = "x" * 5000 + " needle"
+    plan = plan_with(regex_book("/needle/"), text, RegexLimits(max_text_chars=1000))
+    assert "LOREBOOK_SCAN_LIMITED" in codes(plan) and not any(b.kind == "lorebook" for b in plan.blocks)
+    assert any(b.kind == "lorebook" for b in plan_with(regex_book("/needle/"), text).blocks)

@@ -3,33 +3,51 @@
 Endpoints are a few lines each: they hand validated JSON to the package
 (``Store``, :mod:`contextfit.generation`) and return what comes back. Every
 :class:`~contextfit.ContextfitError` becomes ``{"error": {"code", "message"}}``
-in one handler, with the status from :data:`STATUS`.
+in one handler, with the status from :data:`STATUS`; any other failure is a
+500 in the same shape.
+
+In front of the routes (see ``guard`` and ``limits``): the host, origin and
+API-key checks, then the body size limit. Planning (fitting, tokenizing,
+lorebooks and their regex keys, card parsing) runs on the bounded
+:class:`~contextfit.api.workers.WorkerPool`, never on the event loop. The
+documentation pages load nothing from the network: Swagger UI and ReDoc come
+from the ``fastapi-offline`` package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
 from ..errors import ContextfitError, GenerationCancelled
-from ..generation import GenerationResult, RunningGenerations, generate, preview
+from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
 from ..providers import Provider, default_providers
 from ..settings import unknown_setting_message
 from ..store import Store
 from . import schemas as s
-from .limits import DEFAULT_MAX_BODY_BYTES, BodySizeLimit
+from .guard import LOOPBACK_HOSTS, ContainFailures, RequestGuard
+from .limits import BodySizeLimit, ServerLimits
+from .workers import WorkerPool
 
 #: HTTP status per error code; other codes are 400.
 STATUS: dict[str, int] = {
     "CHAT_NOT_FOUND": 404,
     "AUDIT_NOT_FOUND": 404,
     "REQUEST_TOO_LARGE": 413,
+    "HOST_NOT_ALLOWED": 400,
+    "UNAUTHORIZED": 401,
+    "CROSS_SITE_REQUEST": 403,
+    "SERVER_BUSY": 503,
+    "REQUEST_TIMEOUT": 503,
     "TOKEN_BUDGET_EXCEEDED": 422,
     "INVALID_REQUEST": 422,
     "INVALID_SETTINGS": 422,
@@ -67,32 +85,56 @@ def create_app(
     store: Store,
     providers: Mapping[str, Provider] | None = None,
     *,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_body_bytes: int | None = None,
+    limits: ServerLimits | None = None,
+    hosts: Iterable[str] = LOOPBACK_HOSTS,
+    api_key: str | None = None,
 ) -> FastAPI:
     """The HTTP API over ``store``, generating with ``providers`` (default: echo, openai, anthropic).
 
     The store must be migrated already (:func:`~contextfit.store.open_store` does it).
+    ``hosts`` are the ``Host`` names answered (default: the loopback names);
+    with ``api_key`` every request but the documentation pages must carry it.
+    ``limits`` (:class:`~contextfit.api.limits.ServerLimits`) bound the body
+    size, the worker pool and the regex keys; ``max_body_bytes`` overrides its body size.
     """
     providers = default_providers() if providers is None else dict(providers)
+    limits = limits or ServerLimits()
+    if max_body_bytes is not None:
+        limits = dataclasses.replace(limits, max_body_bytes=max_body_bytes)
     running = RunningGenerations()
-    app = FastAPI(
+    pool = WorkerPool(limits)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        pool.close()
+
+    app = FastAPIOffline(
         title="contextfit",
         version="2.0.0",
         description="See exactly what an LLM will see: chats, generation with a context audit, and previews.",
+        lifespan=lifespan,
+        swagger_ui_parameters={"validatorUrl": None},  # Swagger UI would send the document to a public validator
     )
-    app.add_middleware(BodySizeLimit, max_bytes=max_body_bytes)
+    app.state.limits, app.state.pool = limits, pool
+    # The last added runs first: failures contained, then who is asking, then how much they send.
+    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(RequestGuard, hosts=hosts, api_key=api_key)
+    app.add_middleware(ContainFailures)
     _handle_errors(app)
     api = APIRouter(prefix="/api/v2")
 
     @api.post("/chats", status_code=201, response_model=s.ChatCreated, operation_id="createChat",
-              tags=["chats"], responses=_errors(413))  # fmt: skip
-    def create_chat(body: s.ChatCreate) -> dict:
-        """Create a chat (title, model, settings, messages)."""
-        chat = store.create_chat(
-            title=body.title,
-            model=body.model,
-            settings=_settings(body.settings),
-            messages=s.messages_json(body.messages),
+              tags=["chats"], responses=_errors(413, 503))  # fmt: skip
+    async def create_chat(body: s.ChatCreate) -> dict:
+        """Create a chat (title, model, settings, messages); settings every generation would refuse are refused now."""
+        settings = _settings(body.settings)
+        await pool.run(check_chat_settings, body.model, settings)
+        chat = await anyio.to_thread.run_sync(
+            lambda: store.create_chat(
+                title=body.title, model=body.model, settings=settings, messages=s.messages_json(body.messages)
+            )
         )
         return {"id": chat.id}
 
@@ -107,13 +149,19 @@ def create_app(
         return store.get_chat(chat_id).to_dict()
 
     @api.patch("/chats/{chat_id}", response_model=s.Chat, operation_id="updateChat", tags=["chats"],
-               responses=_errors(404, 413))  # fmt: skip
-    def update_chat(chat_id: str, body: s.ChatUpdate) -> dict:
-        """Change the title, model or settings (settings are replaced whole)."""
+               responses=_errors(404, 413, 503))  # fmt: skip
+    async def update_chat(chat_id: str, body: s.ChatUpdate) -> dict:
+        """Change the title, model or settings (settings are replaced whole, and checked as at creation)."""
         changes = body.model_dump(exclude_unset=True)
         if "settings" in changes:
             changes["settings"] = _settings(body.settings) or {}
-        return store.update_chat(chat_id, **changes).to_dict()
+        if {"model", "settings"} & set(changes):
+            chat = await anyio.to_thread.run_sync(store.get_chat, chat_id)
+            await pool.run(
+                check_chat_settings, changes.get("model", chat.model), changes.get("settings", chat.settings)
+            )
+        updated = await anyio.to_thread.run_sync(lambda: store.update_chat(chat_id, **changes))
+        return updated.to_dict()
 
     @api.post("/chats/{chat_id}/messages", response_model=s.Chat, operation_id="appendMessages", tags=["chats"],
               responses=_errors(404, 413))  # fmt: skip
@@ -139,7 +187,8 @@ def create_app(
 
         async def work() -> GenerationResult:
             return await generate(
-                store, providers, chat_id, provider=body.provider, model=body.model, settings=_settings(body.settings)
+                store, providers, chat_id, provider=body.provider, model=body.model, settings=_settings(body.settings),
+                offload=pool.run,
             )
 
         return (await _until_done_or_gone(request, running, chat_id, work)).to_dict()
@@ -158,20 +207,23 @@ def create_app(
         return store.get_audit(chat_id).to_dict()
 
     @api.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
-              responses=_errors(404, 413))  # fmt: skip
-    def context_preview(body: s.PreviewRequest) -> dict:
+              responses=_errors(404, 413, 503))  # fmt: skip
+    async def context_preview(body: s.PreviewRequest) -> dict:
         """The plan generation would send, for a chat or inline messages. Writes nothing."""
         extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
-        plan = preview(
-            store,
-            providers,
-            chat_id=body.chatId,
-            messages=s.messages_json(body.messages),
-            provider=body.provider,
-            model=body.model,
-            settings={**(_settings(body.settings) or {}), **extra},
-        )
-        return plan.to_dict()
+
+        def plan() -> dict:
+            return preview(
+                store,
+                providers,
+                chat_id=body.chatId,
+                messages=s.messages_json(body.messages),
+                provider=body.provider,
+                model=body.model,
+                settings={**(_settings(body.settings) or {}), **extra},
+            ).to_dict()
+
+        return await pool.run(plan)
 
     app.include_router(api)
     return app
@@ -211,7 +263,11 @@ def _handle_errors(app: FastAPI) -> None:
     @app.exception_handler(ContextfitError)
     async def contextfit_error(_request: Request, exc: ContextfitError) -> JSONResponse:
         detail = exc.to_dict()
-        return _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
+        response = _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            response.headers["Retry-After"] = str(retry_after)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -229,6 +285,8 @@ def _handle_errors(app: FastAPI) -> None:
 def _describe(error: Mapping[str, Any]) -> str:
     """One validation error as ``where: what`` (``settings.contextLimit: Input should be ...``)."""
     location = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path")]
+    if error.get("type") in (s.LONE_SURROGATE, s.TOO_DEEP):
+        return str(error.get("msg"))
     if error.get("type") == "extra_forbidden" and location[-2:-1] == ["settings"]:
         return unknown_setting_message(location[-1])
     where = ".".join(location) or "body"

@@ -10,15 +10,32 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Annotated, Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    create_model,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from ..audit import AuditBlock, PromptContextAudit
 from ..camel import camel_case
+from ..jsonpath import lone_surrogate, too_deep
 from ..pipeline import TokenizerInfo
 from ..settings import SETTINGS
 from ..store import Chat as StoredChat
 
 MAX_MESSAGES = 10_000
+#: How deeply a request body may nest objects and lists (a real chat, card or tool schema stays far below).
+MAX_DEPTH = 64
+#: The validation error types of a string that holds a lone surrogate, and of a body nested too deeply.
+LONE_SURROGATE = "lone_surrogate"
+TOO_DEEP = "too_deep"
 _Id = Annotated[str, Field(max_length=200)]
 _Text = Annotated[StrictStr, Field(max_length=1_000)]
 
@@ -74,8 +91,36 @@ def messages_json(messages: list[Message] | None) -> list[dict] | None:
     return None if messages is None else [message.model_dump(exclude_unset=True) for message in messages]
 
 
-class ChatCreate(BaseModel):
+class _Body(BaseModel):
+    """A request body: unknown keys refused, no string (value or key) holding
+    a lone surrogate, and no nesting deeper than :data:`MAX_DEPTH`.
+
+    ``"\\ud800"`` is valid JSON but no text: it cannot be stored, tokenized or
+    sent back. A body nested hundreds of levels deep validates but cannot be
+    serialized back. Both are refused with the path of the field at fault.
+    """
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_and_depth(cls, data: Any) -> Any:
+        path = too_deep(data, MAX_DEPTH)
+        if path is not None:
+            raise PydanticCustomError(
+                TOO_DEEP, "{path} is nested more than {limit} levels deep.", {"path": path, "limit": MAX_DEPTH}
+            )
+        path = lone_surrogate(data)
+        if path is not None:
+            raise PydanticCustomError(
+                LONE_SURROGATE,
+                "{path} holds a lone surrogate (an unpaired \\ud800-\\udfff escape), which is not text; remove or replace it.",
+                {"path": path},
+            )
+        return data
+
+
+class ChatCreate(_Body):
 
     title: _Text | None = None
     model: _Text | None = Field(None, description="Model id or alias from the catalog (default gpt-4o).")
@@ -83,30 +128,26 @@ class ChatCreate(BaseModel):
     messages: Annotated[list[Message], Field(max_length=MAX_MESSAGES)] = []
 
 
-class ChatUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ChatUpdate(_Body):
 
     title: _Text | None = None
     model: _Text | None = None
     settings: Settings | None = Field(None, description="Replaces the chat's settings whole.")  # type: ignore[valid-type]
 
 
-class MessagesAppend(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class MessagesAppend(_Body):
 
     messages: Annotated[list[Message], Field(min_length=1, max_length=MAX_MESSAGES)]
 
 
-class GenerateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class GenerateRequest(_Body):
 
     provider: _Text | None = Field(None, description="echo (default), openai, anthropic, or another configured name.")
     model: _Text | None = Field(None, description="Overrides the chat's model for this generation.")
     settings: Settings | None = Field(None, description="Override the chat's settings for this generation.")  # type: ignore[valid-type]
 
 
-class PreviewRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PreviewRequest(_Body):
 
     chatId: _Id | None = Field(None, description="Plan this stored chat (its messages, model and settings).")
     messages: Annotated[list[Message], Field(max_length=MAX_MESSAGES)] | None = Field(

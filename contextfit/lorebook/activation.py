@@ -46,7 +46,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
-from contextfit.lorebook.matching import ScanText, find_key, key_source, substitute_names
+from contextfit.lorebook.matching import RegexBudget, ScanText, find_key, key_source, substitute_names
 from contextfit.lorebook.model import (
     DEFAULT_SCAN_DEPTH,
     MAX_SCAN_DEPTH,
@@ -69,12 +69,15 @@ def activate(
     recursive: bool | None = None,
     include_names: bool = True,
     rng: random.Random | None = None,
+    budget: RegexBudget | None = None,
 ) -> list[Activation]:
     """The entries ``messages`` activate, in prompt order.
 
     ``messages`` are OpenAI-shaped dicts (``content`` text or text parts) or
     plain strings, oldest first. The keyword settings override the book's
-    defaults; an entry's own setting overrides both.
+    defaults; an entry's own setting overrides both. Regex keys run under
+    ``budget`` (see :class:`~contextfit.lorebook.matching.RegexBudget`; a
+    fresh one when not given), which reports the keys a limit stopped.
 
     >>> from contextfit.lorebook.model import LorebookEntry, Lorebook
     >>> book = Lorebook(entries=(
@@ -94,6 +97,7 @@ def activate(
         case_sensitive=_first(case_sensitive, lorebook.case_sensitive, False),
         match_whole_words=_first(match_whole_words, lorebook.match_whole_words, False),
         names=names,
+        budget=budget or RegexBudget(),
     )
     sequence = run.scan(recursive=_first(recursive, lorebook.recursive, False), rng=rng)
     numbered = sorted(enumerate(sequence), key=lambda pair: (pair[1].entry.order, -pair[0]))
@@ -105,7 +109,7 @@ class _Scan:
 
     def __init__(self, lorebook: Lorebook, *, chat_length: int, pieces: list[tuple[str, Hashable]],
                  scan_depth: int, case_sensitive: bool, match_whole_words: bool,
-                 names: Mapping[str, str] | None) -> None:
+                 names: Mapping[str, str] | None, budget: RegexBudget) -> None:
         self.lorebook = lorebook
         self.chat_length = chat_length
         self.pieces = pieces
@@ -113,6 +117,7 @@ class _Scan:
         self.case_sensitive = case_sensitive
         self.match_whole_words = match_whole_words
         self.names = names
+        self.budget = budget
         self.recursion_pieces: list[tuple[str, Hashable]] = []
         self._texts: dict[int, ScanText] = {}
 
@@ -180,7 +185,9 @@ class _Scan:
 
         def find(key: str) -> tuple[str, Hashable] | None:
             needle = substitute_names(key, self.names).strip()
-            position = find_key(scan, needle, case_sensitive=case_sensitive, match_whole_words=whole_words)
+            position = find_key(
+                scan, needle, case_sensitive=case_sensitive, match_whole_words=whole_words, budget=self.budget
+            )
             if position is None:
                 return None
             return needle, key_source(scan, needle, position, case_sensitive=case_sensitive)
