@@ -209,6 +209,8 @@ class Facts:
             content = message.get("content")
             if len(message) == 2 and type(role) is str and type(content) is str:
                 text_bytes += len(content)
+                if not (content.isascii() and role.isascii()):
+                    msg.refuse_lone_surrogates(message, f"messages[{index}]")
                 # {"role": ..., "content": "..."}: the common chat turn.
                 kind = system if role in system_roles else history
                 reason: str | None = r.SYSTEM if kind is system else None
@@ -221,6 +223,7 @@ class Facts:
                     protected.append(index)
                 tokens.append(count_message(message) if count_now else None)
                 continue
+            msg.refuse_lone_surrogates(message, f"messages[{index}]")
             text_bytes += len(content) if type(content) is str else _text_size(content)
             if "tool_calls" in message:
                 text_bytes += _text_size(message["tool_calls"])

@@ -22,7 +22,17 @@ from .openai import import_openai
 from .png import NO_CARD, card_chunks, import_png_card
 from .sharegpt import import_sharegpt
 from .sillytavern import import_sillytavern_chat
-from .source import PNG_SIGNATURE, Parsed, check_text, decode_text, looks_like_json, parse_json, read_source
+from .source import (
+    PNG_SIGNATURE,
+    Parsed,
+    check_text,
+    decode_text,
+    looks_like_json,
+    parse_json,
+    read_source,
+    refuse_lone_surrogates,
+    refuse_lone_surrogates_in,
+)
 from .bundle import import_bundle
 from .text import import_text, import_text_record
 from .worldinfo import import_world_info
@@ -158,6 +168,7 @@ def _load(source: object, wanted: str | None, max_bytes: int) -> Conversation:
         return import_png_card(data, max_bytes)
     if isinstance(data, str):
         if wanted == "text" or (wanted is None and not looks_like_json(data)):
+            refuse_lone_surrogates(data, "input")
             return import_text(data)
         if not looks_like_json(data):
             raise InvalidConversation(
@@ -182,6 +193,7 @@ def _prepare(source: object, max_bytes: int) -> bytes | str | Parsed:
 
 def _import(parsed: Parsed, wanted: str | None) -> Conversation:
     record, warnings = (parsed, []) if wanted == "sillytavern-chat" else select_record(parsed)
+    refuse_lone_surrogates_in(record)
     name = wanted or detect_value(record.value, record.root)
     try:
         conversation = IMPORTERS[name](record)

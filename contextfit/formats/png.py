@@ -17,7 +17,7 @@ from contextfit.errors import InvalidConversation
 
 from .cards import card_conversation, read_card
 from .conversation import Conversation
-from .source import PNG_SIGNATURE
+from .source import PNG_SIGNATURE, refuse_lone_surrogates
 
 CARD_KEYWORDS = ("ccv3", "chara")  # in order of preference
 _TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
@@ -146,7 +146,7 @@ def decode_card_json(chunk: TextChunk) -> object:
             location=chunk.location,
         ) from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise InvalidConversation(
             f"The {chunk.location} does not hold valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
@@ -154,3 +154,5 @@ def decode_card_json(chunk: TextChunk) -> object:
         ) from None
     except (ValueError, RecursionError) as error:
         raise InvalidConversation(f"The {chunk.location} cannot be read: {error}.", location=chunk.location) from None
+    refuse_lone_surrogates(value, f"{chunk.location}: $")
+    return value
