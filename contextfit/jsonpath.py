@@ -95,33 +95,25 @@ def _all_ascii(value: object, depth: int) -> bool:
     if kind is str:
         return value.isascii()  # type: ignore[union-attr]
     if kind is dict:
-        items = value.items()  # type: ignore[union-attr]
-        for key, item in items:
+        for key in value:  # type: ignore[union-attr]
             if type(key) is str and not key.isascii():
                 return False
-            item_kind = type(item)
-            if item_kind is str:
-                if not item.isascii():
-                    return False
-            elif item_kind is dict or item_kind is list:
-                if depth >= 64 or not _all_ascii(item, depth + 1):
-                    return False
-            elif isinstance(item, (Mapping, tuple)):
+        items = value.values()  # type: ignore[union-attr]
+    elif kind is list:
+        items = value
+    else:
+        return not isinstance(value, (Mapping, tuple))
+    for item in items:  # type: ignore[union-attr]
+        item_kind = type(item)
+        if item_kind is str:
+            if not item.isascii():
                 return False
-        return True
-    if kind is list:
-        for item in value:  # type: ignore[union-attr]
-            item_kind = type(item)
-            if item_kind is str:
-                if not item.isascii():
-                    return False
-            elif item_kind is dict or item_kind is list:
-                if depth >= 64 or not _all_ascii(item, depth + 1):
-                    return False
-            elif isinstance(item, (Mapping, tuple)):
+        elif item_kind is dict or item_kind is list:
+            if depth >= 64 or not _all_ascii(item, depth + 1):
                 return False
-        return True
-    return not isinstance(value, (Mapping, tuple))
+        elif isinstance(item, (Mapping, tuple)):
+            return False
+    return True
 
 
 def replace_lone_surrogates(text: str) -> str:
