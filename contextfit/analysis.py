@@ -27,7 +27,7 @@ from .errors import InvalidMessages
 # bytes they may keep alive together: an analysis holds its messages' text.
 _PREFIXES_KEPT = 8
 #: Bytes the kept analyses of one counter may hold (their messages' text plus
-#: :data:`MESSAGE_BYTES` each); an analysis larger than this is not kept.
+#: :data:`MESSAGE_BYTES` each); the newest is kept whatever its size.
 PREFIX_BYTES = 64 * 1024 * 1024
 #: What an analysis holds per message besides its text: the snapshot dict and
 #: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
@@ -379,14 +379,13 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
     facts = base.extended(messages, counting, count_now)
     with state.lock:
         # The shorter analysis stays too: the next call may edit or regenerate
-        # the last message instead of appending one. Newest first, within
-        # PREFIX_BYTES: what does not fit is forgotten (a later fit redoes it).
-        prefixes, held = [], 0
-        for kept in [facts, *state.prefixes]:
-            if kept is facts and prefixes:
-                continue
+        # the last message instead of appending one. The newest always stays
+        # (the other strategies of a comparison refit from it); older ones
+        # while all fit in PREFIX_BYTES, the rest are forgotten.
+        prefixes, held = [facts], facts.nbytes + facts.derived_bytes
+        for kept in state.prefixes:
             size = kept.nbytes + kept.derived_bytes
-            if len(prefixes) == _PREFIXES_KEPT or held + size > PREFIX_BYTES:
+            if kept is facts or len(prefixes) == _PREFIXES_KEPT or held + size > PREFIX_BYTES:
                 continue
             prefixes.append(kept)
             held += size

@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass
 
 from contextfit.errors import InvalidConversation
+from contextfit.limits import MAX_PNG_CHUNKS
 
 from .cards import card_conversation, read_card
 from .conversation import Conversation
@@ -29,9 +30,8 @@ from .source import PNG_SIGNATURE, refuse_lone_surrogates
 CARD_KEYWORDS = ("ccv3", "chara")  # in order of preference
 _TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
 NO_CARD = "This PNG has no character card (no 'chara' or 'ccv3' text chunk)."
-#: Chunks looked at per file at most (a 16 MB image written in libpng's
-#: 8 KB data chunks has about 2,000).
-MAX_CHUNKS = 20_000
+#: Chunks looked at per file at most (see contextfit.limits).
+MAX_CHUNKS = MAX_PNG_CHUNKS
 
 
 @dataclass(frozen=True, slots=True)
