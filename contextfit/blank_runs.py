@@ -39,6 +39,12 @@ possessive ``\s++$`` (no backtracking: 4,000,000 spaces pass) and is left
 to tiktoken. A run followed by CR or LF belongs to a ``\s*[\r\n]`` piece,
 which the regex engine matches without backtracking (2,000,000 spaces pass).
 
+The same point 1 holds wherever a blank follows a non-blank, white-space-free
+character: no piece crosses there, and each side splits alone as it does in
+the whole. :func:`encode_parts` cuts a long text at such places into parts of
+about :data:`PART_CHARS`, so counting a 2 MB message holds the token ids of
+64 KB at a time (about 0.5 MB) instead of all of them (17 MB of Python ints).
+
 Finding runs costs a strided sample of the text (``text[::stride]``, about
 0.3 ms per MB, against 40 ms per MB to encode), and a full scan only when the
 sample holds a long enough blank run; texts shorter than
@@ -48,18 +54,24 @@ sample holds a long enough blank run; texts shorter than
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["LONG_BLANK_RUN", "encode_ordinary"]
+__all__ = ["LONG_BLANK_RUN", "PART_CHARS", "encode_ordinary", "encode_parts"]
 
 #: Blank runs at least this long are encoded around tiktoken's regex. Far below
 #: the 1,000,000 that panics, far above any formatting seen in real chats.
 LONG_BLANK_RUN = 10_000
 
+#: Texts longer than this are encoded part by part (:func:`encode_parts`).
+PART_CHARS = 65_536
+
 # Unicode White_Space (what ``\s`` means to the Rust regex crate) minus CR and
 # LF. Not str.isspace: that adds U+001C-U+001F, which the regex treats as text.
 _BLANK = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# A blank after a character that is not white space: where a part may end.
+_CUT = re.compile(f"[^\r\n{_BLANK}][{_BLANK}]")
 
 # The patterns the argument above was made for (tiktoken_ext.openai_public),
 # and whether each matches trailing white space whole without backtracking.
@@ -135,3 +147,25 @@ def encode_ordinary(encoding: Any, text: str) -> list[int]:
     if start < end_of_text:
         ids += encoding.encode_ordinary(text[start:])
     return ids
+
+
+def encode_parts(encoding: Any, text: str) -> Iterator[list[int]]:
+    """:func:`encode_ordinary` of ``text`` as consecutive lists of ids (their
+    concatenation is the whole), each from about :data:`PART_CHARS` characters.
+
+    >>> from contextfit.tokenizers import get_tokenizer
+    >>> o200k = get_tokenizer("o200k_base").encoding
+    >>> text = "The wolves came down from the hills. " * 5_000
+    >>> parts = list(encode_parts(o200k, text))
+    >>> len(parts) > 1, [i for part in parts for i in part] == o200k.encode_ordinary(text)
+    (True, True)
+    """
+    size = PART_CHARS
+    start, end = 0, len(text)
+    while end - start > size:
+        cut = _CUT.search(text, start + size)
+        if cut is None:
+            break
+        yield encode_ordinary(encoding, text[start:cut.start() + 1])
+        start = cut.start() + 1
+    yield encode_ordinary(encoding, text[start:] if start else text)

@@ -483,16 +483,20 @@ class Tokenizer:
         key = text if len(text) < DIGEST_FROM else digest(text)
         tokens = self._cache.lookup(key)
         if tokens is None:
-            if len(text) < blank_runs.LONG_BLANK_RUN:
-                ids = self.encoding.encode_ordinary(text)  # too short to hold a run tiktoken cannot take
-            else:
-                ids = blank_runs.encode_ordinary(self.encoding, text)
-            tokens = len(ids)
             profile = self.profile
-            if profile.approximate:
-                if profile.split_digits:
-                    # a number token of k digits costs k tokens in these families
+            digits = profile.split_digits
+            if len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+                ids = self.encoding.encode_ordinary(text)
+                tokens = len(ids)
+                if digits:  # a number token of k digits costs k tokens in these families
                     tokens += sum(map(self._digit_extra.__getitem__, ids))
+            else:  # a long text: its ids a part at a time
+                tokens = 0
+                for ids in blank_runs.encode_parts(self.encoding, text):
+                    tokens += len(ids)
+                    if digits:
+                        tokens += sum(map(self._digit_extra.__getitem__, ids))
+            if profile.approximate:
                 tokens = -(-tokens * profile.factor_percent // 100)
             self._cache.put_key(key, tokens)
         return tokens

@@ -147,3 +147,32 @@ def test_jtokkit_vectors_match_with_every_blank_run_cut_out(monkeypatch, name: s
     monkeypatch.setattr(blank_runs, "LONG_BLANK_RUN", 2)
     wrong = [row["input"] for row in table if blank_runs.encode_ordinary(encoding(name), row["input"]) != json.loads(row["output"])]
     assert wrong == []
+
+
+# --------------------------------------------------- long texts, a part at a time
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(EXACT), text=st.text(alphabet=ALPHABET, max_size=60),
+       size=st.integers(1, 8), minimum=st.sampled_from([2, 4, 10_000]))
+def test_parts_of_any_text_join_into_tiktokens_ids(name: str, text: str, size: int, minimum: int) -> None:
+    original = blank_runs.PART_CHARS, blank_runs.LONG_BLANK_RUN
+    blank_runs.PART_CHARS, blank_runs.LONG_BLANK_RUN = size, minimum
+    try:
+        parts = list(blank_runs.encode_parts(encoding(name), text))
+    finally:
+        blank_runs.PART_CHARS, blank_runs.LONG_BLANK_RUN = original
+    assert [i for part in parts for i in part] == encoding(name).encode_ordinary(text)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_a_long_message_is_counted_a_part_at_a_time(name: str) -> None:
+    prose = "The wolves came down from the northern hills at dusk, and nobody slept. " * 30_000  # 2.2 MB
+    parts = list(blank_runs.encode_parts(encoding(name), prose))
+    assert len(parts) > 30 and max(map(len, parts)) < 20_000  # ids held at once, not 500,000
+    assert sum(map(len, parts)) == len(encoding(name).encode_ordinary(prose)) == get_tokenizer(name).count(prose)
+
+    gemini = get_tokenizer("gemini")  # digits split into single tokens, x 1.15, counted a part at a time too
+    ids = encoding("cl100k_base").encode_ordinary(prose + " 12345 67890" * 1_000)
+    expected = -(-(len(ids) + sum(gemini._digit_extra[i] for i in ids)) * 115 // 100)
+    assert gemini.count(prose + " 12345 67890" * 1_000) == expected
