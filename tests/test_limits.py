@@ -78,3 +78,27 @@ def test_the_entry_limit_holds_for_character_books_and_plan_prompt(monkeypatch) 
     with pytest.raises(InvalidConversation):
         contextfit.plan_prompt([{"role": "user", "content": "hi"}], model="gpt-4o", lorebook=json.loads(world_info(6)))
     assert len(contextfit.load_conversation(world_info(5)).lorebook.entries) == 5
+
+
+def test_the_readme_limits_tables_state_the_constants() -> None:
+    from conftest import REPO
+
+    from contextfit import analysis, counting, relevance, text, tokenizers
+    from contextfit.strategies import summarize
+
+    section = (REPO / "README.md").read_text().split("## Limits\n", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[3].strip(): line.split("|")[2].strip() for line in section.splitlines()
+            if line.startswith("| ") and line.count("|") >= 4}
+    mib = lambda n: f"{n // (1024 * 1024)} MiB"  # noqa: E731
+    assert rows["`contextfit.limits.MAX_FILE_BYTES` (`load_conversation(max_bytes=)`)"] == mib(limits.MAX_FILE_BYTES)
+    assert rows["`contextfit.limits.MAX_MESSAGES`"] == f"{limits.MAX_MESSAGES:,}"
+    assert rows["`contextfit.limits.MAX_LOREBOOK_ENTRIES`"] == f"{limits.MAX_LOREBOOK_ENTRIES:,}"
+    assert rows["`contextfit.limits.MAX_PNG_CHUNKS`"] == f"{limits.MAX_PNG_CHUNKS:,}"
+    assert rows["`tokenizers.CACHE_BYTES`"] == mib(tokenizers.CACHE_BYTES)
+    assert rows["`analysis.PREFIX_BYTES`"].startswith(mib(analysis.PREFIX_BYTES))
+    assert rows["`counting.COUNTS_BYTES`"] == mib(counting.COUNTS_BYTES)
+    assert rows["`counting.LINE_COSTS_BYTES`"] == mib(counting.LINE_COSTS_BYTES)
+    assert rows["`strategies.summarize.TEXT_UNITS_BYTES`, `LINE_UNITS_BYTES`"] == (
+        f"{summarize.TEXT_UNITS_BYTES // 2**20} + {mib(summarize.LINE_UNITS_BYTES)}")
+    assert rows["`relevance.BAGS_BYTES`"] == mib(relevance.BAGS_BYTES)
+    assert rows["`text.FOLDED_BYTES`"] == mib(text.FOLDED_BYTES)
