@@ -34,6 +34,7 @@ DIGEST_FROM = 4096
 ENTRY_OVERHEAD = 128
 
 Value = TypeVar("Value")
+_getsizeof = sys.getsizeof
 
 
 def digest(text: str) -> bytes:
@@ -97,8 +98,9 @@ class TextMemo(Generic[Value]):
 
     def put_key(self, key: Any, value: Value, value_bytes: int = 0) -> Value:
         """:meth:`put` under a key the caller computed (see :func:`text_key`)."""
-        size = sys.getsizeof(key) + ENTRY_OVERHEAD + value_bytes
-        if size > self.max_bytes >> 2:
+        size = _getsizeof(key) + value_bytes + ENTRY_OVERHEAD
+        limit = self.max_bytes
+        if size > limit >> 2:
             return value  # one entry may not take a quarter of the budget: not worth keeping
         # No lock on this path (it runs once per text counted): a store of the same
         # key twice, or two threads adding at once, only makes the count err high
@@ -106,8 +108,8 @@ class TextMemo(Generic[Value]):
         self._data[key] = value
         if value_bytes:
             self._extra[key] = value_bytes
-        self.nbytes += size
-        if self.nbytes > self.max_bytes:
+        nbytes = self.nbytes = self.nbytes + size
+        if nbytes > limit:
             self._shrink()
         return value
 
