@@ -96,8 +96,7 @@ def fresh_counter(exact: Any = None) -> Any:
     from contextfit.strategies import summarize
     from contextfit.tokenizers import PROFILES, Tokenizer
 
-    summarize._text_units.cache_clear()
-    summarize._line_unit.cache_clear()
+    summarize.clear_caches()
     text.clear_caches()
     return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact if exact is not None else encoding()))
 

@@ -23,8 +23,15 @@ from .counting import Counting
 from .errors import InvalidMessages
 
 # How many recent analyses to keep per counter (the dashboard compares four
-# strategies on one chat; the API serves a few chats at once).
+# strategies on one chat; the API serves a few chats at once), and how many
+# bytes they may keep alive together: an analysis holds its messages' text.
 _PREFIXES_KEPT = 8
+#: Bytes the kept analyses of one counter may hold (their messages' text plus
+#: :data:`MESSAGE_BYTES` each); the newest is kept whatever its size.
+PREFIX_BYTES = 64 * 1024 * 1024
+#: What an analysis holds per message besides its text: the snapshot dict and
+#: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
+MESSAGE_BYTES = 400
 _CHAT_KINDS = frozenset({msg.HISTORY})
 
 
@@ -120,6 +127,8 @@ class Facts:
         "derived",
         "counted_total",
         "shared",
+        "nbytes",
+        "derived_bytes",
     )
 
     def __init__(self) -> None:
@@ -146,6 +155,10 @@ class Facts:
         self.counted_total: int | None = 0
         # Whether the group and mark dicts below are still the parent's (copied on first write).
         self.shared = False
+        # About how many bytes these facts keep alive: the messages' text and
+        # bookkeeping, and what strategies derived (set by them).
+        self.nbytes = 0
+        self.derived_bytes = 0
 
     def extended(self, messages: Sequence[dict], counting: Counting, count_now: bool) -> "Facts":
         """New facts for ``messages``, whose first ``self.n`` are these facts."""
@@ -170,6 +183,8 @@ class Facts:
         new.shared = True
         new.derived = dict(self.derived)
         new.counted_total = self.counted_total
+        new.nbytes = self.nbytes
+        new.derived_bytes = self.derived_bytes
         new._add(messages, start, counting, count_now)
         return new
 
@@ -181,6 +196,7 @@ class Facts:
         base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
         system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
         added_from = len(tokens)
+        text_bytes = 0
         for index in range(start, len(messages)):
             message = messages[index]
             if type(message) is not dict and not isinstance(message, dict):
@@ -190,7 +206,11 @@ class Facts:
                     location=f"messages[{index}]",
                 )
             role = message.get("role")
-            if len(message) == 2 and type(role) is str and type(message.get("content")) is str:
+            content = message.get("content")
+            if len(message) == 2 and type(role) is str and type(content) is str:
+                text_bytes += len(content)
+                if not (content.isascii() and role.isascii()):
+                    msg.refuse_lone_surrogates(message, f"messages[{index}]")
                 # {"role": ..., "content": "..."}: the common chat turn.
                 kind = system if role in system_roles else history
                 reason: str | None = r.SYSTEM if kind is system else None
@@ -203,9 +223,13 @@ class Facts:
                     protected.append(index)
                 tokens.append(count_message(message) if count_now else None)
                 continue
+            msg.refuse_lone_surrogates(message, f"messages[{index}]")
+            text_bytes += len(content) if type(content) is str else _text_size(content)
+            if "tool_calls" in message:
+                text_bytes += _text_size(message["tool_calls"])
             if type(role) is not str:
                 role = msg.role_of(message)
-            content_is_list = type(message.get("content")) is list
+            content_is_list = type(content) is list
             linked = content_is_list or "tool_calls" in message or "tool_call_id" in message or (
                 "toolCallId" in message or "callId" in message
             )
@@ -246,6 +270,7 @@ class Facts:
                     link, is_result = _calls_only(message) or msg.link_ids(message)
                     if link:
                         self._link(index, link, is_result)
+        self.nbytes += text_bytes + MESSAGE_BYTES * (len(messages) - start)
         self.n = len(messages)
         if self.counted_total is not None:
             self.counted_total = self.counted_total + sum(tokens[added_from:]) if count_now else None
@@ -314,6 +339,20 @@ class Facts:
                 self.group_links[root].append(link)
 
 
+def _text_size(value: object, depth: int = 0) -> int:
+    """Characters of text in a message (any shape), and 8 per other value."""
+    kind = type(value)
+    if kind is str:
+        return len(value)  # type: ignore[arg-type]
+    if depth > 32:
+        return 8
+    if kind is dict:
+        return sum(_text_size(item, depth + 1) + 8 for item in value.values())  # type: ignore[attr-defined]
+    if kind is list or kind is tuple:
+        return sum(_text_size(item, depth + 1) + 8 for item in value)  # type: ignore[attr-defined]
+    return 8
+
+
 def _same_prefix(messages: list[dict], facts: Facts) -> bool:
     """Whether ``messages`` starts with what ``facts`` analysed, unedited."""
     k = facts.n
@@ -340,10 +379,16 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
     facts = base.extended(messages, counting, count_now)
     with state.lock:
         # The shorter analysis stays too: the next call may edit or regenerate
-        # the last message instead of appending one.
-        prefixes = [f for f in state.prefixes if f is not facts]
-        prefixes.insert(0, facts)
-        del prefixes[_PREFIXES_KEPT:]
+        # the last message instead of appending one. The newest always stays
+        # (the other strategies of a comparison refit from it); older ones
+        # while all fit in PREFIX_BYTES, the rest are forgotten.
+        prefixes, held = [facts], facts.nbytes + facts.derived_bytes
+        for kept in state.prefixes:
+            size = kept.nbytes + kept.derived_bytes
+            if kept is facts or len(prefixes) == _PREFIXES_KEPT or held + size > PREFIX_BYTES:
+                continue
+            prefixes.append(kept)
+            held += size
         state.prefixes = prefixes
     return facts
 

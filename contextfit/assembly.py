@@ -202,6 +202,8 @@ def assemble(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Assembly:
     """Lay out every block of the prompt in order (see the module docstring)."""
+    for name, value in (("persona", persona), ("memory", memory), ("character", character), ("lorebook", lorebook)):
+        msg.refuse_lone_surrogates(value, name)  # parsed cards and lorebooks were checked when read
     card = as_card(character)
     names = {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
     diagnostics: list[dict] = []
@@ -210,6 +212,7 @@ def assemble(
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
+        msg.refuse_lone_surrogates(message, f"messages[{position}]")
         if msg.meta_of(message).get("hidden") is True:
             hidden += 1
             continue

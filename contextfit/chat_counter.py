@@ -118,7 +118,7 @@ class TokenCounter:
 
     def _role_cost(self, role: str) -> int:
         cost = self._count(role) if self.chat.role_is_text else 0
-        if len(self._role_costs) < 64:  # a handful of real roles; don't grow on junk
+        if len(self._role_costs) < 64 and len(role) <= 64:  # a handful of real roles; don't grow on junk
             self._role_costs[role] = cost
         return cost
 

@@ -26,10 +26,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import ContextfitError
+from .memo import TextMemo
 
 CountTokens = Callable[[Sequence[dict]], int]
 
-_CACHE_LIMIT = 100_000
+#: Bytes the per-message counts of a plain ``count_tokens`` callable may hold
+#: (keyed by a digest of the message's JSON once it is long).
+COUNTS_BYTES = 8 * 1024 * 1024
+#: Bytes the summary-line costs of one counter may hold (strategies/summarize.py).
+LINE_COSTS_BYTES = 4 * 1024 * 1024
 
 
 class InvalidCounter(ContextfitError):
@@ -65,9 +70,10 @@ class CounterState:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.prefixes: list[Any] = []  # recent analyses (analysis.py), newest first
-        self.counts: dict[str, int] = {}
+        self.counts: TextMemo[int] = TextMemo(COUNTS_BYTES)
         self.base_tokens: int | None = None
-        self.summary_line_costs: dict[str, int] = {}  # what each summary line adds (strategies/summarize.py)
+        # what each summary line adds (strategies/summarize.py)
+        self.summary_line_costs: TextMemo[int] = TextMemo(LINE_COSTS_BYTES)
 
 
 class Counting:
@@ -112,10 +118,7 @@ class Counting:
                 return hit
         value = max(_as_count(self.count_tokens([message]), "a single message") - self.base_tokens, 0)
         if key is not None:
-            if len(cache) >= _CACHE_LIMIT:
-                for stale in list(cache)[: _CACHE_LIMIT // 2]:
-                    cache.pop(stale, None)
-            cache[key] = value
+            cache.put(key, value)
         return value
 
     def total(self, messages: Sequence[dict]) -> int:

@@ -65,7 +65,9 @@ def lone_surrogate(value: object, path: str = "$", *, depth: int = 0) -> str | N
     True
     """
     if isinstance(value, str):
-        return path if _SURROGATES.search(value) else None
+        return path if not value.isascii() and _SURROGATES.search(value) else None
+    if depth == 0 and _all_ascii(value, 0):
+        return None  # the usual case, found without building a path per value
     if depth > _MAX_DEPTH:
         return None  # deeper than any JSON parser here accepts; nothing to name
     if isinstance(value, Mapping):
@@ -109,6 +111,37 @@ def too_deep(value: object, limit: int, path: str = "$") -> str | None:
             return where
         stack.extend((child_item, child_path, depth + 1) for child_item, child_path in reversed(children))
     return None
+
+
+def _all_ascii(value: object, depth: int) -> bool:
+    """Whether every string in plain JSON data (dict, list, str keys and values) is ASCII.
+
+    ``False`` means "look closer": also for containers other than dict and
+    list, which :func:`lone_surrogate` walks its own way.
+    """
+    kind = type(value)
+    if kind is str:
+        return value.isascii()  # type: ignore[union-attr]
+    if kind is dict:
+        for key in value:  # type: ignore[union-attr]
+            if type(key) is str and not key.isascii():
+                return False
+        items = value.values()  # type: ignore[union-attr]
+    elif kind is list:
+        items = value
+    else:
+        return not isinstance(value, (Mapping, tuple))
+    for item in items:  # type: ignore[union-attr]
+        item_kind = type(item)
+        if item_kind is str:
+            if not item.isascii():
+                return False
+        elif item_kind is dict or item_kind is list:
+            if depth >= 64 or not _all_ascii(item, depth + 1):
+                return False
+        elif isinstance(item, (Mapping, tuple)):
+            return False
+    return True
 
 
 def replace_lone_surrogates(text: str) -> str:

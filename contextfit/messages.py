@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .errors import InvalidMessages
+from .jsonpath import lone_surrogate
+
 # Message kinds. ``history`` is the default for chat turns.
 SYSTEM = "system"
 CHARACTER = "character"
@@ -227,3 +230,30 @@ def clone(value: Any) -> Any:
     if isinstance(value, list):
         return [clone(item) for item in value]
     return value
+
+
+def refuse_lone_surrogates(value: Any, path: str) -> None:
+    """Raise ``INVALID_MESSAGES`` naming the first string at or under ``path``
+    that holds a lone surrogate (JSON's ``"\\ud800"``): no UTF-8 text can
+    carry one, so it could be neither sent nor stored.
+
+    A plain ``{"role", "content"}`` message of ASCII text is passed in a few
+    operations; anything else goes through :func:`contextfit.jsonpath.lone_surrogate`.
+
+    >>> refuse_lone_surrogates({"role": "user", "content": "fine"}, "messages[0]")
+    >>> refuse_lone_surrogates({"role": "user", "content": "bad \\ud800"}, "messages[1]")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: A lone surrogate ... (at messages[1].content)
+    """
+    if type(value) is dict and len(value) == 2:
+        role, content = value.get("role"), value.get("content")
+        if type(content) is str and type(role) is str and content.isascii() and role.isascii():
+            return
+    where = lone_surrogate(value, path)
+    if where is not None:
+        raise InvalidMessages(
+            "A lone surrogate (an unpaired \\ud800-\\udfff escape) is in this text: no UTF-8 text can "
+            "carry it, so it can be neither sent nor stored. Remove it, or replace it with U+FFFD.",
+            location=where,
+        )

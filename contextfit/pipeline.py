@@ -17,7 +17,7 @@ from .assembly import assemble
 from .chat_counter import token_counter
 from .errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .fitting import shift_context
-from .messages import message_text
+from .messages import message_text, refuse_lone_surrogates
 from .models import ModelInfo, get_model
 from .results import FitResult
 from .template import TEMPLATES, render
@@ -222,6 +222,7 @@ def prepare(
         overrides=overrides,
     )
     counter = token_counter(info.id)
+    refuse_lone_surrogates(tools, "tools")
     extra = counter.count_tools(tools)
     if extra > budget:
         raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")

@@ -14,12 +14,17 @@ A real embedding model drops in through :class:`EmbeddingRelevance`::
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from .memo import TextMemo
 from .text import words
+
+#: Bytes the cached bags of words may hold (lorebook and memory texts repeat
+#: from fit to fit; long ones are keyed by a digest).
+BAGS_BYTES = 8 * 1024 * 1024
 
 
 @runtime_checkable
@@ -77,11 +82,17 @@ class LexicalRelevance:
         return scores
 
 
-@lru_cache(maxsize=20_000)
+def _count_words(text: str) -> Counter[str]:
+    return Counter(words(text))
+
+
+_BAGS: TextMemo[Counter[str]] = TextMemo(BAGS_BYTES)
+
+
 def _bag(text: str) -> Counter[str]:
     """Content-word counts of a text (cached: lorebook and memory texts repeat
     from fit to fit; callers only read them)."""
-    return Counter(words(text))
+    return _BAGS.memoize(text, _count_words, sys.getsizeof)
 
 
 class EmbeddingRelevance:

@@ -8,11 +8,12 @@ meets "forest". Sentences split on terminal punctuation and line breaks.
 from __future__ import annotations
 
 import re
+import sys
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # A sentence ends at . ! ? … (with any closing quotes or brackets) before
 # white space or the end, at CJK full stops, or at a line break.
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|[。！？]+|\n")
+SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s|$)|[。！？]+|\n")
 
 STOP_WORDS = frozenset(
     """
@@ -68,21 +69,40 @@ def words(text: str) -> list[str]:
 
 
 # Each distinct word is folded once: "" marks a word that is not a content word.
+# A plain dict, read in C by words(); what it holds is bounded on the write side:
+# words longer than _FOLDED_LONGEST are folded every time (a 100,000-letter
+# "word" would otherwise stay), and past FOLDED_BYTES it starts over.
 _FOLDED: dict[str, str] = {}
-_FOLDED_LIMIT = 200_000
+_FOLDED_LONGEST = 64
+#: Bytes the fold cache may hold (each entry: the word, its folded form, a dict slot).
+FOLDED_BYTES = 8 * 1024 * 1024
+_folded_bytes = 0
 
 
 def _fold_once(match: str) -> str:
+    global _folded_bytes
     word = "" if match in STOP_WORDS or (len(match) == 1 and match.isascii()) else fold(match)
-    if len(_FOLDED) >= _FOLDED_LIMIT:
+    if len(match) > _FOLDED_LONGEST:
+        return word
+    size = 2 * sys.getsizeof(match) + 100  # the word, a folded copy at most its size, the slot
+    if _folded_bytes + size > FOLDED_BYTES:
         _FOLDED.clear()
+        _folded_bytes = 0
     _FOLDED[match] = word
+    _folded_bytes += size
     return word
+
+
+def folded_bytes() -> int:
+    """Bytes the fold cache accounts for now (at most :data:`FOLDED_BYTES`)."""
+    return _folded_bytes
 
 
 def clear_caches() -> None:
     """Forget the folded words (benchmarks use it for a cold start)."""
+    global _folded_bytes
     _FOLDED.clear()
+    _folded_bytes = 0
 
 
 def sentences(text: str) -> list[str]:
@@ -93,7 +113,7 @@ def sentences(text: str) -> list[str]:
     """
     out = []
     start = 0
-    for match in _SENTENCE_END.finditer(text):
+    for match in SENTENCE_END.finditer(text):
         piece = text[start : match.end()].strip()
         if piece:
             out.append(piece)

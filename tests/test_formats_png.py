@@ -12,9 +12,11 @@ import pytest
 
 from contextfit.errors import InvalidConversation
 from contextfit.formats import detect_format, load_conversation
+from contextfit.formats import png as png_module
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MB = 1024 * 1024
 
 
 def chunk(kind: bytes, body: bytes) -> bytes:
@@ -120,3 +122,60 @@ def test_decompression_bombs_are_refused() -> None:
     with pytest.raises(InvalidConversation) as caught:
         load_conversation(png(bomb), max_bytes=1_000_000)
     assert "decompresses to more than" in caught.value.message
+
+
+# -- bounded work: many compressed card chunks, many chunks
+
+
+def bomb(keyword: bytes, size: int) -> bytes:
+    return chunk(b"zTXt", keyword + b"\x00\x00" + zlib.compress(b"\x00" * size, 9))
+
+
+@pytest.fixture
+def inflated(monkeypatch) -> list[int]:
+    """The size of everything the PNG reader decompresses, chunk by chunk."""
+    sizes: list[int] = []
+    original = png_module._inflate
+
+    def spy(*args, **kwargs):
+        out = original(*args, **kwargs)
+        sizes.append(len(out))
+        return out
+
+    monkeypatch.setattr(png_module, "_inflate", spy)
+    return sizes
+
+
+def test_many_compressed_card_chunks_are_not_all_decompressed(inflated: list[int]) -> None:
+    # The issue's file: 200 zTXt 'chara' chunks of 16 MB each, 3 MB on disk (8 s+ to refuse before).
+    one = bomb(b"chara", 16 * MB)
+    data = png(*[one] * 200)
+    assert len(data) < 4 * MB
+    with pytest.raises(InvalidConversation) as caught:
+        load_conversation(data)
+    assert caught.value.code == "INVALID_CONVERSATION" and "not valid base64" in caught.value.message
+    assert inflated == [16 * MB]  # the first chunk only
+
+
+def test_everything_decompressed_from_one_file_stays_within_max_bytes(inflated: list[int]) -> None:
+    data = png(bomb(b"chara", 12 * MB), bomb(b"ccv3", 12 * MB), bomb(b"ccv3", 12 * MB))
+    with pytest.raises(InvalidConversation) as caught:
+        load_conversation(data)
+    assert "zTXt 'ccv3' decompresses to more than" in caught.value.message
+    assert sum(inflated) <= 16 * MB
+
+
+def test_the_walk_stops_once_both_card_chunks_are_found(inflated: list[int]) -> None:
+    data = png(text_chunk(b"chara", card_json("Old")), text_chunk(b"ccv3", card_json("New", "chara_card_v3")),
+               *[bomb(b"chara", MB)] * 50, *[bomb(b"ccv3", MB)] * 50)
+    assert load_conversation(data).character.name == "New"
+    assert inflated == []
+
+
+def test_a_png_with_too_many_chunks_is_refused_unless_the_card_came_first(monkeypatch) -> None:
+    monkeypatch.setattr(png_module, "MAX_CHUNKS", 50)
+    filler = [chunk(b"tIME", b"\x07\xe8\x01\x01\x00\x00\x00")] * 60
+    with pytest.raises(InvalidConversation) as caught:
+        load_conversation(png(*filler, text_chunk(b"chara", card_json("Late"))))
+    assert "more than 50 chunks" in caught.value.message
+    assert load_conversation(png(text_chunk(b"chara", card_json("Early")), *filler)).character.name == "Early"

@@ -150,11 +150,11 @@ def test_families_that_split_digits_count_one_token_per_digit() -> None:
         assert get_tokenizer(name).count(digits) >= 30
 
 
-def test_count_cache_stays_bounded(monkeypatch) -> None:
-    monkeypatch.setattr(tokenizers, "CACHE_LIMIT", 10)
+def test_count_cache_stays_bounded() -> None:
     tokenizer = tokenizers.Tokenizer(PROFILES["o200k_base"], get_tokenizer("o200k_base").encoding)
+    tokenizer._cache.max_bytes = 4_000  # about ten entries
     counts = [tokenizer.count(f"message number {i}") for i in range(35)]
-    assert len(tokenizer._cache) <= 10
+    assert tokenizer._cache.nbytes <= 4_000 and len(tokenizer._cache) <= 20
     assert counts == [get_tokenizer("o200k_base").count(f"message number {i}") for i in range(35)]
 
 

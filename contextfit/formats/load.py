@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from contextfit.errors import InvalidConversation
+from contextfit.limits import MAX_FILE_BYTES, MAX_MESSAGES
 
 from .anthropic import import_anthropic
 from .cards import import_card
@@ -22,12 +23,23 @@ from .openai import import_openai
 from .png import NO_CARD, card_chunks, import_png_card
 from .sharegpt import import_sharegpt
 from .sillytavern import import_sillytavern_chat
-from .source import PNG_SIGNATURE, Parsed, check_text, decode_text, looks_like_json, parse_json, read_source
+from .source import (
+    PNG_SIGNATURE,
+    Parsed,
+    check_text,
+    decode_text,
+    looks_like_json,
+    parse_json,
+    read_source,
+    refuse_lone_surrogates,
+    refuse_lone_surrogates_in,
+)
 from .bundle import import_bundle
 from .text import import_text, import_text_record
 from .worldinfo import import_world_info
 
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+#: The default ``max_bytes``: :data:`contextfit.limits.MAX_FILE_BYTES`.
+DEFAULT_MAX_BYTES = MAX_FILE_BYTES
 
 IMPORTERS: dict[str, Callable[[Parsed], Conversation]] = {
     "contextfit": import_bundle,
@@ -158,7 +170,8 @@ def _load(source: object, wanted: str | None, max_bytes: int) -> Conversation:
         return import_png_card(data, max_bytes)
     if isinstance(data, str):
         if wanted == "text" or (wanted is None and not looks_like_json(data)):
-            return import_text(data)
+            refuse_lone_surrogates(data, "input")
+            return _held_to_limits(import_text(data), "input")
         if not looks_like_json(data):
             raise InvalidConversation(
                 f"The {wanted} format is JSON, but this input is not JSON (it does not start with '{{' or '[').",
@@ -182,6 +195,10 @@ def _prepare(source: object, max_bytes: int) -> bytes | str | Parsed:
 
 def _import(parsed: Parsed, wanted: str | None) -> Conversation:
     record, warnings = (parsed, []) if wanted == "sillytavern-chat" else select_record(parsed)
+    if isinstance(record.value, list) and len(record.value) > MAX_MESSAGES + 1:  # + a metadata line
+        what = "lines" if record.lines is not None else "list items"
+        raise _too_many(f"{len(record.value):,} {what}", record.item_path(MAX_MESSAGES + 1))
+    refuse_lone_surrogates_in(record)
     name = wanted or detect_value(record.value, record.root)
     try:
         conversation = IMPORTERS[name](record)
@@ -189,9 +206,24 @@ def _import(parsed: Parsed, wanted: str | None) -> Conversation:
         if wanted is None:
             raise
         raise _mismatch(error, record, wanted) from None
+    _held_to_limits(conversation, record.root)
     if warnings:
         conversation = replace(conversation, warnings=[*warnings, *conversation.warnings])
     return conversation
+
+
+def _held_to_limits(conversation: Conversation, location: str) -> Conversation:
+    if len(conversation.messages) > MAX_MESSAGES:
+        raise _too_many(f"{len(conversation.messages):,} messages", location)
+    return conversation
+
+
+def _too_many(count: str, location: str) -> InvalidConversation:
+    return InvalidConversation(
+        f"This input holds {count}; contextfit reads at most {MAX_MESSAGES:,} messages "
+        "(contextfit.limits.MAX_MESSAGES). Split the chat, or load its most recent part.",
+        location=location,
+    )
 
 
 def _mismatch(error: InvalidConversation, record: Parsed, wanted: str) -> InvalidConversation:

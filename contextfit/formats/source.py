@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextfit.errors import InvalidConversation
+from contextfit.jsonpath import lone_surrogate
 from contextfit.messages import clone
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -52,6 +53,37 @@ class Parsed:
     def record(self, index: int) -> Parsed:
         """Item ``index`` of a top-level list, as its own document."""
         return Parsed(self.value[index], None, self.item_path(index))
+
+
+_SURROGATE = (
+    "A lone surrogate (an unpaired \\ud800-\\udfff escape, often half of an emoji cut in two) is "
+    "in this input: no UTF-8 text can carry it. Remove it, or replace it with U+FFFD."
+)
+
+
+def refuse_lone_surrogates(value: object, path: str) -> None:
+    """Raise ``INVALID_CONVERSATION`` at the JSON path (or the line and column of
+    pasted text) of the first lone surrogate in ``value``."""
+    where = lone_surrogate(value, path)
+    if where is None:
+        return
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:  # where in the text: the encoder knows
+            line = value.count("\n", 0, error.start) + 1
+            column = error.start - (value.rfind("\n", 0, error.start) + 1) + 1
+            where = f"line {line}, column {column}"
+    raise InvalidConversation(_SURROGATE, location=where)
+
+
+def refuse_lone_surrogates_in(parsed: Parsed) -> None:
+    """:func:`refuse_lone_surrogates` for parsed JSON, naming the line of a JSON Lines item."""
+    if parsed.lines is None:
+        refuse_lone_surrogates(parsed.value, parsed.root)
+        return
+    for index, item in enumerate(parsed.value):
+        refuse_lone_surrogates(item, parsed.item_path(index))
 
 
 def _megabytes(size: int) -> str:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from contextfit.errors import InvalidConversation
+from contextfit.limits import MAX_LOREBOOK_ENTRIES
 from contextfit.lorebook import readers as read
 from contextfit.lorebook.model import (
     DEFAULT_DEPTH,
@@ -68,6 +69,12 @@ def parse_world_info(data: object, *, location: str = "$") -> Lorebook:
         return _parse_wrapped_card(data, location)
     entries = data["entries"]
     entries_location = read.child(location, "entries")
+    if isinstance(entries, (Mapping, list)) and len(entries) > MAX_LOREBOOK_ENTRIES:
+        raise InvalidConversation(
+            f"This lorebook has {len(entries):,} entries; contextfit reads at most {MAX_LOREBOOK_ENTRIES:,} "
+            "(contextfit.limits.MAX_LOREBOOK_ENTRIES). Split it into smaller books.",
+            location=entries_location,
+        )
     if isinstance(entries, Mapping):
         items = [
             (read.child(entries_location, str(key)), raw, read.uid_from_key(str(key)))

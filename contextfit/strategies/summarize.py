@@ -18,23 +18,27 @@ The summary is placed just before the current user input and counted in the
 budget. Only the most recent ``summary_scan_chars`` characters of dropped
 history are read (default 20,000): a summary of a few hundred tokens cannot
 stand for more, and reading megabytes would cost more than the fit itself.
-Older dropped messages keep the reason ``over_budget``.
+Older dropped messages keep the reason ``over_budget``; of a single message
+longer than that, only its last ``summary_scan_chars`` characters are read
+(its sentences that start there), and of a recent message only as much for
+the query words (a 1 MB message took 1.6 s and 30 MB to split whole).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import sys
 from collections import Counter
-from functools import lru_cache
 from itertools import chain, repeat
 from typing import Any
 
 from .. import messages as msg
 from .. import results as r
 from ..analysis import FitView
+from ..memo import TextMemo, text_key
 from ..results import InsertedBlock
-from ..text import sentences, words
+from ..text import SENTENCE_END, sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
 from .recall import recent_indices
 
@@ -45,7 +49,10 @@ TOOL_LINES = ("called ", "result: ")
 _QUERY_BONUS = 0.5
 _REDUNDANCY = 0.7
 
-_CACHE_SIZE = 50_000
+#: Bytes the sentence candidates cached by text may hold (a refit after one
+#: more message reads the earlier ones from here), and the tool lines.
+TEXT_UNITS_BYTES = 16 * 1024 * 1024
+LINE_UNITS_BYTES = 4 * 1024 * 1024
 
 
 def default_summary_tokens(budget: int) -> int:
@@ -68,20 +75,56 @@ def _unit(line: str, line_words: tuple[str, ...]) -> Unit:
     return line, line_words, frozenset(line_words)
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
-def _text_units(text: str) -> tuple[Unit, ...]:
-    """Sentences of a text with their content words (cached by text, so a
-    refit after one more message reads the rest from the cache)."""
+def _unit_bytes(unit: Unit) -> int:
+    """What a cached unit holds beyond its words (shared with the fold cache)."""
+    line, line_words, unique = unit
+    return 64 + sys.getsizeof(line) + sys.getsizeof(line_words) + sys.getsizeof(unique)
+
+
+def _split_units(text: str) -> tuple[Unit, ...]:
     return tuple(_unit(sentence, tuple(words(sentence))) for sentence in sentences(text))
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
+def _units_bytes(units: tuple[Unit, ...]) -> int:
+    return sys.getsizeof(units) + sum(map(_unit_bytes, units))
+
+
+_TEXT_UNITS: TextMemo[tuple[Unit, ...]] = TextMemo(TEXT_UNITS_BYTES)
+_LINE_UNITS: TextMemo[Unit] = TextMemo(LINE_UNITS_BYTES)
+
+
+def _text_units(text: str) -> tuple[Unit, ...]:
+    """Sentences of a text with their content words (cached by text, so a
+    refit after one more message reads the rest from the cache)."""
+    return _TEXT_UNITS.memoize(text, _split_units, _units_bytes)
+
+
 def _line_unit(line: str, source: str) -> Unit:
     """A one-line tool call or result with the content words of ``source`` (cached)."""
-    return _unit(line, tuple(words(source)))
+    key = text_key(f"{line}\x00{source}")
+    unit = _LINE_UNITS.lookup(key)
+    if unit is None:
+        unit = _unit(line, tuple(words(source)))
+        _LINE_UNITS.put_key(key, unit, _unit_bytes(unit))
+    return unit
 
 
-def _message_units(message: dict, role: str) -> list[Unit]:
+def clear_caches() -> None:
+    """Forget the cached candidates (benchmarks use it for a cold start)."""
+    _TEXT_UNITS.clear()
+    _LINE_UNITS.clear()
+
+
+def _tail(text: str, limit: int | None) -> str:
+    """The last ``limit`` characters of ``text``, from the first sentence that starts in them."""
+    if limit is None or len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    boundary = SENTENCE_END.search(tail)  # the first sentence there may have begun before it
+    return tail[boundary.end():] if boundary else ""
+
+
+def _message_units(message: dict, role: str, limit: int | None = None) -> list[Unit]:
     """The summary candidates of one message: sentences, or one line per tool call/result."""
     lines = [msg.call_line(call["name"], call["arguments"]) for call in msg.tool_calls_of(message)]
     content = message.get("content")
@@ -101,11 +144,19 @@ def _message_units(message: dict, role: str) -> list[Unit]:
     if role in msg.TOOL_RESULT_ROLES:
         return [_line_unit("result: " + _one_line(text), text[:400])] if text.strip() else []
     units = [_line_unit("called " + line, line) for line in lines]
+    text = _tail(text, limit)
     return [*_text_units(text), *units] if text else units
 
 
 def _one_line(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
+    # Only the start is shown: flatten a growing head of the text, not all of
+    # it (a head's flattening is a prefix of the whole text's).
+    size = 4 * limit
+    while True:
+        flat = " ".join(text[:size].split())
+        if len(flat) > limit or size >= len(text):
+            break
+        size *= 8
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -163,7 +214,8 @@ class Summarize(BuiltinStrategy):
         scanned.reverse()
         if not scanned:  # only lorebook, memory or example blocks were dropped: no history to summarize
             return plain()
-        block = self.build(view, scanned, min(space, size), _recent_words(view, 4))
+        limit = scan_chars if isinstance(scan_chars, int) and scan_chars > 0 else None
+        block = self.build(view, scanned, min(space, size), _recent_words(view, 4, limit), limit)
         _forget_old(view, scanned)
         if block is None:
             return plain("no sentence of the dropped history fits the summary size")
@@ -185,11 +237,13 @@ class Summarize(BuiltinStrategy):
         return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics)
 
     def build(
-        self, view: FitView, indices: list[int], max_tokens: int, query_words: frozenset[str] | set[str]
+        self, view: FitView, indices: list[int], max_tokens: int, query_words: frozenset[str] | set[str],
+        limit: int | None = None,
     ) -> tuple[dict, int, list[int]] | None:
         """The summary block for messages ``indices`` in at most ``max_tokens``
-        (``query_words``: the content words of the recent conversation)."""
-        records = [_candidates(view, index) for index in indices]
+        (``query_words``: the content words of the recent conversation; of a
+        message longer than ``limit`` characters only its end is read)."""
+        records = [_candidates(view, index, limit) for index in indices]
         # One flat row per candidate line, in source order.
         lines = list(chain.from_iterable(record.lines for record in records))
         line_words = list(chain.from_iterable(record.unique for record in records))
@@ -245,7 +299,7 @@ class Summarize(BuiltinStrategy):
                 continue
             cost = costs.get(line)
             if cost is None:
-                cost = costs[line] = view.count_block({**empty, "content": "\n- " + line}) - empty_cost
+                cost = costs.put(line, view.count_block({**empty, "content": "\n- " + line}) - empty_cost)
             if cost > remaining:
                 misses += 1
                 continue
@@ -278,38 +332,46 @@ class _Candidates:
     """One message's summary candidates, ready to score: kept with the
     conversation's facts, so a refit reads them instead of re-splitting."""
 
-    __slots__ = ("lines", "unique", "lengths", "tool", "words", "seen")
+    __slots__ = ("lines", "unique", "lengths", "tool", "words", "seen", "nbytes")
 
-    def __init__(self, index: int, message: dict, role: str) -> None:
+    def __init__(self, index: int, message: dict, role: str, limit: int | None = None) -> None:
         speaker = _speaker(message, role)
-        units = _message_units(message, role)
+        units = _message_units(message, role, limit)
         self.lines = [(index, f"{speaker}: {sentence}") for sentence, _, _ in units]
         self.unique = [unique for _, _, unique in units]
         self.lengths = [len(sentence_words) for _, sentence_words, _ in units]
         self.tool = [sentence.startswith(TOOL_LINES) for sentence, _, _ in units]
         self.words = list(chain.from_iterable(sentence_words for _, sentence_words, _ in units))
         self.seen = frozenset(self.words)
+        size = sys.getsizeof  # about what the record holds, charged to the facts that keep it
+        self.nbytes = (
+            size(self.lines) + sum(size(line) + 64 for _, line in self.lines) + size(self.unique)
+            + sum(map(size, self.unique)) + size(self.words) + size(self.seen) + 3 * size(self.lengths)
+        )
 
 
-def _candidates(view: FitView, index: int) -> _Candidates:
-    derived = view.facts.derived
-    key = ("summarize", index)
-    record = derived.get(key)
+def _candidates(view: FitView, index: int, limit: int | None = None) -> _Candidates:
+    facts = view.facts
+    # A message read in part is filed under its limit too: another limit reads another part.
+    key = ("summarize", index) if limit is None or len(view.text(index)) <= limit else ("summarize", index, limit)
+    record = facts.derived.get(key)
     if record is None:
-        record = derived[key] = _Candidates(index, view.messages[index], view.facts.roles[index])
+        record = facts.derived[key] = _Candidates(index, view.messages[index], facts.roles[index], limit)
+        facts.derived_bytes += record.nbytes
     return record  # type: ignore[return-value]
 
 
-def _recent_words(view: FitView, window: int) -> frozenset[str]:
+def _recent_words(view: FitView, window: int, limit: int | None = None) -> frozenset[str]:
     """The content words of :func:`~contextfit.strategies.recall.recent_query`,
-    each message's cached."""
+    each message's cached (of a message longer than ``limit``, its end)."""
     derived = view.facts.derived
     found = []
     for index in recent_indices(view, window):
         key = ("words", index)
         message_words = derived.get(key)
         if message_words is None:
-            message_words = derived[key] = frozenset(words(view.text(index)))
+            text = view.text(index)
+            message_words = derived[key] = frozenset(words(text if limit is None else text[-limit:]))
         found.append(message_words)
     return frozenset().union(*found)
 
@@ -326,14 +388,12 @@ def _forget_old(view: FitView, scanned: list[int]) -> None:
         return
     oldest = {"summarize": scanned[0], "words": view.n - _RECENT_KEPT}
     facts.derived = {key: value for key, value in facts.derived.items() if key[1] >= oldest.get(key[0], 0)}
+    facts.derived_bytes = sum(getattr(value, "nbytes", 0) for value in facts.derived.values())
 
 
-def _line_costs(view: FitView) -> dict[str, int]:
+def _line_costs(view: FitView) -> TextMemo[int]:
     """Tokens each summary line adds, per counter (a line costs the same in any summary)."""
-    state = view.counting.state
-    if len(state.summary_line_costs) > _CACHE_SIZE:
-        state.summary_line_costs = {}
-    return state.summary_line_costs
+    return view.counting.state.summary_line_costs
 
 
 def _skipped(why: str) -> dict:

@@ -1,0 +1,32 @@
+"""How much one input may hold: the importers' limits, in one place.
+
+Every limit is refused with ``INVALID_CONVERSATION`` and a message that says
+which limit and by how much; README's "Limits" table lists them. Measured on
+this project's 2-core machine (``bench/hostile.py``): a 400,000-message
+SillyTavern chat took 37 s and 0.9 GB to fit with the CLI, a World Info file
+of 200,000 entries 6.5 s to load; at these limits the largest inputs take a
+few seconds.
+
+>>> MAX_FILE_BYTES // (1024 * 1024), MAX_MESSAGES, MAX_LOREBOOK_ENTRIES
+(16, 100000, 20000)
+"""
+
+from __future__ import annotations
+
+#: The largest file (or paste) the importers read, in bytes: checked before
+#: anything is read or decoded. The dashboard's upload limit
+#: (Streamlit ``server.maxUploadSize``, in MB) should equal it.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+#: Messages in one imported conversation. A 100,000-message SillyTavern chat
+#: (10 MB) fits under every strategy with the CLI in about 9 s and 0.3 GB here.
+MAX_MESSAGES = 100_000
+
+#: Entries in one World Info file or character book (about 0.7 s to read
+#: 20,000; the largest public lorebooks hold a few thousand).
+MAX_LOREBOOK_ENTRIES = 20_000
+
+#: Chunks a PNG character card is walked through before giving up (a 16 MB
+#: image in libpng's 8 KB data chunks has about 2,000). All compressed text
+#: in one PNG may decompress to MAX_FILE_BYTES at most.
+MAX_PNG_CHUNKS = 20_000
