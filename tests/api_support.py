@@ -6,6 +6,8 @@ The fixtures that use them live in ``api_fixtures.py``.
 127.0.0.1 whose behaviour is chosen by the first path segment of the base
 URL (``http://127.0.0.1:PORT/<behaviour>``); its error bodies carry
 :data:`BODY_MARKER` so tests can prove that no response body is stored.
+``LockingProvider`` answers after another connection has taken the
+database's write lock, which it keeps until ``release()``.
 """
 
 from __future__ import annotations
@@ -13,13 +15,57 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import sqlalchemy as sa
+
+from contextfit.database import create_database_engine, transaction
+from contextfit.providers import ProviderReply
 from contextfit.store import Store
 
 BODY_MARKER = "PROVIDER-BODY-7f3a"
 API_KEY = "sk-test-SECRET-5c9e"
-BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold")
+BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold", "surrogate")
+LONE = "\ud800"  # a lone surrogate: valid in JSON text, storable nowhere
+
+
+@contextmanager
+def lock_held(database: str, chat_id: str):
+    """Another connection holds the write lock (SQLite) and the chat's row lock (PostgreSQL)."""
+    engine = create_database_engine(database)
+    try:
+        with transaction(engine, write=True) as connection:
+            chats = sa.table("chats", sa.column("id"))
+            connection.execute(sa.select(chats.c.id).where(chats.c.id == chat_id).with_for_update())
+            yield
+    finally:
+        engine.dispose()
+
+
+class LockingProvider:
+    """Replies, but first has another connection lock the chat's database until :meth:`release`."""
+
+    name = "locking"
+    template = None
+
+    def __init__(self, database: str, chat_id: str) -> None:
+        self.database, self.chat_id = database, chat_id
+        self.calls = 0
+        self._held = ExitStack()
+
+    def hold(self) -> None:
+        self._held.enter_context(lock_held(self.database, self.chat_id))
+
+    def release(self) -> None:
+        self._held.close()
+
+    async def complete(self, request) -> ProviderReply:
+        self.calls += 1
+        self.hold()
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        message = {"role": "assistant", "content": "a paid reply", "tool_calls": [call]}
+        return ProviderReply(message, request.model, "stop")
 
 
 def snapshot(store: Store) -> dict[str, list[tuple]]:
@@ -119,6 +165,10 @@ def _answer(behaviour: str, body: dict, anthropic: bool) -> tuple[int, dict]:
         return 400, {"error": {"code": "context_length_exceeded", "message": f"{message} {BODY_MARKER}"}}
     last = body.get("messages", [{}])[-1].get("content", "")
     text = f"fake reply to: {last if isinstance(last, str) else 'parts'}"
+    if behaviour == "surrogate":  # json.dumps writes them as \\ud800 escapes, as a provider might
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": f'{{"q": "{LONE}"}}'}}
+        message = {"role": "assistant", "content": f"{text} {LONE}", "tool_calls": [call]}
+        return 200, {"model": f"gpt-{LONE}", "choices": [{"finish_reason": "stop", "message": message}]}
     if anthropic:
         return 200, {"model": body.get("model"), "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                      "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip
