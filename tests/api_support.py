@@ -6,6 +6,9 @@ The fixtures that use them live in ``api_fixtures.py``.
 127.0.0.1 whose behaviour is chosen by the first path segment of the base
 URL (``http://127.0.0.1:PORT/<behaviour>``); its error bodies carry
 :data:`BODY_MARKER` so tests can prove that no response body is stored.
+The ``huge`` behaviours stream a :data:`HUGE_BYTES` answer and count in
+``sent`` the bytes the server managed to write before the client hung up.
+
 ``LockingProvider`` answers after another connection has taken the
 database's write lock, which it keeps until ``release()``.
 """
@@ -27,6 +30,8 @@ from contextfit.store import Store
 BODY_MARKER = "PROVIDER-BODY-7f3a"
 API_KEY = "sk-test-SECRET-5c9e"
 BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold", "surrogate")
+HUGE = ("huge", "huge-length", "huge-error")
+HUGE_BYTES = 256 * 2**20
 LONE = "\ud800"  # a lone surrogate: valid in JSON text, storable nowhere
 
 
@@ -92,6 +97,8 @@ class FakeProvider:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self.sent: Counter[str] = Counter()  # body bytes written by the huge behaviours
+        self.huge_done = threading.Semaphore(0)  # released when a huge answer stops
         self.requests: list[dict] = []
         self.arrived = threading.Semaphore(0)  # released once per request that "hold" holds
         self.release = threading.Event()  # lets "slow" and "hold" requests finish
@@ -130,6 +137,14 @@ class FakeProvider:
                 if behaviour == "drop":
                     self.close_connection = True
                     return  # no answer at all: the connection just closes
+                if behaviour in HUGE:
+                    self.close_connection = True
+                    try:
+                        self._huge(behaviour)
+                    except OSError:
+                        pass  # the client hung up
+                    fake.huge_done.release()
+                    return
                 if behaviour in ("slow", "hold"):
                     if behaviour == "hold":
                         fake.arrived.release()
@@ -144,6 +159,26 @@ class FakeProvider:
                     self.send_header("retry-after", "0")
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _huge(self, behaviour: str) -> None:
+                # A valid answer if read whole: {"error"|"choices": ... "x" * HUGE_BYTES ... }.
+                error = behaviour == "huge-error"
+                head = b'{"error": {"message": "' if error else b'{"choices": [{"message": {"content": "'
+                tail = b' maximum context length"}}' if error else b'"}, "finish_reason": "stop"}]}'
+                self.send_response(400 if error else 200)
+                self.send_header("content-type", "application/json")
+                if behaviour == "huge-length":
+                    self.send_header("content-length", str(len(head) + HUGE_BYTES + len(tail)))
+                else:
+                    self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                piece = b"x" * 65536
+                parts = [head, *(piece for _ in range(HUGE_BYTES // len(piece))), tail]
+                for part in parts:
+                    self.wfile.write(part if behaviour == "huge-length" else b"%x\r\n%s\r\n" % (len(part), part))
+                    fake.sent[behaviour] += len(part)
+                if behaviour != "huge-length":
+                    self.wfile.write(b"0\r\n\r\n")
 
         return Handler
 

@@ -27,8 +27,9 @@ from contextfit.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
-FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=1, backoff=0)
+FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=1, backoff=0, max_reply_bytes=2**20)
 FAILURES = {
+    "huge": (502, "PROVIDER_ERROR"),  # a 256 MiB answer, over the 1 MiB cap
     "401": (502, "PROVIDER_AUTH"),
     "429": (429, "PROVIDER_RATE_LIMITED"),
     "context": (502, "PROVIDER_CONTEXT_OVERFLOW"),
