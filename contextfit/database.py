@@ -5,7 +5,10 @@
 makes an engine whose SQLite connections enforce foreign keys, use WAL, wait
 for locks instead of failing, and take the write lock up front in write
 transactions (``BEGIN IMMEDIATE``), so concurrent writers queue instead of
-failing on a lock upgrade. Nothing connects until the first query.
+failing on a lock upgrade. How long a statement waits for another
+connection's lock (SQLite's busy timeout, PostgreSQL's ``lock_timeout``) is
+:func:`lock_timeout`: 30 s unless ``$CONTEXTFIT_DB_LOCK_TIMEOUT`` or the
+caller says otherwise. Nothing connects until the first query.
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
+from .errors import InvalidSettings
+
 #: Environment variable naming the default database (a path or a URL).
 ENV_VAR = "CONTEXTFIT_DB"
 DEFAULT_DATABASE = "contextfit.db"
-#: Seconds a SQLite connection waits for another writer before giving up.
-SQLITE_BUSY_SECONDS = 30.0
+#: Environment variable overriding :data:`LOCK_TIMEOUT_SECONDS`.
+LOCK_TIMEOUT_VAR = "CONTEXTFIT_DB_LOCK_TIMEOUT"
+#: Seconds a statement waits for another connection's lock before it fails.
+LOCK_TIMEOUT_SECONDS = 30.0
 _WRITE = "contextfit_write"
 
 
@@ -53,15 +60,49 @@ def database_url(database: str | os.PathLike | None = None) -> str:
     return text
 
 
-def create_database_engine(database: str | os.PathLike | None = None) -> Engine:
-    """An engine for ``database`` (see :func:`database_url`); connects lazily."""
+def lock_timeout(seconds: float | None = None) -> float:
+    """Seconds to wait for another connection's lock: ``seconds``, else
+    ``$CONTEXTFIT_DB_LOCK_TIMEOUT``, else :data:`LOCK_TIMEOUT_SECONDS`.
+
+    >>> lock_timeout(2)
+    2.0
+    >>> lock_timeout(-1)
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidSettings: The database lock timeout must be a number of seconds above 0, got -1.
+    """
+    value: object = seconds if seconds is not None else os.environ.get(LOCK_TIMEOUT_VAR) or LOCK_TIMEOUT_SECONDS
+    try:
+        timeout = float(value)  # type: ignore[arg-type]
+    except ValueError:
+        timeout = -1.0
+    if not 0 < timeout < float("inf"):
+        source = f" (${LOCK_TIMEOUT_VAR})" if seconds is None else ""
+        raise InvalidSettings(f"The database lock timeout{source} must be a number of seconds above 0, got {value}.")
+    return timeout
+
+
+def create_database_engine(database: str | os.PathLike | None = None, *, timeout: float | None = None) -> Engine:
+    """An engine for ``database`` (see :func:`database_url`) whose statements wait
+    :func:`lock_timeout` seconds for a lock; connects lazily."""
     url = sa.engine.make_url(database_url(database))
+    wait = lock_timeout(timeout)
     if url.get_backend_name() != "sqlite":
-        return sa.create_engine(url, pool_pre_ping=True)
+        engine = sa.create_engine(url, pool_pre_ping=True)
+        if url.get_backend_name() == "postgresql":
+
+            @event.listens_for(engine, "connect")
+            def _on_pg_connect(dbapi_connection, _record) -> None:
+                # By default PostgreSQL waits forever for a row lock; wait as long as SQLite does.
+                with dbapi_connection.cursor() as cursor:
+                    cursor.execute(f"SET lock_timeout = {max(1, round(wait * 1000))}")
+                dbapi_connection.commit()
+
+        return engine
     memory = url.database in (None, "", ":memory:")
     engine = sa.create_engine(
         url,
-        connect_args={"timeout": SQLITE_BUSY_SECONDS, "check_same_thread": False},
+        connect_args={"timeout": wait, "check_same_thread": False},
         **({"poolclass": StaticPool} if memory else {}),
     )
 

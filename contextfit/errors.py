@@ -291,12 +291,39 @@ class GenerationCancelled(ContextfitError):
 
 
 class GenerationInterrupted(ContextfitError):
-    """A generation's process died before it finished; recorded at the next start."""
+    """A generation's process stopped before its outcome was recorded; recorded at the next start."""
 
     code = "INTERRUPTED"
 
-    def __init__(self, message: str = "The process running this generation stopped before it finished.") -> None:
+    def __init__(
+        self, message: str = "The process running this generation stopped before its outcome was recorded."
+    ) -> None:
         super().__init__(message)
+
+
+class StoreUnavailable(ContextfitError):
+    """The database could not be written: a generation could not start, or its
+    reply could not be stored after the retries.
+
+    When the provider had answered, ``reply`` is that answer (the chat message
+    that was not stored) and ``audit`` the audit as finalized, ``failed`` with
+    this code; both travel with the error, so the reply is not lost.
+
+    >>> err = StoreUnavailable("the reply could not be stored", reply={"role": "assistant", "content": "Hi"})
+    >>> err.code, err.to_dict()["reply"]["content"]
+    ('STORE_UNAVAILABLE', 'Hi')
+    """
+
+    code = "STORE_UNAVAILABLE"
+
+    def __init__(self, message: str, *, reply: dict | None = None, audit: dict | None = None) -> None:
+        self.reply = reply
+        self.audit = audit
+        super().__init__(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        extra = {name: value for name, value in (("reply", self.reply), ("audit", self.audit)) if value is not None}
+        return {**super().to_dict(), **extra}
 
 
 class ProviderError(ContextfitError):

@@ -6,10 +6,14 @@
 2. run :func:`~contextfit.plan_prompt` (``TOKEN_BUDGET_EXCEEDED`` is recorded
    as a ``failed`` audit and raised: no provider is called);
 3. record the ``pending`` audit — before any network call;
-4. call the provider;
+4. call the provider, and make its reply storable: plain JSON, every lone
+   surrogate (which no UTF-8 database can hold) replaced by U+FFFD;
 5. in one transaction store the reply and finalize the audit ``completed``,
    or finalize it ``failed`` (the provider's normalized code) or
-   ``cancelled`` (the caller's task was cancelled).
+   ``cancelled`` (the caller's task was cancelled). That write is retried;
+   if the database keeps failing, the reply is raised back to the caller in
+   ``STORE_UNAVAILABLE`` and the outcome is recorded once the database
+   works again (:mod:`contextfit.outcomes`).
 
 Blocking work (the database, tokenizing) runs in worker threads, so many
 generations can run at once on one event loop. :func:`send_conversation` is
@@ -19,6 +23,7 @@ the blocking helper for scripts and the dashboard.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +36,7 @@ from anyio import to_thread
 
 from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_plan, refused_audit
 from .errors import ChatNotFound, GenerationCancelled, ProviderError, TokenBudgetExceeded
+from .jsonpath import replace_lone_surrogates
 from .pipeline import PromptPlan, plan_prompt
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from .settings import merge_settings, plan_options, provider_options
@@ -163,7 +169,8 @@ def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -
 
 
 def reply_message(reply: ProviderReply, audit: PromptContextAudit) -> dict:
-    """The provider's reply as a chat message whose ``meta`` names the generation."""
+    """The provider's reply as a chat message whose ``meta`` names the generation,
+    made storable (:func:`storable_reply`)."""
     meta = {
         "id": "msg_" + uuid.uuid4().hex,
         "kind": "history",
@@ -174,7 +181,25 @@ def reply_message(reply: ProviderReply, audit: PromptContextAudit) -> dict:
     }
     if reply.usage:
         meta["usage"] = reply.usage
-    return {**reply.message, "role": "assistant", "meta": meta}
+    return storable_reply({**reply.message, "role": "assistant", "meta": meta}, audit.provider)
+
+
+def storable_reply(message: dict, provider: str) -> dict:
+    """A copy of ``message`` that any database can store: plain JSON, every lone
+    surrogate in every string and key (content, tool call arguments, meta)
+    replaced by U+FFFD, ``NaN``/``Infinity`` as ``null``.
+
+    Raises ``PROVIDER_ERROR`` when the reply is not JSON at all.
+
+    >>> storable_reply({"role": "assistant", "content": "ok \\ud800", "usage": {"x": float("nan")}}, "p")
+    {'role': 'assistant', 'content': 'ok \\ufffd', 'usage': {'x': None}}
+    """
+    try:
+        # Lone surrogates only occur inside JSON strings, so one pass over the text reaches them all.
+        text = json.dumps(message, ensure_ascii=False)
+    except (TypeError, ValueError):
+        raise ProviderError(provider, detail="the provider's reply is not plain JSON") from None
+    return json.loads(replace_lone_surrogates(text), parse_constant=lambda _constant: None)
 
 
 async def generate(
@@ -194,7 +219,9 @@ async def generate(
 
     Raises ``CHAT_NOT_FOUND``, ``UNKNOWN_PROVIDER``, the settings and model
     errors of :func:`plan_prompt` (no audit: nothing was attempted),
-    ``TOKEN_BUDGET_EXCEEDED`` or a ``PROVIDER_*`` error (audit ``failed``);
+    ``TOKEN_BUDGET_EXCEEDED`` or a ``PROVIDER_*`` error (audit ``failed``),
+    or ``STORE_UNAVAILABLE`` (the database failed: before the provider call,
+    or after it, then with the reply and the ``failed`` audit attached);
     cancelling the calling task finalizes the audit ``cancelled``.
     """
     chat = await to_thread.run_sync(store.get_chat, chat_id)
@@ -220,6 +247,7 @@ async def generate(
     try:
         seq = await to_thread.run_sync(store.begin_generation, audit)
         reply = await backend.complete(request.for_provider(plan))
+        message = reply_message(reply, audit)
     except anyio.get_cancelled_exc_class():
         await _finish_shielded(store, audit.finish(CANCELLED, GenerationCancelled()), seq)
         raise
@@ -227,16 +255,16 @@ async def generate(
         await _finish_shielded(store, audit.finish(FAILED, exc), seq)
         raise
     except Exception as exc:
-        if seq is None:  # the chat went away, or the database failed: nothing to finalize
+        if seq is None:  # the chat went away, or the database failed: nothing was begun
             raise
         error = ProviderError(backend.name, detail=f"the provider raised {type(exc).__name__}")
         await _finish_shielded(store, audit.finish(FAILED, error), seq)
         raise error from exc
     done = audit.finish(COMPLETED)
-    message = await _finish_shielded(store, done, seq, reply_message(reply, done))
-    if message is None:  # the chat was deleted while the provider answered
+    stored = await _finish_shielded(store, done, seq, message)
+    if stored is None:  # the chat was deleted while the provider answered
         raise ChatNotFound(chat_id)
-    return GenerationResult(done, message)
+    return GenerationResult(done, stored)
 
 
 async def _finish_shielded(store: Store, audit: PromptContextAudit, seq: int | None, reply: dict | None = None):
@@ -245,7 +273,7 @@ async def _finish_shielded(store: Store, audit: PromptContextAudit, seq: int | N
         if seq is None:
             await to_thread.run_sync(store.record_audit, audit)
             return None
-        return await to_thread.run_sync(store.finish_generation, audit, seq, reply)
+        return await to_thread.run_sync(store.settle_generation, audit, seq, reply)
 
 
 def send_conversation(

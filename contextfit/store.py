@@ -5,8 +5,11 @@ its ``meta``). A generation is recorded in ``generations`` from the moment
 its audit is created until it is finalized; finalizing removes that row,
 stores the reply and replaces the chat's audit in one transaction, so a chat
 has at most one audit and a crash mid-generation leaves the previous one
-intact. :meth:`Store.recover_interrupted` finalizes the generations of dead
-processes as ``failed`` with ``INTERRUPTED``; :func:`open_store` runs it.
+intact. :meth:`Store.settle_generation` is that finish with retries, which
+never loses a reply when the database fails (:mod:`contextfit.outcomes`).
+:meth:`Store.recover_interrupted` finalizes the generations of processes
+that stopped before recording them as ``failed`` with ``INTERRUPTED``;
+:func:`open_store` runs it.
 
 >>> store = open_store(":memory:")
 >>> chat = store.create_chat(title="Demo", messages=[{"role": "user", "content": "Hi"}])
@@ -25,7 +28,8 @@ import json
 import os
 import socket
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +40,8 @@ from . import migrations
 from .audit import FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
 from .database import create_database_engine, database_url, transaction
-from .errors import AuditNotFound, ChatNotFound, GenerationInterrupted, InvalidMessages
+from .errors import AuditNotFound, ChatNotFound, GenerationInterrupted, InvalidMessages, StoreUnavailable
+from .outcomes import FinishQueue, FinishRetry, failure_reason
 from .settings import check_settings
 
 
@@ -124,6 +129,15 @@ def check_messages(messages: Any) -> list[dict]:
     return [dict(message) for message in messages]
 
 
+@contextmanager
+def _unavailable_on_failure(message: str) -> Iterator[None]:
+    """Raise a database failure as ``STORE_UNAVAILABLE``: ``message``, then the database's reason."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreUnavailable(f"{message} ({failure_reason(exc)}); try again.") from exc
+
+
 @functools.cache
 def process_owner() -> str:
     """``host:pid:token`` naming this process as the owner of its generations."""
@@ -161,11 +175,21 @@ class Store:
     Creating a store connects to nothing; :meth:`migrate` creates or upgrades
     the schema. Every method is one transaction and safe to call from many
     threads (``:memory:`` databases excepted: they are for one thread).
+    ``lock_timeout`` is how long a write waits for another connection's lock
+    (default :func:`~contextfit.database.lock_timeout`); ``finish_retry`` how
+    :meth:`settle_generation` retries.
     """
 
-    def __init__(self, database: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        database: str | os.PathLike | None = None,
+        *,
+        lock_timeout: float | None = None,
+        finish_retry: FinishRetry | None = None,
+    ) -> None:
         self.url = database_url(database)
-        self.engine = create_database_engine(database)
+        self.engine = create_database_engine(database, timeout=lock_timeout)
+        self.finishes = FinishQueue(self.finish_generation, finish_retry)
 
     def __repr__(self) -> str:
         return f"Store({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -178,7 +202,8 @@ class Store:
             return migrations.migrate(connection)
 
     def close(self) -> None:
-        """Close the pooled connections."""
+        """Record the outcomes still waiting (one last try), then close the pooled connections."""
+        self.finishes.close()
         self.engine.dispose()
 
     # chats
@@ -310,9 +335,11 @@ class Store:
     def begin_generation(self, audit: PromptContextAudit) -> int:
         """Record a generation in progress with its pending audit; returns its sequence number.
 
-        Raises ``CHAT_NOT_FOUND`` when the chat is gone.
+        Raises ``CHAT_NOT_FOUND`` when the chat is gone, ``STORE_UNAVAILABLE``
+        when the database cannot be written (then nothing was begun).
         """
-        with transaction(self.engine, write=True) as connection:
+        not_started = "The generation was not started, and nothing was sent to the provider: the database failed"
+        with _unavailable_on_failure(not_started), transaction(self.engine, write=True) as connection:
             if not self._lock_chat(connection, audit.chat_id):
                 raise ChatNotFound(audit.chat_id)
             connection.execute(
@@ -359,9 +386,16 @@ class Store:
                 connection.execute(_audits.update().where(_audits.c.chat_id == audit.chat_id).values(**values))
         return reply
 
+    def settle_generation(self, audit: PromptContextAudit, seq: int, reply: dict | None = None) -> dict | None:
+        """:meth:`finish_generation`, retried; when the database keeps failing, the
+        outcome is kept and written later, and a reply that could not be stored
+        is raised back in ``STORE_UNAVAILABLE`` (see :mod:`contextfit.outcomes`).
+        """
+        return self.finishes.settle(audit, seq, reply)
+
     def record_audit(self, audit: PromptContextAudit) -> None:
         """Store an audit that was finalized before any provider call (e.g. ``TOKEN_BUDGET_EXCEEDED``)."""
-        self.finish_generation(audit, self.begin_generation(audit))
+        self.settle_generation(audit, self.begin_generation(audit))
 
     def get_audit(self, chat_id: str) -> PromptContextAudit:
         """The chat's latest finalized audit; raises ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND``."""
@@ -382,7 +416,8 @@ class Store:
         return [(seq, owner, PromptContextAudit.from_dict(json.loads(audit))) for seq, owner, audit in rows]
 
     def recover_interrupted(self) -> list[str]:
-        """Finalize as ``failed``/``INTERRUPTED`` the generations whose process has died.
+        """Finalize as ``failed``/``INTERRUPTED`` the generations whose process has
+        stopped without recording them (it died, or its database failed until it exited).
 
         Returns their generation ids. Each replaces its chat's audit unless a
         later generation already finished.
@@ -395,14 +430,15 @@ class Store:
         return recovered
 
 
-def open_store(database: str | os.PathLike | None = None) -> Store:
+def open_store(database: str | os.PathLike | None = None, **options: Any) -> Store:
     """A ready store: schema migrated and dead processes' generations finalized.
 
     ``database`` is a SQLite path (created if missing), ``:memory:``, or a
     SQLAlchemy URL such as ``postgresql://user:pass@127.0.0.1/contextfit``;
-    by default ``$CONTEXTFIT_DB`` or ``contextfit.db``.
+    by default ``$CONTEXTFIT_DB`` or ``contextfit.db``. ``options`` go to
+    :class:`Store` (``lock_timeout``, ``finish_retry``).
     """
-    store = Store(database)
+    store = Store(database, **options)
     store.migrate()
     store.recover_interrupted()
     return store

@@ -6,6 +6,11 @@ The fixtures that use them live in ``api_fixtures.py``.
 127.0.0.1 whose behaviour is chosen by the first path segment of the base
 URL (``http://127.0.0.1:PORT/<behaviour>``); its error bodies carry
 :data:`BODY_MARKER` so tests can prove that no response body is stored.
+The ``huge`` behaviours stream a :data:`HUGE_BYTES` answer and count in
+``sent`` the bytes the server managed to write before the client hung up.
+
+``LockingProvider`` answers after another connection has taken the
+database's write lock, which it keeps until ``release()``.
 """
 
 from __future__ import annotations
@@ -13,15 +18,61 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import sqlalchemy as sa
+
+from contextfit.database import create_database_engine, transaction
+from contextfit.providers import ProviderReply
 from contextfit.store import Store
 
 #: The base URL of in-process test clients: the API answers only its own (loopback) host names.
 LOCAL = "http://127.0.0.1"
 BODY_MARKER = "PROVIDER-BODY-7f3a"
 API_KEY = "sk-test-SECRET-5c9e"
-BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold")
+BEHAVIOURS = ("success", "401", "429", "context", "500", "slow", "drop", "hold", "surrogate")
+HUGE = ("huge", "huge-length", "huge-error")
+HUGE_BYTES = 256 * 2**20
+LONE = "\ud800"  # a lone surrogate: valid in JSON text, storable nowhere
+
+
+@contextmanager
+def lock_held(database: str, chat_id: str):
+    """Another connection holds the write lock (SQLite) and the chat's row lock (PostgreSQL)."""
+    engine = create_database_engine(database)
+    try:
+        with transaction(engine, write=True) as connection:
+            chats = sa.table("chats", sa.column("id"))
+            connection.execute(sa.select(chats.c.id).where(chats.c.id == chat_id).with_for_update())
+            yield
+    finally:
+        engine.dispose()
+
+
+class LockingProvider:
+    """Replies, but first has another connection lock the chat's database until :meth:`release`."""
+
+    name = "locking"
+    template = None
+
+    def __init__(self, database: str, chat_id: str) -> None:
+        self.database, self.chat_id = database, chat_id
+        self.calls = 0
+        self._held = ExitStack()
+
+    def hold(self) -> None:
+        self._held.enter_context(lock_held(self.database, self.chat_id))
+
+    def release(self) -> None:
+        self._held.close()
+
+    async def complete(self, request) -> ProviderReply:
+        self.calls += 1
+        self.hold()
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        message = {"role": "assistant", "content": "a paid reply", "tool_calls": [call]}
+        return ProviderReply(message, request.model, "stop")
 
 
 def snapshot(store: Store) -> dict[str, list[tuple]]:
@@ -48,6 +99,8 @@ class FakeProvider:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self.sent: Counter[str] = Counter()  # body bytes written by the huge behaviours
+        self.huge_done = threading.Semaphore(0)  # released when a huge answer stops
         self.requests: list[dict] = []
         self.arrived = threading.Semaphore(0)  # released once per request that "hold" holds
         self.release = threading.Event()  # lets "slow" and "hold" requests finish
@@ -86,6 +139,14 @@ class FakeProvider:
                 if behaviour == "drop":
                     self.close_connection = True
                     return  # no answer at all: the connection just closes
+                if behaviour in HUGE:
+                    self.close_connection = True
+                    try:
+                        self._huge(behaviour)
+                    except OSError:
+                        pass  # the client hung up
+                    fake.huge_done.release()
+                    return
                 if behaviour in ("slow", "hold"):
                     if behaviour == "hold":
                         fake.arrived.release()
@@ -100,6 +161,26 @@ class FakeProvider:
                     self.send_header("retry-after", "0")
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _huge(self, behaviour: str) -> None:
+                # A valid answer if read whole: {"error"|"choices": ... "x" * HUGE_BYTES ... }.
+                error = behaviour == "huge-error"
+                head = b'{"error": {"message": "' if error else b'{"choices": [{"message": {"content": "'
+                tail = b' maximum context length"}}' if error else b'"}, "finish_reason": "stop"}]}'
+                self.send_response(400 if error else 200)
+                self.send_header("content-type", "application/json")
+                if behaviour == "huge-length":
+                    self.send_header("content-length", str(len(head) + HUGE_BYTES + len(tail)))
+                else:
+                    self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                piece = b"x" * 65536
+                parts = [head, *(piece for _ in range(HUGE_BYTES // len(piece))), tail]
+                for part in parts:
+                    self.wfile.write(part if behaviour == "huge-length" else b"%x\r\n%s\r\n" % (len(part), part))
+                    fake.sent[behaviour] += len(part)
+                if behaviour != "huge-length":
+                    self.wfile.write(b"0\r\n\r\n")
 
         return Handler
 
@@ -121,6 +202,10 @@ def _answer(behaviour: str, body: dict, anthropic: bool) -> tuple[int, dict]:
         return 400, {"error": {"code": "context_length_exceeded", "message": f"{message} {BODY_MARKER}"}}
     last = body.get("messages", [{}])[-1].get("content", "")
     text = f"fake reply to: {last if isinstance(last, str) else 'parts'}"
+    if behaviour == "surrogate":  # json.dumps writes them as \\ud800 escapes, as a provider might
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": f'{{"q": "{LONE}"}}'}}
+        message = {"role": "assistant", "content": f"{text} {LONE}", "tool_calls": [call]}
+        return 200, {"model": f"gpt-{LONE}", "choices": [{"finish_reason": "stop", "message": message}]}
     if anthropic:
         return 200, {"model": body.get("model"), "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
                      "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip

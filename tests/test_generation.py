@@ -27,8 +27,9 @@ from contextfit.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
-FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=1, backoff=0)
+FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=1, backoff=0, max_reply_bytes=2**20)
 FAILURES = {
+    "huge": (502, "PROVIDER_ERROR"),  # a 256 MiB answer, over the 1 MiB cap
     "401": (502, "PROVIDER_AUTH"),
     "429": (429, "PROVIDER_RATE_LIMITED"),
     "context": (502, "PROVIDER_CONTEXT_OVERFLOW"),
@@ -41,7 +42,7 @@ HELLO = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user
 
 def providers_for(fake) -> dict:
     providers = {"echo": EchoProvider()}
-    for behaviour in ("success", "hold", *FAILURES):
+    for behaviour in ("success", "hold", "surrogate", *FAILURES):
         name = f"openai-{behaviour}"
         providers[name] = OpenAIProvider(base_url=fake.url(behaviour), api_key=API_KEY, policy=FAST, name=name)
     return providers
@@ -86,6 +87,17 @@ def test_provider_failures_end_failed_with_their_code_and_no_body(client, behavi
     stored = json.dumps(audit) + response.text
     assert BODY_MARKER not in stored and API_KEY not in stored
     assert len(client.get(f"/api/v2/chats/{chat_id}").json()["messages"]) == 2  # no reply stored
+
+
+def test_a_reply_with_lone_surrogates_is_stored_with_replacement_characters(client):
+    chat_id = new_chat(client)
+    response = client.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "openai-surrogate"})
+    assert response.status_code == 200, response.text
+    reply = response.json()["message"]
+    assert reply["content"] == "fake reply to: Hello \ufffd" and reply["meta"]["model"] == "gpt-\ufffd"
+    assert reply["tool_calls"][0]["function"]["arguments"] == '{"q": "\ufffd"}'
+    assert client.get(f"/api/v2/chats/{chat_id}").json()["messages"][-1] == reply
+    assert client.get(f"/api/v2/chats/{chat_id}/context-audit").json()["status"] == "completed"
 
 
 def test_token_budget_exceeded_never_calls_the_provider(client, fake_provider):

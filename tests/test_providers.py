@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from api_support import API_KEY, BODY_MARKER
+from api_support import API_KEY, BODY_MARKER, HUGE_BYTES
 
 from contextfit.errors import ProviderError
 from contextfit.providers import (
@@ -67,6 +67,40 @@ def test_every_failure_maps_to_its_code_without_the_body(kind, behaviour, fake_p
     assert caught.value.__cause__ is None and (caught.value.__context__ is None or caught.value.__suppress_context__)
 
 
+CAPPED = HttpPolicy(timeout=10, connect_timeout=1, retries=2, backoff=0, max_reply_bytes=2**20)
+
+
+def huge_call(fake, behaviour: str, policy: HttpPolicy = CAPPED) -> tuple[ProviderError, int]:
+    """Ask the fake for a 256 MiB answer; returns the error and the bytes the server got to send."""
+    before = fake.calls[behaviour]
+    with pytest.raises(ProviderError) as caught:
+        asyncio.run(OpenAIProvider(base_url=fake.url(behaviour), policy=policy).complete(REQUEST))
+    assert fake.huge_done.acquire(timeout=60)  # the server's writes failed: the client hung up
+    assert fake.calls[behaviour] - before == 1  # an answer too large is not asked for again
+    return caught.value, fake.sent.pop(behaviour)
+
+
+@pytest.mark.parametrize("behaviour", ["huge", "huge-length"])
+def test_a_reply_over_the_size_cap_is_refused_without_reading_it(behaviour, fake_provider):
+    error, sent = huge_call(fake_provider, behaviour)
+    assert error.code == "PROVIDER_ERROR" and "larger than the 1,048,576-byte limit" in str(error)
+    # The reader stopped at the cap (or at the Content-Length header): what the server wrote
+    # beyond it is only what loopback's socket buffers took before the client closed.
+    assert sent < HUGE_BYTES // 8
+
+
+def test_an_error_answer_is_read_only_as_far_as_it_is_scanned(fake_provider):
+    error, sent = huge_call(fake_provider, "huge-error")
+    assert error.code == "PROVIDER_BAD_REQUEST"  # the overflow phrase at its end is past the scanned 64 KiB
+    assert sent < HUGE_BYTES // 8
+
+
+def test_a_reply_under_the_cap_is_read_whole(fake_provider):
+    small = HttpPolicy(timeout=5, retries=0, max_reply_bytes=4096)
+    reply = asyncio.run(OpenAIProvider(base_url=fake_provider.url("success"), policy=small).complete(REQUEST))
+    assert reply.message["content"] == "fake reply to: Hello"
+
+
 def test_a_refused_connection_is_unavailable():
     closed = OpenAIProvider(base_url="http://127.0.0.1:9/v1", policy=HttpPolicy(retries=0, timeout=2))
     with pytest.raises(ProviderError) as caught:
@@ -105,5 +139,8 @@ def test_providers_come_from_the_environment_and_hide_their_keys():
     providers = default_providers(env)
     assert providers["openai"].base_url == "http://127.0.0.1:1/v1" and providers["anthropic"].model == "claude-x"
     assert all(API_KEY not in repr(p) for p in providers.values())
+    assert providers["openai"].policy.max_reply_bytes == 8 * 2**20  # the documented default
+    capped = default_providers({"CONTEXTFIT_PROVIDER_MAX_REPLY_BYTES": "65536"})
+    assert capped["openai"].policy.max_reply_bytes == capped["anthropic"].policy.max_reply_bytes == 65536
     official = default_providers({})["openai"]
     assert official.base_url == "https://api.openai.com/v1" and official.max_tokens_field == "max_completion_tokens"

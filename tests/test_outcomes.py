@@ -1,0 +1,220 @@
+"""A completed generation is never lost: the finish is retried, a reply the database will not
+take goes back to the client with STORE_UNAVAILABLE, and the outcome is recorded once the
+database works again — never left pending, never mislabelled INTERRUPTED."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from api_support import LockingProvider
+from fastapi.testclient import TestClient
+
+from contextfit.api import create_app
+from contextfit.audit import COMPLETED, FAILED, audit_from_plan
+from contextfit.errors import GenerationCancelled, ProviderTimeout, StoreUnavailable
+from contextfit.generation import generate
+from contextfit.outcomes import FinishQueue, FinishRetry
+from contextfit.pipeline import plan_prompt
+from contextfit.store import open_store
+
+pytest_plugins = ["api_fixtures"]  # the database fixture: SQLite, and PostgreSQL when configured
+
+QUICK = FinishRetry(attempts=2, backoff=0.05, max_backoff=0.2)
+HI = [{"role": "user", "content": "Hi"}]
+MODEL = "llama-3.1-8b"  # an approximate tokenizer: nothing to load, in a subprocess too
+
+
+def wait_until(condition, timeout: float = 60.0) -> None:
+    """Wait for something a background thread does (a liveness bound, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the background retry never recorded the outcome"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def quick_store(database):
+    """A store whose writes give up after 0.2 s behind another connection's lock."""
+    opened = open_store(database, lock_timeout=0.2, finish_retry=QUICK)
+    yield opened
+    opened.close()
+
+
+def test_a_locked_database_hands_the_reply_to_the_client_then_records_the_failure(quick_store, database):
+    chat_id = quick_store.create_chat(model=MODEL, messages=HI).id
+    locking = LockingProvider(database, chat_id)
+    try:
+        with TestClient(create_app(quick_store, {"locking": locking})) as client:
+            response = client.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "locking"})
+        assert response.status_code == 503, response.text
+        error = response.json()["error"]
+        assert error["code"] == "STORE_UNAVAILABLE" and "failed 2 times" in error["message"]
+        reply, audit = error["reply"], error["audit"]
+        assert reply["content"] == "a paid reply" and reply["tool_calls"][0]["id"] == "c1"
+        assert reply["meta"]["generationId"] == audit["generationId"]
+        assert (audit["status"], audit["errorCode"]) == ("failed", "STORE_UNAVAILABLE")
+        # While the lock is held nothing can be written: the outcome waits in this process.
+        assert quick_store.finishes.waiting() == [audit["generationId"]]
+        assert [a.generation_id for _, _, a in quick_store.pending_generations()] == [audit["generationId"]]
+    finally:
+        locking.release()
+    wait_until(lambda: not quick_store.finishes.waiting())  # the background retry, no new request needed
+    assert quick_store.pending_generations() == []
+    assert quick_store.get_audit(chat_id).to_dict() == audit  # exactly what the client was told
+    assert quick_store.get_chat(chat_id).messages == HI  # the client was told the reply is not stored
+
+
+def test_a_database_locked_before_the_call_refuses_the_generation_and_calls_no_provider(quick_store, database):
+    chat_id = quick_store.create_chat(model=MODEL, messages=HI).id
+    locking = LockingProvider(database, chat_id)
+    locking.hold()
+    try:
+        with TestClient(create_app(quick_store, {"locking": locking})) as client:
+            response = client.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "locking"})
+    finally:
+        locking.release()
+    assert response.status_code == 503 and response.json()["error"]["code"] == "STORE_UNAVAILABLE"
+    assert "nothing was sent to the provider" in response.json()["error"]["message"]
+    assert locking.calls == 0 and quick_store.pending_generations() == [] and quick_store.finishes.waiting() == []
+
+
+def test_a_provider_failure_is_answered_at_once_and_recorded_when_the_lock_goes(quick_store, database):
+    chat_id = quick_store.create_chat(model=MODEL, messages=HI).id
+
+    class LockThenTimeOut(LockingProvider):
+        async def complete(self, request):
+            self.hold()
+            raise ProviderTimeout("locking")
+
+    locking = LockThenTimeOut(database, chat_id)
+    try:
+        with pytest.raises(ProviderTimeout):  # the provider's own error, not the database's
+            anyio.run(lambda: generate(quick_store, {"locking": locking}, chat_id, provider="locking"))
+        [waiting] = quick_store.finishes.waiting()
+    finally:
+        locking.release()
+    wait_until(lambda: not quick_store.finishes.waiting())
+    audit = quick_store.get_audit(chat_id)
+    assert (audit.generation_id, audit.status, audit.error_code) == (waiting, FAILED, "PROVIDER_TIMEOUT")
+    assert quick_store.pending_generations() == []
+
+
+CHILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import anyio
+from api_support import LockingProvider
+from contextfit.errors import StoreUnavailable
+from contextfit.generation import generate
+from contextfit.outcomes import FinishRetry
+from contextfit.store import open_store
+
+database, chat_id, release = sys.argv[2], sys.argv[3], sys.argv[4] == "release"
+store = open_store(database, lock_timeout=0.2, finish_retry=FinishRetry(attempts=2, backoff=0.05, max_backoff=0.2))
+locking = LockingProvider(database, chat_id)
+try:
+    anyio.run(lambda: generate(store, {"locking": locking}, chat_id, provider="locking"))
+except StoreUnavailable as error:
+    print(error.reply["content"], error.audit["generationId"], sep="|")
+if release:
+    locking.release()
+store.close()  # what `contextfit serve` does when it stops
+locking.release()
+"""
+
+
+@pytest.mark.parametrize("released", [True, False], ids=["lock-released-before-exit", "lock-held-until-exit"])
+def test_a_restart_labels_the_generation_by_what_really_happened(database, released):
+    setup = open_store(database)
+    chat_id = setup.create_chat(model=MODEL, messages=HI).id
+    setup.close()
+    tests = str(Path(__file__).parent)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, tests, database, chat_id, "release" if released else "keep"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0, child.stderr
+    content, generation_id = child.stdout.strip().split("|")
+    assert content == "a paid reply" and generation_id.startswith("gen_")  # the client got the reply
+    restarted = open_store(database)  # the next start: the child's process is gone now
+    audit = restarted.get_audit(chat_id)
+    restarted.close()
+    assert audit.generation_id == generation_id
+    if released:  # the child recorded its outcome before it exited: nothing to recover
+        assert (audit.status, audit.error_code) == ("failed", "STORE_UNAVAILABLE")
+    else:  # the database failed until the child exited, which it logged; the label says exactly that
+        assert "still failed at shutdown" in child.stderr and generation_id in child.stderr
+        assert (audit.status, audit.error_code) == ("failed", "INTERRUPTED")
+        assert audit.error_message == "The process running this generation stopped before its outcome was recorded."
+
+
+# -- the queue itself, with a database that fails on demand ---------------------------------
+
+
+class FlakyDatabase:
+    """A write function that fails while ``failing`` (or its first ``failures`` calls)."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures, self.failing, self.calls, self.written = failures, False, 0, []
+        self.lock = threading.Lock()
+
+    def __call__(self, audit, seq, reply):
+        with self.lock:
+            self.calls += 1
+            if self.failing or self.calls <= self.failures:
+                raise RuntimeError("database is locked")
+            self.written.append((audit.generation_id, audit.status, audit.error_code, reply))
+            return reply
+
+
+def pending_audit():
+    plan = plan_prompt(HI, model=MODEL)
+    return audit_from_plan(plan, chat_id="chat_1", provider="p")
+
+
+def test_a_reply_is_stored_by_a_later_try():
+    flaky = FlakyDatabase(failures=2)
+    queue = FinishQueue(flaky, FinishRetry(attempts=3, backoff=0))
+    audit = pending_audit().finish(COMPLETED)
+    assert queue.settle(audit, 1, {"role": "assistant", "content": "ok"}) == {"role": "assistant", "content": "ok"}
+    assert flaky.calls == 3 and queue.waiting() == []
+    assert flaky.written == [(audit.generation_id, COMPLETED, None, {"role": "assistant", "content": "ok"})]
+
+
+def test_a_reply_that_cannot_be_stored_is_raised_back_and_its_failure_recorded_later():
+    flaky = FlakyDatabase()
+    flaky.failing = True
+    queue = FinishQueue(flaky, FinishRetry(attempts=3, backoff=0.01, max_backoff=0.05))
+    audit = pending_audit().finish(COMPLETED)
+    with pytest.raises(StoreUnavailable) as caught:
+        queue.settle(audit, 1, {"role": "assistant", "content": "paid"})
+    assert caught.value.reply == {"role": "assistant", "content": "paid"}
+    assert caught.value.audit["errorCode"] == "STORE_UNAVAILABLE"
+    assert "RuntimeError: database is locked" in str(caught.value)
+    assert queue.waiting() == [audit.generation_id]
+    flaky.failing = False
+    wait_until(lambda: not queue.waiting())
+    assert flaky.written == [(audit.generation_id, "failed", "STORE_UNAVAILABLE", None)]  # never the reply
+    queue.close()
+
+
+def test_close_tries_once_more_and_logs_what_it_could_not_record(caplog):
+    flaky = FlakyDatabase()
+    flaky.failing = True
+    queue = FinishQueue(flaky, FinishRetry(attempts=1, backoff=30))  # the background retry waits 30 s
+    failed = pending_audit().finish(FAILED, GenerationCancelled())
+    assert queue.settle(failed, 1) is None and queue.waiting() == [failed.generation_id]
+    with caplog.at_level(logging.ERROR, logger="contextfit.outcomes"):
+        assert queue.close() == [failed.generation_id]
+    assert failed.generation_id in caplog.text and "INTERRUPTED" in caplog.text
+    flaky.failing = False
+    assert queue.close() == [] and flaky.written == [(failed.generation_id, "failed", "CANCELLED", None)]
