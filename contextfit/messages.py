@@ -129,6 +129,21 @@ def link_ids(message: dict) -> tuple[list[str], bool]:
     return ids, is_result
 
 
+def link_states(messages: list[dict]) -> dict[str, tuple[bool, bool]]:
+    """For each tool link id in ``messages``: whether a call carries it, and whether a result does.
+
+    >>> link_states([{"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c1"}])
+    {'c1': (True, True)}
+    """
+    states: dict[str, tuple[bool, bool]] = {}
+    for message in messages:
+        ids, is_result = link_ids(message)
+        for link in ids:
+            call, result = states.get(link, (False, False))
+            states[link] = (call or not is_result, result or is_result)
+    return states
+
+
 def message_text(message: dict) -> str:
     """The readable text of a message, for summaries, relevance and previews.
 
