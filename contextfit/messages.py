@@ -21,6 +21,8 @@ SUMMARY = "summary"
 HISTORY = "history"
 EXAMPLE = "example"
 
+#: The message roles SPEC §3.2 allows.
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SYSTEM_ROLES = frozenset({"system", "developer"})
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 # The three spellings of the key that links a tool result (or a call) to its partner.

@@ -8,12 +8,13 @@ package agree on one list of names.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 
 from ..audit import AuditBlock, PromptContextAudit
 from ..camel import camel_case
+from ..messages import ROLES
 from ..pipeline import TokenizerInfo
 from ..settings import SETTINGS
 from ..store import Chat as StoredChat
@@ -54,10 +55,7 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    role: Annotated[
-        StrictStr,
-        Field(min_length=1, max_length=64, description="system, developer, user, assistant, tool or function"),
-    ]
+    role: Literal[ROLES] = Field(description="system, developer, user, assistant, tool or function (SPEC 3.2)")  # type: ignore[valid-type]
     content: StrictStr | list[dict[str, Any]] | None = Field(None, description="Text, or a list of content parts.")
     name: StrictStr | None = None
     id: StrictStr | None = Field(None, description="A stable id shown in audits.")
