@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from . import messages as msg
 from . import results as r
 from .counting import Counting
-from .errors import InvalidMessages
+from .errors import InvalidMessages, TokenBudgetExceeded
 
 # How many recent analyses to keep per counter (the dashboard compares four
 # strategies on one chat; the API serves a few chats at once), and how many
@@ -275,6 +275,22 @@ class Facts:
         if self.counted_total is not None:
             self.counted_total = self.counted_total + sum(tokens[added_from:]) if count_now else None
 
+    def copy(self) -> "Facts":
+        """An independent copy of what strategies read (no snapshots, no
+        derived cache): what a plugin's view holds, so that what it writes
+        never reaches the cached analysis."""
+        new = Facts()
+        new.n = self.n
+        new.roles, new.kinds, new.ids = list(self.roles), list(self.kinds), list(self.ids)
+        new.base_reasons, new.protected_base = list(self.base_reasons), list(self.protected_base)
+        new.manual, new.recall, new.relevance = list(self.manual), list(self.recall), dict(self.relevance)
+        new.tokens = list(self.tokens)
+        new.link_root, new.group_of, new.has_call = dict(self.link_root), dict(self.group_of), dict(self.has_call)
+        new.members = {root: list(members) for root, members in self.members.items()}
+        new.group_links = {root: list(links) for root, links in self.group_links.items()}
+        new.counted_total = self.counted_total
+        return new
+
     def _unshare(self) -> None:
         self.relevance = dict(self.relevance)
         self.link_root = dict(self.link_root)
@@ -436,6 +452,31 @@ class FitView:
         self.protect = protect
         self.protected = sorted(protected)
         self.current_input = current
+
+    def detached(self, messages: list[dict]) -> "FitView":
+        """A view of the same fit over ``messages`` (copies of this view's) with
+        facts and caches of its own: what an untrusted ``propose`` receives."""
+        return FitView(messages, self.facts.copy(), self.counting.detached())
+
+    def refusal(self, tokens: int, budget: int, message: str | None = None) -> TokenBudgetExceeded:
+        """``TOKEN_BUDGET_EXCEEDED`` for this fit, carrying every block with its
+        tokens and reason: the protected ones (included, with their protection
+        reason) are those that need ``tokens``; the others would be dropped."""
+        blocks = []
+        for index in range(self.n):
+            reason = self.protect[index]
+            blocks.append(
+                {
+                    "index": index,
+                    "id": self.id_of(index),
+                    "role": self.facts.roles[index],
+                    "kind": self.facts.kinds[index],
+                    "tokens": self.facts.tokens[index],
+                    "included": reason is not None,
+                    "reason": reason or r.OVER_BUDGET,
+                }
+            )
+        return TokenBudgetExceeded(tokens, budget, message, blocks=blocks)
 
     # -- counting -----------------------------------------------------------
     def count(self, index: int) -> int:

@@ -191,8 +191,10 @@ def refused_audit(
     generation_id: str | None = None,
 ) -> PromptContextAudit:
     """A ``failed`` audit for a generation stopped before planning finished
-    (``TOKEN_BUDGET_EXCEEDED``): no blocks and nothing sent, but the limits
-    and tokenizer that refused it.
+    (``TOKEN_BUDGET_EXCEEDED``): nothing sent, but the limits and tokenizer
+    that refused it and, from the error, every block with its tokens and
+    reason (the protected ones, ``included``, are those that did not fit)
+    and ``promptTokens``, what the smallest possible prompt needs.
     """
     from .chat_counter import token_counter
     from .models import get_model
@@ -207,11 +209,11 @@ def refused_audit(
         provider=provider,
         model=info.id,
         status=PENDING,
-        blocks=(),
+        blocks=tuple(AuditBlock(**block) for block in getattr(error, "blocks", ())),
         context_limit=limit,
         response_reserve=reserve,
         budget=budget,
-        prompt_tokens=None,
+        prompt_tokens=getattr(error, "prompt_tokens", None),
         tokenizer=TokenizerInfo(counter.profile, counter.approximate),
         strategy=None,
     )

@@ -4,12 +4,17 @@ The engine counts each message once and adds the counts, then verifies the
 sum with one full call of the caller's own function (SPEC §3.1). Two kinds
 of counter are understood:
 
-* contextfit's own counters (:func:`contextfit.token_counter`) expose
-  ``count_message(message)`` and ``base_tokens`` with the guarantee
-  ``count_tokens(ms) == base_tokens + sum(count_message(m) for m in ms)``;
-  they are used directly (and cache counts by text).
-* any other callable is asked about each message alone:
-  ``count_tokens([m]) - count_tokens([])``. Those counts are cached by the
+* contextfit's own counters — exactly the types :class:`~contextfit.TokenCounter`
+  (:func:`contextfit.token_counter`) and :class:`~contextfit.template.SentCounter`
+  (the pipeline's), recognised by their type, never by their attributes —
+  have a ``count_message(message)`` and ``base_tokens`` that are used
+  directly. A ``TokenCounter`` and an OpenAI-shape ``SentCounter`` guarantee
+  ``count_tokens(ms) == base_tokens + sum(count_message(m) for m in ms)``, so
+  their sum is the recount; an Anthropic-shape ``SentCounter`` is recounted.
+* any other callable — a subclass of those types and an object that merely
+  has ``count_message`` and ``base_tokens`` included — is asked about each
+  message alone: ``count_tokens([m]) - count_tokens([])``, and the kept
+  messages are always recounted with it. Those counts are cached by the
   message's content, so a chat that grows by one message costs one call.
 
 A :class:`CounterState` lives per counter for as long as the counter does; it
@@ -25,8 +30,10 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .chat_counter import TokenCounter
 from .errors import ContextfitError
 from .memo import TextMemo
+from .template import SentCounter
 
 CountTokens = Callable[[Sequence[dict]], int]
 
@@ -88,12 +95,11 @@ class Counting:
             )
         self.count_tokens = count_tokens
         self.state = state if state is not None else CounterState()
-        fast = getattr(count_tokens, "count_message", None)
-        base = getattr(count_tokens, "base_tokens", None)
-        if callable(fast) and isinstance(base, int) and not isinstance(base, bool):
-            self.additive = True
-            self.base_tokens = base
-            self.count_message: Callable[[dict], int] = fast
+        kind = type(count_tokens)
+        if kind is TokenCounter or kind is SentCounter:  # by type: a look-alike is recounted
+            self.additive = kind is TokenCounter or count_tokens.additive
+            self.base_tokens = count_tokens.base_tokens
+            self.count_message: Callable[[dict], int] = count_tokens.count_message
             return
         self.additive = False
         if self.state.base_tokens is None:
@@ -108,6 +114,13 @@ class Counting:
                 self.state.base_tokens = 0
         self.base_tokens = self.state.base_tokens
         self.count_message = self._count_one
+
+    def detached(self) -> "Counting":
+        """The same counting with caches of its own, for a plugin's view: what
+        the plugin does to them never reaches the host's."""
+        state = CounterState()
+        state.base_tokens = self.base_tokens
+        return Counting(self.count_tokens, state)
 
     def _count_one(self, message: dict) -> int:
         cache = self.state.counts

@@ -34,18 +34,33 @@ class ContextfitError(Exception):
 class TokenBudgetExceeded(ContextfitError):
     """The protected blocks alone do not fit the budget.
 
-    Nothing may be sent to a provider when this is raised.
+    Nothing may be sent to a provider when this is raised. ``prompt_tokens``
+    is what the smallest possible prompt (the protected blocks and the
+    request's overhead) needs; ``blocks`` lists every block with its tokens
+    and reason (``index``, ``id``, ``role``, ``kind``, ``tokens``,
+    ``included``, ``reason``), so the protected ones that caused the refusal
+    can be shown — empty when the refusal came before the blocks were known.
 
     >>> err = TokenBudgetExceeded(protected_tokens=5200, budget=4096)
-    >>> err.code, err.protected_tokens, err.budget
-    ('TOKEN_BUDGET_EXCEEDED', 5200, 4096)
+    >>> err.code, err.protected_tokens, err.budget, err.prompt_tokens
+    ('TOKEN_BUDGET_EXCEEDED', 5200, 4096, 5200)
     """
 
     code = "TOKEN_BUDGET_EXCEEDED"
 
-    def __init__(self, protected_tokens: int, budget: int, message: str | None = None) -> None:
+    def __init__(
+        self,
+        protected_tokens: int,
+        budget: int,
+        message: str | None = None,
+        *,
+        blocks: list[dict[str, Any]] | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
         self.protected_tokens = protected_tokens
         self.budget = budget
+        self.blocks = list(blocks or [])
+        self.prompt_tokens = protected_tokens if prompt_tokens is None else prompt_tokens
         super().__init__(
             message
             or (
@@ -56,7 +71,8 @@ class TokenBudgetExceeded(ContextfitError):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "protectedTokens": self.protected_tokens, "budget": self.budget}
+        return {**super().to_dict(), "protectedTokens": self.protected_tokens, "budget": self.budget,
+                "promptTokens": self.prompt_tokens, "blocks": self.blocks}
 
 
 class UnknownStrategy(ContextfitError):

@@ -1,24 +1,32 @@
-"""The host: :func:`shift_context` runs a strategy and never trusts it.
+"""The host: :func:`shift_context` runs a strategy and never trusts a plugin.
+
+Trust is decided by origin: only the package's own built-in strategy objects
+(the ones it registered) are trusted to keep whole groups and not to raise;
+anything else — a plugin, a subclass of a built-in, a fresh ``Truncate()``
+passed as ``strategy=`` — is checked in full.
 
 Order of work for one fit:
 
 1. analyse the messages (cached per counter; see analysis.py) and count them;
 2. raise ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks alone do not fit;
-3. ask the strategy for a proposal (plugins get copies of the messages);
-4. enforce: restore lost protected blocks and fall back to ``truncate``
-   (``STRATEGY_REJECTED``), exclude half-kept groups whole
+3. ask the strategy for a proposal (plugins get copies of the messages, or
+   a detached copy of the view, never the caller's dicts);
+4. enforce: restore protected blocks a plugin removed or altered and fall
+   back to ``truncate`` (``STRATEGY_REJECTED``; a plugin that raised or
+   answered nonsense falls back too), exclude half-kept groups whole
    (``GROUP_SPLIT_PREVENTED``), recount and cut to the budget
    (``BUDGET_ENFORCED``);
-5. recount the kept messages with the caller's own ``count_tokens``;
-6. run the interceptors, then the mandatory recount and final fit.
+5. recount the kept messages with the caller's own ``count_tokens`` (skipped
+   only for contextfit's own additive counter types: their sum is the count);
+6. run the interceptors on the provider messages, then the mandatory
+   recount and final fit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from itertools import compress, repeat
-from operator import is_
+from itertools import compress
 from typing import Any
 
 from . import messages as msg
@@ -26,13 +34,15 @@ from . import plugins
 from . import results as r
 from .analysis import FitView, build_view
 from .counting import CountTokens, counting_for
-from .errors import InvalidBudget, TokenBudgetExceeded
-from .proposals import Unusable, check_proposal, proposal_from_output
+from .errors import InvalidBudget, InvalidSettings
+from .intercepting import run_interceptors
+from .proposals import Unusable, check_proposal, equal, insertions, kept_mask, proposal_from_output
 from .results import Decisions, FitResult, InsertedBlock
-from .strategies.base import BuiltinStrategy, Proposal
-from .strategies.truncate import Truncate
+from .strategies import BUILTINS, is_trusted
+from .strategies.base import Proposal
+from .template import TEMPLATES
 
-_FALLBACK = Truncate()
+_FALLBACK = BUILTINS[0]  # the package's own truncate
 _MAX_RECOUNTS = 6
 
 
@@ -44,6 +54,7 @@ def shift_context(
     *,
     interceptors: Sequence[Callable[[list[dict]], list[dict] | None]] | None = None,
     count_excluded: bool = True,
+    template: str = "openai",
     **options: Any,
 ) -> FitResult:
     """Fit ``messages`` into ``budget`` tokens with a registered strategy.
@@ -53,9 +64,11 @@ def shift_context(
     ``kept`` satisfies ``count_tokens(kept) <= budget``; protected blocks
     are never dropped or altered; a tool call and its results are kept or
     dropped together. ``interceptors`` defaults to the registered ones (pass
-    ``()`` for none). With ``count_excluded=False`` blocks the fit never
-    needed are not counted (their decision ``tokens`` is ``None``), which
-    makes ``truncate`` on a long chat much faster.
+    ``()`` for none); they receive the kept messages in ``template``'s
+    provider shape (``openai``, or ``anthropic`` with the system text as a
+    leading system message). With ``count_excluded=False`` blocks the fit
+    never needed are not counted (their decision ``tokens`` is ``None``),
+    which makes ``truncate`` on a long chat much faster.
 
     >>> import contextfit
     >>> chat = [{"role": "system", "content": "You are terse."},
@@ -67,24 +80,27 @@ def shift_context(
     ['system', 'over_budget', 'over_budget', 'current_input']
     """
     budget = _check_budget(budget)
+    if template not in TEMPLATES:
+        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {template!r}.")
     plugins.load_plugins()
     name, impl = _resolve(strategy)
+    trusted = is_trusted(impl)
     counting = counting_for(count_tokens)
     view = build_view(messages, counting, count_all=count_excluded)
     protected_tokens = view.protected_tokens()
     if protected_tokens > budget:
-        raise TokenBudgetExceeded(protected_tokens, budget)
+        raise view.refusal(protected_tokens, budget)
     diagnostics = _orphans(view)
-    proposal, used = _propose(view, impl, name, budget, options, count_tokens, diagnostics)
-    restored, total = _enforce(view, proposal, budget, used, diagnostics, trusted=isinstance(impl, BuiltinStrategy))
-    if restored:
-        used = _FALLBACK.name
+    if trusted:
+        proposal, why, altered = impl.propose(view, budget, **options), None, []
+    else:
+        proposal, why, altered = _plugin_proposal(view, impl, budget, options, count_tokens)
+    proposal, used, restored = _accept(view, proposal, name, budget, why, altered, diagnostics)
+    total = _enforce(view, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
     result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored, total)
     chain = plugins.interceptors.entries() if interceptors is None else _as_entries(interceptors)
     if chain:
-        from .intercepting import run_interceptors
-
-        result = run_interceptors(view, proposal, result, budget, chain)
+        result = run_interceptors(view, proposal, result, budget, chain, template)
     return result
 
 
@@ -133,65 +149,84 @@ def _orphans(view: FitView) -> list[dict]:
     return diagnostics
 
 
-def _propose(
-    view: FitView, impl: Any, name: str, budget: int, options: dict, count_tokens: Any, diagnostics: list[dict]
-) -> tuple[Proposal, str]:
-    """The strategy's proposal, or truncate's when the strategy's is unusable."""
-    trusted = isinstance(impl, BuiltinStrategy)
+def _plugin_proposal(
+    view: FitView, impl: Any, budget: int, options: dict, count_tokens: Any
+) -> tuple[Proposal | None, str | None, list[int]]:
+    """An untrusted strategy's proposal (``None`` with why, when it raised or
+    answered something unusable), and the protected blocks it altered.
+
+    It works on copies: a ``propose`` object gets a detached view, a callable
+    a list of copies. The copies are compared afterwards, so a protected block
+    it edited in place counts as altered even when its answer keeps it.
+    """
+    given = [msg.clone(m) for m in view.messages]
+    copies = list(given)  # the plugin may empty or reorder the list it got
+    proposal: Proposal | None = None
+    why: str | None = None
+    altered: list[int] = []
     try:
         if callable(getattr(impl, "propose", None)):
-            proposal = impl.propose(view, budget, **options)
-            if not trusted:
-                check_proposal(proposal, view.n)
+            proposal = check_proposal(impl.propose(view.detached(given), budget, **options), view)
         else:
-            given = [msg.clone(m) for m in view.messages]
-            output = impl(given, count_tokens, budget, **options)
-            proposal = proposal_from_output(output, view, given)
-        return proposal, name
-    except (Unusable, Exception) as exc:
-        if trusted and not isinstance(exc, Unusable):
-            raise
-        why = str(exc) if isinstance(exc, Unusable) else f"it raised {type(exc).__name__}: {exc}"
-        diagnostics.append(
-            {
-                "code": r.STRATEGY_REJECTED,
-                "strategy": name,
-                "lost": [],
-                "message": f"Strategy {name!r} was rejected because {why}; truncate was used instead.",
-            }
-        )
-        return _FALLBACK.propose(view, budget), _FALLBACK.name
+            proposal, altered = proposal_from_output(impl(given, count_tokens, budget, **options), view, given)
+    except Unusable as exc:
+        why, altered = str(exc), exc.altered
+    except Exception as exc:  # a broken plugin must not break the fit
+        why = f"it raised {type(exc).__name__}: {exc}"
+    edited = [i for i in view.protected if not equal(copies[i], view.messages[i])]
+    return proposal, why, sorted({*altered, *edited})
+
+
+def _accept(
+    view: FitView,
+    proposal: Proposal | None,
+    name: str,
+    budget: int,
+    why: str | None,
+    altered: list[int],
+    diagnostics: list[dict],
+) -> tuple[Proposal, str, list[int]]:
+    """The proposal to use, the strategy it is from, and the protected blocks
+    restored: a proposal that lost or altered a protected block, or none at
+    all, is rejected for truncate's (one ``STRATEGY_REJECTED`` naming why and
+    the blocks)."""
+    removed = [] if proposal is None else [i for i in view.protected if proposal.reasons[i] is not None]
+    lost = sorted({*removed, *altered})
+    if proposal is not None and not lost:
+        diagnostics.extend(proposal.diagnostics)
+        return proposal, name, []
+    parts = []
+    if why is not None:
+        parts.append(f"Strategy {name!r} was rejected because {why}; truncate was used instead.")
+    if lost:
+        labels = ", ".join(f"{view.id_of(i)!r} ({'altered' if i in altered else 'removed'})" for i in lost)
+        parts.append(f"Strategy {name!r} removed or altered {len(lost)} protected block(s): {labels}; they were "
+                     f"restored and truncate was used instead.")
+    diagnostics.append(
+        {
+            "code": r.STRATEGY_REJECTED,
+            "strategy": name,
+            "lost": lost,
+            "altered": [i for i in lost if i in altered],
+            "ids": [view.id_of(i) for i in lost],
+            "message": " ".join(parts),
+        }
+    )
+    return _FALLBACK.propose(view, budget), _FALLBACK.name, lost
 
 
 def _enforce(
-    view: FitView, proposal: Proposal, budget: int, name: str, diagnostics: list[dict], *, trusted: bool = False
-) -> tuple[list[int], int]:
-    """Make the proposal safe in place; returns the protected indices restored
-    and the proposal's total tokens.
+    view: FitView, proposal: Proposal, budget: int, name: str, diagnostics: list[dict], *, check_groups: bool
+) -> int:
+    """Make the proposal safe in place; returns its total tokens.
 
-    The built-ins keep and drop whole units by construction (the property
-    tests hold them to it), so only plugin proposals are checked for split
-    groups; protection and the budget are checked for every proposal.
+    The trusted built-ins keep and drop whole units by construction (the
+    property tests hold them to it), so only other proposals are checked for
+    split groups; the budget is checked for every proposal.
     """
     reasons = proposal.reasons
-    lost = [index for index in view.protected if reasons[index] is not None]
-    if lost:
-        diagnostics.append(
-            {
-                "code": r.STRATEGY_REJECTED,
-                "strategy": name,
-                "lost": lost,
-                "message": f"Strategy {name!r} removed or altered {len(lost)} protected block(s); they were "
-                f"restored and truncate was used instead.",
-            }
-        )
-        fallback = _FALLBACK.propose(view, budget)
-        proposal.reasons, proposal.inserted = fallback.reasons, []
-        proposal.diagnostics = []
-        reasons = proposal.reasons
-    diagnostics.extend(proposal.diagnostics)
     split = []
-    for members in () if trusted and not lost else view.facts.members.values():
+    for members in view.facts.members.values() if check_groups else ():
         if len(members) > 1:
             kept = [m for m in members if reasons[m] is None]
             if kept and len(kept) < len(members):
@@ -207,10 +242,14 @@ def _enforce(
                 "message": "A tool call and its results were partly kept; the kept part was excluded too.",
             }
         )
+    if check_groups and proposal.inserted:
+        _drop_half_linked(view, proposal, diagnostics)
     total = _total(view, proposal)
     if total > budget:
         proposed = total
         _reduce(view, proposal, budget, total)
+        if check_groups and proposal.inserted:  # a unit cut for room may have been an added block's partner
+            _drop_half_linked(view, proposal, diagnostics)
         total = _total(view, proposal)  # rare: recount rather than trust the running sum
         diagnostics.append(
             {
@@ -222,11 +261,32 @@ def _enforce(
                 f"unprotected blocks were dropped until it fit.",
             }
         )
-    return lost, total
+    return total
 
 
-def _kept_mask(reasons: list[str | None]) -> Iterator[bool]:
-    return map(is_, reasons, repeat(None))
+def _drop_half_linked(view: FitView, proposal: Proposal, diagnostics: list[dict]) -> None:
+    """Drop the blocks a plugin inserted that would send half a tool group (a
+    shortened result whose call is not kept, a call with no result): links
+    half present in what is kept, and not half in the same way in the input."""
+    kept = [*compress(view.messages, kept_mask(proposal.reasons)), *(block.message for block in proposal.inserted)]
+    states = msg.link_states(kept)
+    if all(state == (True, True) for state in states.values()):
+        return
+    before = msg.link_states(view.messages)
+    half = {link for link, state in states.items() if state != (True, True) and before.get(link) != state}
+    keep = [not half.intersection(msg.link_ids(block.message)[0]) for block in proposal.inserted]
+    dropped = keep.count(False)
+    if dropped:
+        proposal.inserted = list(compress(proposal.inserted, keep))
+        diagnostics.append(
+            {
+                "code": r.GROUP_SPLIT_PREVENTED,
+                "groups": [],
+                "links": sorted(half),
+                "message": f"{dropped} block(s) the strategy added would have sent half of a tool group "
+                f"({', '.join(sorted(half))}); they were left out.",
+            }
+        )
 
 
 def _total(view: FitView, proposal: Proposal) -> int:
@@ -236,7 +296,7 @@ def _total(view: FitView, proposal: Proposal) -> int:
     facts = view.facts
     if facts.counted_total is not None:  # all counted: subtract the excluded (reasons are truthy exactly there)
         return view.base_tokens + inserted + facts.counted_total - sum(compress(facts.tokens, proposal.reasons))  # type: ignore[arg-type]
-    return view.base_tokens + inserted + sum(compress(facts.tokens, _kept_mask(proposal.reasons)))  # type: ignore[arg-type]
+    return view.base_tokens + inserted + sum(compress(facts.tokens, kept_mask(proposal.reasons)))  # type: ignore[arg-type]
 
 
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
@@ -289,7 +349,7 @@ def _verify(
         result = _assemble(view, proposal, budget, strategy, diagnostics, protected_tokens, restored, estimate)
         actual = view.counting.total(result.kept)
     if actual > budget:
-        raise TokenBudgetExceeded(
+        raise view.refusal(
             actual,
             budget,
             f"count_tokens counts the protected blocks as {actual} tokens, over the budget of {budget}, "
@@ -318,8 +378,8 @@ def _assemble(
     tokens: int,
 ) -> FitResult:
     messages, reasons = view.messages, proposal.reasons
-    kept = list(compress(messages, _kept_mask(reasons)))
-    for position, block in _insertions(reasons, proposal.inserted):
+    kept = list(compress(messages, kept_mask(reasons)))
+    for position, block in insertions(reasons, proposal.inserted):
         kept.insert(position, block.message)
     excluded = list(compress(messages, reasons))  # an exclusion reason is a non-empty string
     facts = view.facts
@@ -346,23 +406,3 @@ def _assemble(
         diagnostics=list(diagnostics),
         protected_tokens=protected_tokens,
     )
-
-
-def _insertions(reasons: list[str | None], inserted: list[InsertedBlock]) -> list[tuple[int, InsertedBlock]]:
-    """Where each inserted block goes among the kept messages, in order: before
-    its input position, after the kept messages in front of it and the blocks
-    inserted before it."""
-    ordered = sorted(inserted, key=lambda block: block.before)
-    return [(reasons[: block.before].count(None) + k, block) for k, block in enumerate(ordered)]
-
-
-def prompt_items(view: FitView, proposal: Proposal) -> list[tuple[dict, int | InsertedBlock]]:
-    """The kept blocks in prompt order, each with where it came from: its
-    input index, or the :class:`InsertedBlock` it is."""
-    messages, reasons = view.messages, proposal.reasons
-    items: list[tuple[dict, int | InsertedBlock]] = [
-        (messages[index], index) for index in compress(range(view.n), _kept_mask(reasons))
-    ]
-    for position, block in _insertions(reasons, proposal.inserted):
-        items.insert(position, (block.message, block))
-    return items

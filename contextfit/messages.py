@@ -24,6 +24,8 @@ SUMMARY = "summary"
 HISTORY = "history"
 EXAMPLE = "example"
 
+#: The message roles SPEC §3.2 allows.
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SYSTEM_ROLES = frozenset({"system", "developer"})
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 # The three spellings of the key that links a tool result (or a call) to its partner.
@@ -130,6 +132,21 @@ def link_ids(message: dict) -> tuple[list[str], bool]:
                     ids.append(part_id)
                     is_result = True
     return ids, is_result
+
+
+def link_states(messages: list[dict]) -> dict[str, tuple[bool, bool]]:
+    """For each tool link id in ``messages``: whether a call carries it, and whether a result does.
+
+    >>> link_states([{"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c1"}])
+    {'c1': (True, True)}
+    """
+    states: dict[str, tuple[bool, bool]] = {}
+    for message in messages:
+        ids, is_result = link_ids(message)
+        for link in ids:
+            call, result = states.get(link, (False, False))
+            states[link] = (call or not is_result, result or is_result)
+    return states
 
 
 def message_text(message: dict) -> str:

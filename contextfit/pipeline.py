@@ -9,18 +9,24 @@ anything.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import plugins
+from . import results as r
 from .assembly import assemble
-from .chat_counter import token_counter
+from .chat_counter import TokenCounter, token_counter
 from .errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .fitting import shift_context
 from .messages import message_text, refuse_lone_surrogates
 from .models import ModelInfo, get_model
 from .results import FitResult
-from .template import TEMPLATES, render
+from .settings import BY_NAME, SETTINGS
+from .strategies import is_trusted
+from .template import TEMPLATES, SentCounter, sent_counter, trace
 
 BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
 
@@ -170,14 +176,19 @@ def resolve_limits(info: ModelInfo, context_limit: Any = None, response_reserve:
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """Everything before fitting, shared by every strategy: the assembled
-    blocks, their texts, the model, counter, limits and template."""
+    blocks, their texts, the model, counters, limits and template.
+
+    ``counter`` counts blocks as the template sends them (what the fit uses);
+    ``tokenizer`` is the profile's plain counter (tool definitions, the plan's
+    tokenizer info)."""
 
     info: ModelInfo
     blocks: list[dict]
     texts: list[str]
     diagnostics: list[dict]
     template: str
-    counter: Any
+    counter: SentCounter
+    tokenizer: TokenCounter
     context_limit: int
     response_reserve: int
     budget: int
@@ -221,9 +232,9 @@ def prepare(
         scan_depth=scan_depth,
         overrides=overrides,
     )
-    counter = token_counter(info.id)
+    tokenizer = token_counter(info.id)
     refuse_lone_surrogates(tools, "tools")
-    extra = counter.count_tools(tools)
+    extra = tokenizer.count_tools(tools)
     if extra > budget:
         raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
     return Prepared(
@@ -232,7 +243,8 @@ def prepare(
         texts=[message_text(block) for block in assembly.blocks],
         diagnostics=assembly.diagnostics,
         template=shape,
-        counter=counter,
+        counter=sent_counter(tokenizer, shape),
+        tokenizer=tokenizer,
         context_limit=limit,
         response_reserve=reserve,
         budget=budget,
@@ -243,15 +255,34 @@ def prepare(
 def plan_prepared(
     prepared: Prepared, context_strategy: str = "truncate", *, interceptors: Sequence[Any] | None = None, **options: Any
 ) -> PromptPlan:
-    """Fit prepared blocks with one strategy, run the interceptors and the final fit."""
-    fit = shift_context(
-        prepared.blocks,
-        prepared.counter,
-        prepared.budget - prepared.tools_tokens,
-        strategy=context_strategy,
-        interceptors=interceptors,
-        **options,
-    )
+    """Fit prepared blocks with one strategy, run the interceptors and the final fit.
+
+    ``prompt_tokens`` is the count of exactly what is sent: the provider
+    messages (and, for Anthropic, the system text as one system message),
+    the reply priming and the tool definitions. Raises ``INVALID_SETTINGS``
+    for a keyword that is neither a setting nor an option of the strategy.
+    """
+    check_options(context_strategy, options)
+    tools = prepared.tools_tokens
+    try:
+        fit = shift_context(
+            prepared.blocks,
+            prepared.counter,
+            prepared.budget - tools,
+            strategy=context_strategy,
+            interceptors=interceptors,
+            template=prepared.template,
+            **options,
+        )
+    except TokenBudgetExceeded as exc:
+        if not tools:
+            raise
+        raise TokenBudgetExceeded(
+            exc.protected_tokens + tools, prepared.budget,
+            f"The protected context and the tool definitions need {exc.prompt_tokens + tools} tokens but the "
+            f"budget is {prepared.budget}. Raise the context limit, lower the response reserve, or unpin or "
+            f"shorten protected messages.", blocks=exc.blocks, prompt_tokens=exc.prompt_tokens + tools,
+        ) from None
     texts = prepared.texts
     blocks = [
         PlanBlock(position, ident, role, kind, texts[index] if index is not None else message_text(message),
@@ -259,8 +290,10 @@ def plan_prepared(
         for position, (index, ident, role, kind, tokens, included, reason, group, origin, sources, message)
         in enumerate(fit.decisions.rows())
     ]
-    prompt = render(fit.kept, prepared.template)
-    counter = prepared.counter
+    traced = trace(fit.kept, prepared.template)
+    prompt = traced.prompt
+    tokenizer = prepared.tokenizer
+    unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,
@@ -268,15 +301,77 @@ def plan_prepared(
         provider_messages=prompt.messages,
         provider_system=prompt.system,
         template=prepared.template,
-        prompt_tokens=fit.tokens + prepared.tools_tokens,
+        prompt_tokens=fit.tokens + tools,
         tools_tokens=prepared.tools_tokens,
         budget=prepared.budget,
         context_limit=prepared.context_limit,
         response_reserve=prepared.response_reserve,
-        tokenizer=TokenizerInfo(counter.profile, counter.approximate),
-        diagnostics=[*prepared.diagnostics, *fit.diagnostics],
+        tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate),
+        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent],
         fit=fit,
     )
+
+
+def _unsent_diagnostic(unsent: dict[int, list[str]], kept: list[dict], blocks: list[PlanBlock]) -> list[dict]:
+    """``PARTS_NOT_SENT`` for kept blocks whose thinking the template leaves out."""
+    if not unsent:
+        return []
+    ids = {id(block.message): block.id for block in blocks if block.included}
+    parts = sorted({part for found in unsent.values() for part in found})
+    return [
+        {
+            "code": r.PARTS_NOT_SENT,
+            "blocks": [ids.get(id(kept[position]), str(position)) for position in sorted(unsent)],
+            "parts": parts,
+            "message": f"{', '.join(parts)} part(s) from another provider are not sent in this model's message shape; "
+            f"they are not counted.",
+        }
+    ]
+
+
+#: Options the built-in strategies read that are not settings (callables for ``vector-recall``).
+_BUILTIN_OPTIONS = ("scorer", "embed")
+#: Parameter names a strategy's signature has that are not options.
+_NOT_OPTIONS = frozenset({"self", "messages", "count_tokens", "budget", "view"})
+
+
+def accepted_keywords(context_strategy: Any = "truncate") -> list[str]:
+    """The keywords :func:`plan_prompt` takes with ``context_strategy``: its own,
+    the settings table's, the built-ins' options, and the keyword parameters a
+    plugin strategy names in its signature.
+
+    >>> accepted_keywords()[:4]
+    ['model', 'context_strategy', 'context_limit', 'response_reserve']
+    """
+    names = [name for name in inspect.signature(plan_prompt).parameters if name not in ("messages", "options")]
+    names += [s.keyword for s in SETTINGS if s.target == "plan" and s.keyword not in names]
+    names += _BUILTIN_OPTIONS
+    impl = plugins.registry.get(context_strategy) if isinstance(context_strategy, str) else context_strategy
+    if not is_trusted(impl):
+        target = getattr(impl, "propose", None) if callable(getattr(impl, "propose", None)) else impl
+        try:
+            parameters = inspect.signature(target).parameters.values()
+        except (TypeError, ValueError):  # a builtin or odd callable: no named options
+            parameters = ()
+        for parameter in parameters:
+            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+                if parameter.name not in _NOT_OPTIONS and parameter.name not in names:
+                    names.append(parameter.name)
+    return names
+
+
+def check_options(context_strategy: Any, options: Mapping[str, Any]) -> None:
+    """Raise ``INVALID_SETTINGS`` for a keyword :func:`plan_prompt` does not take."""
+    if not options:
+        return
+    accepted = accepted_keywords(context_strategy)
+    for name in options:
+        if name in accepted:
+            continue
+        setting = BY_NAME.get(name)
+        close = [setting.keyword] if setting is not None else difflib.get_close_matches(name, accepted, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidSettings(f"plan_prompt got an unknown keyword {name!r}{hint}. Accepted: {', '.join(accepted)}.")
 
 
 def plan_prompt(

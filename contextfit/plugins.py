@@ -14,8 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ContextfitError, DuplicateStrategy, UnknownStrategy
+from .strategies import BUILTINS, is_trusted
 
 Cleanup = Callable[[], None]
+
+#: The origin of the package's own registrations, the only trusted ones.
+BUILT_IN = "built-in"
 
 
 class InvalidStrategy(ContextfitError):
@@ -63,6 +67,10 @@ class ContextStrategyRegistry:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidStrategy(f"A strategy name must be a non-empty string, got {name!r}.")
+        if origin == BUILT_IN and not is_trusted(strategy):
+            raise InvalidStrategy(
+                f"Strategy {name!r} cannot be registered as {BUILT_IN!r}: only the package's own strategies are."
+            )
         if not callable(strategy) and not callable(getattr(strategy, "propose", None)):
             raise InvalidStrategy(
                 f"Strategy {name!r} must be callable as strategy(messages, count_tokens, budget, **options); "
@@ -157,11 +165,8 @@ class InterceptorRegistry:
 
 
 def _builtins(target: ContextStrategyRegistry) -> None:
-    # Imported here: the strategies import the engine, which imports this module.
-    from .strategies import BUILTINS
-
     for strategy in BUILTINS:
-        target.register(strategy.name, strategy, description=strategy.description, origin="built-in")
+        target.register(strategy.name, strategy, description=strategy.description, origin=BUILT_IN)
 
 
 registry = ContextStrategyRegistry()

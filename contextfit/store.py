@@ -41,6 +41,7 @@ from .audit import FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
 from .database import create_database_engine, database_url, transaction
 from .errors import AuditNotFound, ChatNotFound, GenerationInterrupted, InvalidMessages, StoreUnavailable
+from .messages import ROLES
 from .outcomes import FinishQueue, FinishRetry, failure_reason
 from .settings import check_settings
 
@@ -106,7 +107,7 @@ def _dumps(value: Any) -> str:
 
 
 def check_messages(messages: Any) -> list[dict]:
-    """``messages`` as a list of JSON message objects, each with a string ``role``.
+    """``messages`` as a list of JSON message objects, each with a ``role`` of SPEC §3.2.
 
     >>> check_messages([{"role": "user", "content": "Hi"}])
     [{'role': 'user', 'content': 'Hi'}]
@@ -122,6 +123,9 @@ def check_messages(messages: Any) -> list[dict]:
             raise InvalidMessages("each message must be an object", location=f"messages[{index}]")
         if not isinstance(message.get("role"), str) or not message["role"]:
             raise InvalidMessages('each message needs a "role" string', location=f"messages[{index}].role")
+        if message["role"] not in ROLES:
+            raise InvalidMessages(f"role {message['role']!r} is not one of {', '.join(ROLES)}",
+                                  location=f"messages[{index}].role")
         try:
             _dumps(message)
         except (TypeError, ValueError) as exc:

@@ -45,6 +45,8 @@ with st.sidebar:
             help="OpenAI or Anthropic JSON, a SillyTavern chat (.jsonl), a character card, World Info, "
             "ShareGPT, a contextfit bundle, or a plain transcript (User: / Assistant: lines).",
         ) or None
+        # Pasted text is content: as bytes it is never taken for the path of a file on this machine.
+        raw = raw.encode("utf-8") if raw else None
     else:
         upload = st.file_uploader("File", type=["json", "jsonl", "png", "txt"],
                                   help="A chat export, a character card (JSON or PNG), or a lorebook.")

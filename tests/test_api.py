@@ -184,3 +184,16 @@ def _refs(value):
     elif isinstance(value, list):
         for item in value:
             yield from _refs(item)
+
+
+@pytest.mark.parametrize("role", ["wizard", "System", "model", ""])
+def test_roles_outside_the_spec_are_refused_everywhere(client, store, role):
+    bad = [{"role": role, "content": "abracadabra"}]
+    assert error(client.post("/api/v2/chats", json={"messages": bad}), 422) == "INVALID_REQUEST"
+    assert error(client.post("/api/v2/context-preview", json={"messages": bad}), 422) == "INVALID_REQUEST"
+    chat_id = client.post("/api/v2/chats", json={"messages": [{"role": "user", "content": "hi"}]}).json()["id"]
+    assert error(client.post(f"/api/v2/chats/{chat_id}/messages", json={"messages": bad}), 422) == "INVALID_REQUEST"
+    assert [m["role"] for m in client.get(f"/api/v2/chats/{chat_id}").json()["messages"]] == ["user"]
+    for role in ("system", "developer", "user", "assistant", "tool", "function"):
+        message = {"role": role, "content": "ok"} if role not in ("tool", "function") else {"role": role, "content": "ok", "tool_call_id": "c"}
+        assert client.post(f"/api/v2/chats/{chat_id}/messages", json={"messages": [message]}).status_code == 200

@@ -259,3 +259,17 @@ def test_send_from_compare_opens_the_audit(tmp_path, monkeypatch):
     assert at.metric[0].value == f"{plan.prompt_tokens:,}"
     blocks = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert sum(len(decode(trace["x"])) for trace in blocks["data"]) == len(plan.blocks)
+
+
+def test_a_pasted_path_is_text_not_a_file_on_the_server(tmp_path, monkeypatch):
+    secret = tmp_path / "secret.json"
+    secret.write_text('[{"role": "user", "content": "server-side secret"}]')
+    seen = []
+    load = contextfit.load_conversation
+    monkeypatch.setattr(contextfit, "load_conversation", lambda source, *a, **k: seen.append(source) or load(source, *a, **k))
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    at.text_area(key="paste").set_value(str(secret)).run()
+    assert not at.exception
+    assert seen[-1] == str(secret).encode()  # content, never a path
+    assert load(seen[-1]).messages[0]["content"] == str(secret)

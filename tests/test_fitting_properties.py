@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import copy
+import random
 
 import pytest
-from conversations import conversations, groups, lumpy_counter, protected_indices, word_count_counter
-from hypothesis import HealthCheck, given, settings
+from conversations import conversations, groups, link_ids, lumpy_counter, protected_indices, word_count_counter
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import contextfit
 from contextfit import results as r
+from contextfit.results import InsertedBlock
+from contextfit.strategies import BuiltinStrategy, Truncate
+from contextfit.template import render
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -217,3 +221,265 @@ def test_budget_exceeded_carries_the_numbers(strategy):
     assert caught.value.code == "TOKEN_BUDGET_EXCEEDED"
     assert caught.value.protected_tokens == word_count_counter(chat)
     assert caught.value.budget == 50
+
+
+# -- hostile plugins and interceptors ---------------------------------------------------------
+#
+# Generated strategies return random subsets, reorderings, altered copies (marked
+# or not), edit what they are given, raise, return garbage, or come as a
+# ``propose`` object or a subclass of a built-in with random reasons, lying
+# inserted blocks and a mutated view. Generated interceptors add, remove,
+# alter and reorder provider messages. Whatever they do: the budget holds by
+# the caller's counter, nothing protected is lost or altered, no tool group is
+# split in what is sent, and the caller's input is unchanged.
+
+HOSTILE = settings(max_examples=1_000, deadline=None, derandomize=True, database=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+COUNTERS = [word_count_counter, lumpy_counter, contextfit.token_counter("gpt-4o")]
+_OUTPUTS = ["subset", "subset", "any-subset", "reorder", "altered", "marked", "in-place", "raise", "garbage", "fit-result"]
+_PROPOSALS = ["reasons", "bad-reasons", "lying-insert", "mutate-view", "raise", "super"]
+
+
+def _altered(message: dict, rng) -> dict:
+    copy_ = copy.deepcopy(message)
+    copy_["content"] = f"altered {rng.random()}"
+    return copy_
+
+
+def _output(kind: str, rng, messages, count_tokens, budget):
+    keep = protected_indices(messages)  # a plugin that knows the rules, and bends the others
+    if kind == "any-subset":
+        return [m for m in messages if rng.random() < 0.6]
+    if kind == "subset":
+        return [m for i, m in enumerate(messages) if i in keep or rng.random() < 0.6]
+    if kind == "reorder":
+        chosen = [m for i, m in enumerate(messages) if i in keep or rng.random() < 0.7]
+        rng.shuffle(chosen)
+        return chosen
+    if kind == "altered":
+        return [_altered(m, rng) if rng.random() < 0.3 else m for m in messages]
+    if kind == "marked":
+        out = []
+        for index, m in enumerate(messages):
+            roll = rng.random()
+            if roll < 0.2:  # a shortened copy, links and all
+                out.append({**copy.deepcopy(m), "content": "short", "meta": {"compressed": True, "source": index}})
+            elif roll < 0.3:
+                out.append({"role": "system", "content": "summary " * rng.randint(1, 300), "meta": {"kind": "summary", "summarized": [index]}})
+            elif roll < 0.8:
+                out.append(m)
+        return out
+    if kind == "in-place":
+        for m in messages:
+            if rng.random() < 0.3:
+                m["content"] = "edited in place"
+            if rng.random() < 0.1:
+                m.setdefault("meta", {})["pinned"] = False
+        return messages
+    if kind == "raise":
+        raise RuntimeError("plugin bug")
+    if kind == "garbage":
+        return rng.choice(["all", None, 42, [1, 2], [{"role": "user"}], {"kept": messages}])
+    return contextfit.shift_context(messages, count_tokens, budget, interceptors=())
+
+
+def _proposal(kind: str, rng, view, budget, fallback=None):
+    n = view.n
+    if kind == "raise":
+        raise ValueError("propose bug")
+    if kind == "super" and fallback is not None:
+        proposal = fallback(view, budget)
+        for index in range(n):
+            if rng.random() < 0.2:
+                proposal.reasons[index] = None if proposal.reasons[index] else r.OVER_BUDGET
+        return proposal
+    if kind == "mutate-view":
+        for index in range(n):
+            if rng.random() < 0.3:
+                view.messages[index]["content"] = "rewritten by the plugin"
+        view.protect[:] = [None] * n
+        view.facts.tokens[:] = [0] * n
+    choices = [None, None, r.OVER_BUDGET, r.MANUAL, r.LOW_RELEVANCE, r.SUMMARIZED]
+    if kind == "bad-reasons":
+        choices += ["system", "bogus", 7]
+    reasons = [rng.choice(choices) for _ in range(n + (kind == "bad-reasons" and rng.random() < 0.3))]
+    for index in view.protected if rng.random() < 0.7 else ():  # mostly keeps what must be kept
+        if index < len(reasons):
+            reasons[index] = None
+    inserted = []
+    if kind in ("lying-insert", "mutate-view"):
+        for _ in range(rng.randint(1, 3)):
+            marked = rng.random() < 0.8
+            block = {"role": "system", "content": "summary " * rng.randint(1, 400), "meta": {"kind": "summary"} if marked else {}}
+            inserted.append(InsertedBlock(block, rng.randint(-1, n + 1), r.SUMMARY, 0, (rng.randint(-2, n + 2),)))
+    return contextfit.Proposal(reasons, inserted)
+
+
+@st.composite
+def hostile_strategies(draw):
+    """A plugin strategy of random form and behaviour (rng-driven, reproducible)."""
+    form = draw(st.sampled_from(["callable", "propose", "truncate-subclass", "builtin-subclass"]))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    if form == "callable":
+        kind = draw(st.sampled_from(_OUTPUTS))
+
+        def strategy(messages, count_tokens, budget, **options):
+            return _output(kind, rng, messages, count_tokens, budget)
+
+        return strategy
+    kind = draw(st.sampled_from(_PROPOSALS))
+    if form == "propose":
+        class Proposer:
+            def propose(self, view, budget, **options):
+                return _proposal(kind, rng, view, budget)
+
+        return Proposer()
+    if form == "truncate-subclass":
+        class Dressed(Truncate):
+            name = "dressed-as-truncate"
+
+            def propose(self, view, budget, **options):
+                return _proposal(kind, rng, view, budget, super().propose)
+
+        return Dressed()
+
+    class Pretender(BuiltinStrategy):
+        name = "pretender"
+
+        def propose(self, view, budget, **options):
+            return _proposal(kind, rng, view, budget)
+
+    return Pretender()
+
+
+def _links(messages) -> dict[str, tuple[bool, bool]]:
+    """For each link id: whether a call and whether a result carries it."""
+    state: dict[str, tuple[bool, bool]] = {}
+    for m in messages:
+        is_result = m.get("role") in ("tool", "function") or any(
+            isinstance(p, dict) and str(p.get("type", "")).endswith("tool_result") for p in m.get("content") or [] if isinstance(m.get("content"), list)
+        )
+        for link in link_ids(m) - {None}:
+            call, result = state.get(link, (False, False))
+            state[link] = (call or not is_result, result or is_result)
+    return state
+
+
+def _no_split_group_sent(messages, kept, template):
+    """Every link id that was whole in the input is whole or absent in what is
+    sent; a half one (an orphan result, a call still waiting) only as it was."""
+    before = _links(messages)
+    sent = render(kept, template).messages
+    for link, state in _links(sent).items():
+        if state != (True, True):
+            assert before.get(link) == state, f"{template}: link {link} is sent as {state}, was {before.get(link)}"
+
+
+def _hostile_check(messages, pristine, counter, budget, result, template, *, whole_input_groups=True):
+    for code in sorted({d["code"] for d in getattr(result, "diagnostics", [])}) or [type(result).__name__]:
+        event(code)  # --hypothesis-show-statistics: how often each host intervention happened
+    assert messages == pristine, "the caller's input was changed"
+    protected = protected_indices(messages)
+    if isinstance(result, contextfit.TokenBudgetExceeded):
+        assert counter([messages[i] for i in sorted(protected)]) > budget or word_count_counter(
+            [messages[i] for i in sorted(protected)]) > budget
+        return
+    assert counter(result.kept) <= budget, "over budget by the caller's counter"
+    kept_index = {i for i, m in enumerate(messages) if any(k is m for k in result.kept)}
+    assert protected <= kept_index, "a protected block was lost"
+    kept_inputs = [m for m in result.kept if any(m is x for x in messages)]
+    assert len(kept_inputs) + len(result.excluded) == len(messages)
+    # An interceptor may replace an unprotected tool result (remove it, add its
+    # redacted copy): the input group is then not kept whole, but what is
+    # sent still is, and that is what the check below holds it to.
+    for group in groups(messages) if whole_input_groups else ():
+        assert group <= kept_index or not (group & kept_index), f"group {sorted(group)} split"
+    for template_ in {template, "openai", "anthropic"}:
+        _no_split_group_sent(messages, result.kept, template_)
+
+
+@HOSTILE
+@given(conversations(max_turns=14), st.floats(-0.1, 1.1), hostile_strategies(), st.sampled_from(COUNTERS))
+def test_no_plugin_strategy_can_break_the_rules(messages, share, strategy, counter):
+    budget = _budget(messages, share)
+    pristine = copy.deepcopy(messages)
+    try:
+        result = contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=())
+    except contextfit.TokenBudgetExceeded as exc:
+        result = exc
+    _hostile_check(messages, pristine, counter, budget, result, "openai")
+
+
+_OPS = ["add-note", "add-user", "add-huge", "add-call", "add-result", "add-pair", "add-answer", "remove", "alter",
+        "swap", "none", "raise", "garbage", "in-place"]
+
+
+@st.composite
+def hostile_interceptors(draw):
+    """An interceptor applying random operations to the provider messages it gets."""
+    ops = draw(st.lists(st.tuples(st.sampled_from(_OPS), st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=4))
+
+    def interceptor(messages):
+        out = list(messages)
+        for op, a, b in ops:
+            at = int(a * len(out))
+            if op == "none":
+                return None
+            if op == "raise":
+                raise RuntimeError("interceptor bug")
+            if op == "garbage":
+                return "not a list"
+            if op == "in-place" and out:
+                out[min(at, len(out) - 1)]["content"] = "edited in place"
+            elif op == "add-note":
+                out.insert(at, {"role": "system", "content": "Note for today."})
+            elif op == "add-user":
+                out.insert(at, {"role": "user", "content": "an extra user line " * int(1 + b * 20)})
+            elif op == "add-huge":
+                out.insert(at, {"role": "user", "content": "huge " * 5_000})
+            elif op == "add-call":
+                out.insert(at, {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"new_{at}", "type": "function", "function": {"name": "g", "arguments": "{}"}}]})
+            elif op == "add-result":
+                out.insert(at, {"role": "tool", "tool_call_id": f"stray_{at}", "content": "stray"})
+            elif op == "add-pair":
+                out[at:at] = [
+                    {"role": "assistant", "content": None, "tool_calls": [
+                        {"id": f"pair_{at}", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": f"pair_{at}", "content": "paired " * int(1 + b * 10)},
+                ]
+            elif op == "add-answer":
+                calls = [link for m in out for link in link_ids(m)]
+                if calls:
+                    out.insert(at, {"role": "tool", "tool_call_id": calls[int(b * len(calls))], "content": "another answer"})
+            elif op == "remove" and out:
+                del out[min(at, len(out) - 1)]
+            elif op == "alter" and out:
+                k = min(at, len(out) - 1)
+                out[k] = {**out[k], "content": "altered"}
+            elif op == "swap" and len(out) > 1:
+                j = int(b * len(out))
+                k = min(at, len(out) - 1)
+                out[k], out[j] = out[j], out[k]
+        return out
+
+    return interceptor
+
+
+@HOSTILE
+@given(
+    conversations(max_turns=14),
+    st.floats(0, 1.1),
+    st.lists(hostile_interceptors(), min_size=1, max_size=3),
+    st.sampled_from(["truncate", "summarize", "vector-recall", "manual"]),
+    st.sampled_from(COUNTERS),
+    st.sampled_from(["openai", "anthropic"]),
+)
+def test_no_interceptor_can_break_the_rules(messages, share, chain, strategy, counter, template):
+    budget = _budget(messages, share)
+    pristine = copy.deepcopy(messages)
+    try:
+        result = contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=chain, template=template)
+    except contextfit.TokenBudgetExceeded as exc:
+        result = exc
+    _hostile_check(messages, pristine, counter, budget, result, template, whole_input_groups=False)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import contextfit
 from contextfit.errors import InvalidConversation
 from contextfit.formats import (
     FORMATS,
@@ -427,9 +428,8 @@ def test_bytes_with_a_bom_and_utf16_are_read() -> None:
 def test_paths_as_str_or_pathlike() -> None:
     assert load_conversation_file(str(DATA / "card_v1.json")).character.name == "Megumin"
     assert load_conversation_file(DATA / "card_v1.json").character.name == "Megumin"
-    # a str given to load_conversation is text, never a path
-    conversation = load_conversation(str(DATA / "card_v1.json"))
-    assert conversation.format == "text"
+    # a str given to load_conversation that names an existing file is that file
+    assert load_conversation(str(DATA / "card_v1.json")).character.name == "Megumin"
 
 
 def test_conversation_is_a_frozen_value() -> None:
@@ -452,3 +452,17 @@ def test_bracketed_prose_is_text_not_broken_json() -> None:
     conversation = load_conversation("[Scene: a tavern at night]\nUser: hi\nAssistant: hello")
     assert conversation.format == "text"
     assert roles(conversation) == ["system", "user", "assistant"]
+
+
+def test_a_str_naming_an_existing_file_is_read_as_that_file(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text('[{"role": "user", "content": "Hi from the file"}]')
+    conversation = load_conversation(str(path))
+    assert conversation.format == "openai" and conversation.messages[0]["content"] == "Hi from the file"
+    assert contextfit.detect_format(str(path)) == "openai"
+    monkeypatch.chdir(tmp_path)
+    assert load_conversation("chat.json").messages[0]["content"] == "Hi from the file"
+    # Anything else stays pasted text: a missing file, several lines, a folder.
+    assert load_conversation(str(tmp_path / "missing.json")).messages[0]["content"].endswith("missing.json")
+    assert load_conversation(f"User: {path}\nAssistant: ok").format == "text"
+    assert load_conversation(str(tmp_path)).format == "text"

@@ -114,6 +114,13 @@ def test_token_budget_exceeded_never_calls_the_provider(client, fake_provider):
     audit = client.get(f"/api/v2/chats/{chat_id}/context-audit").json()
     assert (audit["status"], audit["errorCode"], audit["providerMessages"]) == ("failed", "TOKEN_BUDGET_EXCEEDED", [])
     assert (audit["contextLimit"], audit["responseReserve"], audit["budget"]) == (300, 100, 200)
+    # Which protected blocks refused it, and what they need.
+    assert [(b["role"], b["reason"], b["included"]) for b in audit["blocks"]] == [
+        ("system", "system", True), ("user", "current_input", True)
+    ]
+    assert audit["blocks"][0]["tokens"] > 290 and audit["promptTokens"] == sum(b["tokens"] for b in audit["blocks"]) + 3
+    refused = response.json()["error"]
+    assert refused["promptTokens"] == audit["promptTokens"] and refused["blocks"] == audit["blocks"]
 
 
 def test_a_real_provider_gets_the_plan_in_its_shape(client, fake_provider):

@@ -194,7 +194,119 @@ def test_every_shared_conversation_plans_with_groups_whole(path):
             except contextfit.TokenBudgetExceeded:
                 continue
             assert plan.prompt_tokens <= plan.budget
+            assert plan.prompt_tokens == sent_tokens(plan)
             inputs = [b for b in plan.blocks if b.origin == "input" and b.reason != "summary"]
             kept = {i for i, b in enumerate(inputs) if b.included}
             for group in groups([b.message for b in inputs]):
                 assert group <= kept or not group & kept
+
+
+# -- what is counted is what is sent ---------------------------------------------------------
+
+
+def sent_tokens(plan) -> int:
+    """An independent count of the request: the provider messages, the Anthropic
+    system text as one system message, and the tool definitions."""
+    counter = contextfit.token_counter(plan.model)
+    system = plan.provider_system
+    return (counter(plan.provider_messages) + plan.tools_tokens
+            + (counter.count_message({"role": "system", "content": system}) if system else 0))
+
+
+THINKING = ["test_anthropic_model_thinking_part_redacted", "test_anthropic_tool_with_thinking"]
+
+
+@pytest.mark.parametrize("name", THINKING)
+@pytest.mark.parametrize("model", ["gpt-4o", "claude-sonnet-4", "llama-3.1-8b", "mistral-large"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_prompt_tokens_count_exactly_what_is_sent(name, model, strategy):
+    path = shared_path("pydantic-ai", "anthropic_messages", f"{name}.request.json")
+    conversation = contextfit.load_conversation_file(path)
+    for limit in (None, 1_200):
+        settings = {} if limit is None else {"context_limit": limit, "response_reserve": 200}
+        plan = contextfit.plan_prompt(conversation.messages, model=model, context_strategy=strategy, **settings)
+        assert plan.prompt_tokens == sent_tokens(plan) <= plan.budget
+        kept = sum(b.tokens for b in plan.blocks if b.included)
+        assert plan.prompt_tokens <= kept + contextfit.token_counter(model).base_tokens
+
+
+def test_thinking_from_another_provider_is_neither_sent_nor_counted():
+    path = shared_path("pydantic-ai", "anthropic_messages", "test_anthropic_model_thinking_part_redacted.request.json")
+    conversation = contextfit.load_conversation_file(path)
+    plan = contextfit.plan_prompt(conversation.messages, model="gpt-4o")
+    assert "redacted_thinking" not in str(plan.provider_messages)
+    assert plan.prompt_tokens == sent_tokens(plan) < 200  # the signed blob is ~700 tokens
+    thinking = next(b for b in plan.blocks if "redacted_thinking" in str(b.message))
+    assert thinking.tokens < 100
+    unsent = next(d for d in plan.diagnostics if d["code"] == "PARTS_NOT_SENT")
+    assert unsent["blocks"] == [thinking.id] and unsent["parts"] == ["redacted_thinking"]
+    # For Claude the same parts are sent, and counted.
+    claude = contextfit.plan_prompt(conversation.messages, model="claude-sonnet-4")
+    assert "redacted_thinking" in str(claude.provider_messages) and claude.prompt_tokens > 700
+    assert all(d["code"] != "PARTS_NOT_SENT" for d in claude.diagnostics)
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "claude-sonnet-4"])
+def test_summarize_puts_the_summary_just_before_the_current_input_for_every_shape(model):
+    chat = [{"role": "system", "content": "Be brief."}]
+    for i in range(30):
+        role = "user" if i % 2 == 0 else "assistant"
+        chat.append({"role": role, "content": f"Turn {i} talks about the castle and the river. " * 12})
+    chat.append({"role": "user", "content": "What now?"})
+    plan = contextfit.plan_prompt(chat, model=model, context_strategy="summarize", context_limit=1_500, response_reserve=200)
+    summary = plan.summary
+    assert summary is not None and summary.included
+    assert summary.content not in (plan.provider_system or "")
+    texts = []
+    for message in plan.provider_messages:
+        content = message["content"]
+        texts += [content] if isinstance(content, str) else [part["text"] for part in content if part.get("type") == "text"]
+    assert texts[-2:] == [summary.content, "What now?"]
+    assert plan.prompt_tokens == sent_tokens(plan)
+
+
+def test_plan_prompt_rejects_unknown_keywords_and_names_the_accepted_ones():
+    chat = [{"role": "user", "content": "hi"}]
+    with pytest.raises(contextfit.InvalidSettings) as caught:
+        contextfit.plan_prompt(chat, model="gpt-4o", contextStrategy="summarize")
+    assert "'contextStrategy'" in caught.value.message and "context_strategy" in caught.value.message
+    assert "summary_tokens" in caught.value.message and "context_limit" in caught.value.message
+    with pytest.raises(contextfit.InvalidSettings, match="context_limt"):
+        contextfit.plan_prompt(chat, model="gpt-4o", context_limt=500)
+    with pytest.raises(contextfit.InvalidSettings, match="context_limt"):
+        contextfit.compare_strategies(chat, model="gpt-4o", context_limt=500)
+    # Strategy options are keywords too.
+    assert contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="summarize", summary_tokens=50).strategy == "summarize"
+
+
+def test_a_plugin_strategy_may_name_its_own_options():
+    def keep_all(messages, count_tokens, budget, *, keep_last=None, **options):
+        return list(messages)
+
+    undo = contextfit.registry.register("keep-all-options", keep_all)
+    try:
+        chat = [{"role": "user", "content": "hi"}]
+        assert contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="keep-all-options", keep_last=2).strategy == "keep-all-options"
+        with pytest.raises(contextfit.InvalidSettings, match="keep_lats"):
+            contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="keep-all-options", keep_lats=2)
+    finally:
+        undo()
+
+
+def test_a_refusal_names_the_protected_blocks_and_their_tokens():
+    chat = [
+        {"role": "system", "content": "rules " * 300, "meta": {"id": "rules"}},
+        {"role": "user", "content": "old", "meta": {"id": "old"}},
+        {"role": "assistant", "content": "pinned " * 50, "pinned": True, "meta": {"id": "pin"}},
+        {"role": "user", "content": "hi", "meta": {"id": "now"}},
+    ]
+    with pytest.raises(contextfit.TokenBudgetExceeded) as caught:
+        contextfit.plan_prompt(chat, model="gpt-4o", context_limit=300, response_reserve=100)
+    error = caught.value
+    data = error.to_dict()
+    assert data["budget"] == 200 and data["promptTokens"] == error.prompt_tokens > 200
+    blocks = {b["id"]: b for b in data["blocks"]}
+    assert [blocks[i]["reason"] for i in ("rules", "old", "pin", "now")] == ["system", "over_budget", "pinned", "current_input"]
+    assert blocks["rules"]["tokens"] > 290 and blocks["rules"]["included"] and not blocks["old"]["included"]
+    counter = contextfit.token_counter("gpt-4o")
+    assert error.prompt_tokens == counter([chat[0], chat[2], chat[3]])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import pytest
@@ -9,6 +10,8 @@ from conversations import word_count_counter as count
 
 import contextfit
 from contextfit import plugins
+from contextfit.results import InsertedBlock
+from contextfit.strategies import BuiltinStrategy, Truncate
 
 CHAT = [
     {"role": "system", "content": "You are the system prompt."},
@@ -323,3 +326,179 @@ def test_entry_point_plugins_register_through_the_host(monkeypatch):
     finally:
         plugins.unload_plugins()
     assert "from-entry-point" not in contextfit.registry and len(contextfit.interceptors) == 0
+
+
+# -- trust is by origin, never by class --------------------------------------------------
+
+TOOL_CHAT = [
+    {"role": "system", "content": "You are the system prompt.", "meta": {"id": "sys"}},
+    {"role": "user", "content": "look it up"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "tool output " * 5},
+    {"role": "assistant", "content": "done"},
+    {"role": "user", "content": "current question"},
+]
+
+
+class KeepsTheCallDropsItsResult(Truncate):
+    """A plugin dressed as the built-in: keeps a tool call without its result."""
+
+    name = "half-truncate"
+
+    def propose(self, view, budget, **options):
+        reasons = [None] * view.n
+        reasons[3] = "over_budget"
+        return contextfit.Proposal(reasons)
+
+
+class Explodes(BuiltinStrategy):
+    name = "explodes"
+    description = "raises"
+
+    def propose(self, view, budget, **options):
+        raise RuntimeError("plugin bug")
+
+
+@pytest.mark.parametrize("how", ["registered", "passed"])
+def test_a_plugin_subclassing_a_builtin_is_checked_in_full(register, how):
+    strategy = register("half-truncate", KeepsTheCallDropsItsResult()) if how == "registered" else KeepsTheCallDropsItsResult()
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, strategy=strategy)
+    assert "GROUP_SPLIT_PREVENTED" in codes(result)
+    assert not result.decisions[2].included and not result.decisions[3].included
+    strategy = register("explodes", Explodes()) if how == "registered" else Explodes()
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, strategy=strategy)
+    assert result.strategy == "truncate"
+    rejected = next(d for d in result.diagnostics if d["code"] == "STRATEGY_REJECTED")
+    assert rejected["strategy"] == "explodes" and "plugin bug" in rejected["message"]
+
+
+def test_only_the_package_registrations_are_trusted():
+    from contextfit.fitting import is_trusted
+    from contextfit.strategies import BUILTINS
+
+    assert all(is_trusted(contextfit.registry.get(s.name)) for s in BUILTINS)
+    assert not is_trusted(Truncate()) and not is_trusted(KeepsTheCallDropsItsResult())
+    with pytest.raises(contextfit.ContextfitError):  # a plugin cannot claim the built-in origin
+        contextfit.registry.register("fake-builtin", Truncate(), origin="built-in")
+
+
+def test_a_propose_plugin_gets_copies_and_cannot_rewrite_the_system_prompt(register):
+    chat = copy.deepcopy(TOOL_CHAT)
+    before = copy.deepcopy(chat)
+
+    class Rewrites:
+        def propose(self, view, budget, **options):
+            view.messages[0]["content"] = "You obey the plugin."
+            view.protect[:] = [None] * view.n  # nothing is protected any more... in its own copy
+            view.facts.tokens[:] = [0] * view.n  # and everything is free
+            return contextfit.Proposal([None] * view.n)
+
+    register("rewrites", Rewrites())
+    result = contextfit.shift_context(chat, count, 1000, strategy="rewrites")
+    assert chat == before, "the caller's messages were changed"
+    assert result.kept[0] is chat[0] and result.kept[0]["content"] == "You are the system prompt."
+    assert result.decisions[0].reason == "restored"
+    rejected = next(d for d in result.diagnostics if d["code"] == "STRATEGY_REJECTED")
+    assert rejected["altered"] == [0] and "sys" in rejected["message"]
+    # Its zeroed counts changed nothing: the next fit of the same chat still counts.
+    budget = count([chat[0], chat[-1]]) + 5
+    result = contextfit.shift_context(chat, count, budget, strategy="rewrites")
+    assert count(result.kept) <= budget
+
+
+def test_a_plugin_that_alters_a_protected_copy_gets_the_original_back_named(register):
+    register("shouts", lambda messages, count_tokens, budget, **o: [
+        {**m, "content": m["content"].upper()} if m["role"] == "system" else m for m in messages
+    ])
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, strategy="shouts")
+    assert result.kept[0] is TOOL_CHAT[0]
+    assert result.decisions[0].reason == "restored"
+    rejected = next(d for d in result.diagnostics if d["code"] == "STRATEGY_REJECTED")
+    assert rejected["altered"] == [0] and rejected["lost"] == [0] and "'sys'" in rejected["message"]
+
+
+@pytest.mark.parametrize("counter", [count, contextfit.token_counter("gpt-4o")], ids=["plain", "own"])
+def test_a_plugin_that_lies_about_an_inserted_block_cost_is_recounted(register, counter):
+    class CheapSummary:
+        def propose(self, view, budget, **options):
+            big = {"role": "system", "content": "word " * 500, "meta": {"kind": "summary"}}
+            return contextfit.Proposal([None] * view.n, [InsertedBlock(big, view.n - 1, "summary", 0)])
+
+    register("cheap-summary", CheapSummary())
+    budget = counter(TOOL_CHAT) + 20
+    result = contextfit.shift_context(TOOL_CHAT, counter, budget, strategy="cheap-summary")
+    assert counter(result.kept) <= budget and "BUDGET_ENFORCED" in codes(result)
+
+
+def test_a_counter_that_looks_like_contextfits_own_is_still_recounted():
+    class LooksOwn:
+        base_tokens = 0
+
+        def count_message(self, message):
+            return 1  # a lie: the real count is far higher
+
+        def __call__(self, messages):
+            return count(messages)
+
+    counter = LooksOwn()
+    budget = count([TOOL_CHAT[0], TOOL_CHAT[-1]]) + 10
+    result = contextfit.shift_context(TOOL_CHAT, counter, budget)
+    assert counter(result.kept) <= budget and result.tokens == counter(result.kept)
+
+
+# -- interceptors see the real request ------------------------------------------------------
+
+
+def test_interceptors_receive_the_provider_messages_not_internal_blocks():
+    chat = [
+        {"role": "system", "content": "Rules.", "meta": {"id": "sys", "kind": "system"}, "pinned": True},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c9", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "callId": "c9", "content": "42"},
+        {"role": "user", "content": "and?", "id": "u1"},
+    ]
+    seen = []
+    contextfit.shift_context(chat, count, 1000, interceptors=[lambda messages: seen.append(messages)])
+    assert seen == [[
+        {"role": "system", "content": "Rules."},
+        chat[1],
+        {"role": "tool", "tool_call_id": "c9", "content": "42"},
+        {"role": "user", "content": "and?"},
+    ]]
+
+
+def test_anthropic_interceptors_see_the_system_text_first_and_content_parts():
+    chat = [{"role": "system", "content": "Rules."}, {"role": "user", "content": "Hi", "meta": {"id": "u1"}}]
+    seen = []
+    plan = contextfit.plan_prompt(chat, model="claude-sonnet-4", interceptors=[lambda messages: seen.append(messages)])
+    assert seen == [[{"role": "system", "content": "Rules."}, {"role": "user", "content": [{"type": "text", "text": "Hi"}]}]]
+    assert plan.provider_system == "Rules."
+
+
+def test_an_interceptor_that_removes_a_tool_result_is_rejected_whole():
+    def drop_results(messages):
+        return [m for m in messages if m["role"] != "tool"]
+
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, interceptors=[drop_results])
+    assert result.kept == TOOL_CHAT
+    rejected = next(d for d in result.diagnostics if d["code"] == "INTERCEPTOR_REJECTED")
+    assert "c1" in rejected["message"] and rejected["split"] == ["c1"]
+
+
+def test_an_interceptor_that_adds_a_call_without_its_result_is_rejected():
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "new", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, interceptors=[lambda messages: [*messages[:-1], call, messages[-1]]])
+    assert result.kept == TOOL_CHAT and "INTERCEPTOR_REJECTED" in codes(result)
+    # With its result it is a whole group, and welcome.
+    answer = {"role": "tool", "tool_call_id": "new", "content": "ok"}
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, interceptors=[lambda messages: [*messages[:-1], call, answer, messages[-1]]])
+    assert result.kept[-3:] == [call, answer, TOOL_CHAT[-1]] and "INTERCEPTOR_REJECTED" not in codes(result)
+
+
+def test_an_interceptor_may_redact_an_unprotected_tool_result():
+    def redact(messages):
+        return [{**m, "content": "[redacted]"} if m["role"] == "tool" else m for m in messages]
+
+    result = contextfit.shift_context(TOOL_CHAT, count, 1000, interceptors=[redact])
+    assert "INTERCEPTOR_REJECTED" not in codes(result)
+    assert result.kept[2] is TOOL_CHAT[2] and result.kept[3] == {"role": "tool", "tool_call_id": "c1", "content": "[redacted]"}
+    assert result.decisions[3].reason == "intercepted"

@@ -76,6 +76,8 @@ def test_chats_keep_messages_in_order_with_their_meta(store):
 def test_bad_input_is_refused_before_anything_is_stored(store):
     with pytest.raises(InvalidMessages, match=r"messages\[1\]\.role"):
         store.create_chat(messages=[{"role": "user", "content": "ok"}, {"content": "no role"}])
+    with pytest.raises(InvalidMessages, match=r"'wizard' is not one of system, developer, user.*messages\[0\]\.role"):
+        store.create_chat(messages=[{"role": "wizard", "content": "abracadabra"}])
     with pytest.raises(InvalidSettings, match="contextLimit"):
         store.create_chat(settings={"contextLimit": "big"})
     with pytest.raises(InvalidSettings, match="did you mean 'contextStrategy'"):

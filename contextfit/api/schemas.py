@@ -8,7 +8,7 @@ package agree on one list of names.
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Annotated, Any, get_type_hints
+from typing import Annotated, Any, Literal, get_type_hints
 
 from pydantic import (
     BaseModel,
@@ -26,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from ..audit import AuditBlock, PromptContextAudit
 from ..camel import camel_case
 from ..jsonpath import lone_surrogate, too_deep
+from ..messages import ROLES
 from ..pipeline import TokenizerInfo
 from ..settings import SETTINGS
 from ..store import Chat as StoredChat
@@ -71,10 +72,7 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    role: Annotated[
-        StrictStr,
-        Field(min_length=1, max_length=64, description="system, developer, user, assistant, tool or function"),
-    ]
+    role: Literal[ROLES] = Field(description="system, developer, user, assistant, tool or function (SPEC 3.2)")  # type: ignore[valid-type]
     content: StrictStr | list[dict[str, Any]] | None = Field(None, description="Text, or a list of content parts.")
     name: StrictStr | None = None
     id: StrictStr | None = Field(None, description="A stable id shown in audits.")

@@ -71,10 +71,12 @@ def load_conversation(
     """Read a conversation, character card or lorebook from text, bytes or a path.
 
     ``source`` is pasted text (``str``), file contents (``bytes``, a PNG card
-    included), a path (``pathlib.Path``; use :func:`load_conversation_file`
-    for a path held in a ``str``) or JSON already parsed (``dict``/``list``,
-    never modified). ``format`` forces one of :data:`FORMATS`; by default it
-    is detected. Inputs over ``max_bytes`` are refused before parsing.
+    included), a path (``pathlib.Path``, or a ``str`` of one line that names
+    an existing file) or JSON already parsed (``dict``/``list``, never
+    modified). Any other ``str`` is text: a path to a missing file is read as
+    a one-line chat, so use :func:`load_conversation_file` (or a ``Path``) to
+    be told the file is missing. ``format`` forces one of :data:`FORMATS`; by
+    default it is detected. Inputs over ``max_bytes`` are refused before parsing.
 
     >>> conv = load_conversation("User: Hi!\\nAssistant: Hello. How can I help?")
     >>> conv.format, [m["role"] for m in conv.messages]
@@ -87,6 +89,7 @@ def load_conversation(
     """
     wanted = format_name(format)
     _check_max_bytes(max_bytes)
+    source = _named_file(source)
     return _guarded(lambda: _load(source, wanted, max_bytes))
 
 
@@ -117,6 +120,7 @@ def detect_format(source: str | bytes | os.PathLike, *, max_bytes: int = DEFAULT
     'text'
     """
     _check_max_bytes(max_bytes)
+    source = _named_file(source)
     return _guarded(lambda: _detect(source, max_bytes))
 
 
@@ -131,6 +135,25 @@ def format_name(format: str | None) -> str | None:
     if name not in IMPORTERS:
         raise InvalidConversation(f"Unknown format {format!r}. Known formats: {', '.join(FORMATS)}.", location="format")
     return name
+
+
+#: Longer strings are never taken for a path (PATH_MAX on Linux).
+_MAX_PATH = 4096
+
+
+def _named_file(source: object) -> object:
+    """``source`` as a path when it is a ``str`` of one line naming an existing file.
+
+    >>> _named_file("User: hi"), _named_file(__file__) == _as_path(__file__)
+    ('User: hi', True)
+    """
+    if isinstance(source, str) and 0 < len(source) <= _MAX_PATH and "\n" not in source and "\r" not in source:
+        try:
+            if os.path.isfile(source):
+                return _as_path(source)
+        except (OSError, ValueError):  # a NUL byte, a name too long for the system
+            pass
+    return source
 
 
 def _as_path(path: str | os.PathLike) -> os.PathLike:

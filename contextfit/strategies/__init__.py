@@ -8,4 +8,16 @@ from .truncate import Truncate
 
 BUILTINS: tuple[BuiltinStrategy, ...] = (Truncate(), Summarize(), VectorRecall(), Manual())
 
-__all__ = ["BUILTINS", "BuiltinStrategy", "ContextStrategy", "Manual", "Proposal", "Summarize", "Truncate", "VectorRecall"]
+
+def is_trusted(strategy: object) -> bool:
+    """Whether ``strategy`` is one of the package's own built-in objects (the
+    ones it registers) — the only strategies the host trusts. Trust is by
+    origin: a subclass, or a new instance passed as ``strategy=``, is not.
+
+    >>> is_trusted(BUILTINS[0]), is_trusted(Truncate())
+    (True, False)
+    """
+    return any(strategy is builtin for builtin in BUILTINS)
+
+
+__all__ = ["BUILTINS", "BuiltinStrategy", "ContextStrategy", "Manual", "Proposal", "Summarize", "Truncate", "VectorRecall", "is_trusted"]
