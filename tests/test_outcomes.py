@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from api_support import LockingProvider
+from api_support import LOCAL, LockingProvider
 from fastapi.testclient import TestClient
 
 from contextfit.api import create_app
@@ -51,7 +51,7 @@ def test_a_locked_database_hands_the_reply_to_the_client_then_records_the_failur
     chat_id = quick_store.create_chat(model=MODEL, messages=HI).id
     locking = LockingProvider(database, chat_id)
     try:
-        with TestClient(create_app(quick_store, {"locking": locking})) as client:
+        with TestClient(create_app(quick_store, {"locking": locking}), base_url=LOCAL) as client:
             response = client.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "locking"})
         assert response.status_code == 503, response.text
         error = response.json()["error"]
@@ -76,7 +76,7 @@ def test_a_database_locked_before_the_call_refuses_the_generation_and_calls_no_p
     locking = LockingProvider(database, chat_id)
     locking.hold()
     try:
-        with TestClient(create_app(quick_store, {"locking": locking})) as client:
+        with TestClient(create_app(quick_store, {"locking": locking}), base_url=LOCAL) as client:
             response = client.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "locking"})
     finally:
         locking.release()
@@ -110,7 +110,7 @@ CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import anyio
-from api_support import LockingProvider
+from api_support import LOCAL, LockingProvider
 from contextfit.errors import StoreUnavailable
 from contextfit.generation import generate
 from contextfit.outcomes import FinishRetry
