@@ -42,6 +42,7 @@ from .formats import CharacterCard, Conversation, detect_format, load_conversati
 from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
 from .models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
 from .pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
+from .plan_settings import PlanSettings
 from .plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
@@ -106,6 +107,7 @@ __all__ = [
     "LorebookEntry",
     "ModelInfo",
     "PlanBlock",
+    "PlanSettings",
     "PluginError",
     "PromptContextAudit",
     "PromptPlan",
