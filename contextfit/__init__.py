@@ -6,9 +6,9 @@ store, generation and the HTTP app (which need SQLAlchemy, httpx and
 FastAPI) load on first use of their names.
 """
 
-from . import audit
-from .audit import AuditBlock, PromptContextAudit
-from .chat_counter import TokenCounter, token_counter
+from .serving import audit
+from .serving.audit import AuditBlock, PromptContextAudit
+from .tokens.chat_counter import TokenCounter, token_counter
 from .errors import (
     AuditNotFound,
     ChatNotFound,
@@ -37,12 +37,12 @@ from .errors import (
     UnknownProvider,
     UnknownStrategy,
 )
-from .fitting import shift_context
-from .formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
-from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
-from .models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
-from .pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
-from .plugins import (
+from .engine.fitting import shift_context
+from .inputs.formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
+from .inputs.lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
+from .tokens.models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
+from .engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
+from .engine.plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
     _builtins,
@@ -51,10 +51,10 @@ from .plugins import (
     register_interceptor,
     registry,
 )
-from .relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
-from .results import Decision, FitResult
-from .strategies import ContextStrategy, Proposal
-from .tokenizers import Tokenizer, TokenizerProfile, get_tokenizer, profiles
+from .engine.relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
+from .engine.results import Decision, FitResult
+from .engine.strategies import ContextStrategy, Proposal
+from .tokens.tokenizers import Tokenizer, TokenizerProfile, get_tokenizer, profiles
 
 _builtins(registry)
 
@@ -62,11 +62,11 @@ __version__ = "0.1.0"
 
 # Loaded on first use: they pull in SQLAlchemy, httpx and FastAPI.
 _LAZY = {
-    "Store": "store",
-    "open_store": "store",
-    "generate": "generation",
-    "send_conversation": "generation",
-    "create_app": "api",
+    "Store": "serving.store",
+    "open_store": "serving.store",
+    "generate": "serving.generation",
+    "send_conversation": "serving.generation",
+    "create_app": "serving.api",
 }
 
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfit.errors import InvalidConversation
-from contextfit.formats import FORMATS, Conversation, detect_format, load_conversation
-from contextfit.formats.load import _load
+from contextfit.inputs.formats import FORMATS, Conversation, detect_format, load_conversation
+from contextfit.inputs.formats.load import _load
 from test_formats_png import chunk, png
 
 MB = 1024 * 1024

@@ -20,10 +20,10 @@ from api_support import API_KEY, BODY_MARKER, LOCAL, snapshot
 from fastapi.testclient import TestClient
 
 import contextfit
-from contextfit.api import create_app
-from contextfit.generation import generate, send_conversation
-from contextfit.providers import EchoProvider, HttpPolicy, OpenAIProvider, ProviderReply
-from contextfit.store import Store, open_store
+from contextfit.serving.api import create_app
+from contextfit.serving.generation import generate, send_conversation
+from contextfit.serving.providers import EchoProvider, HttpPolicy, OpenAIProvider, ProviderReply
+from contextfit.serving.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
@@ -277,7 +277,7 @@ def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data)
     assert audit == result.audit and [b.reason for b in plan.blocks] == [b.reason for b in audit.blocks]
     texts = {block.id: block.content for block in plan.blocks}
     assert texts["m0"] == "Tell me about the forest." and plan.prompt_tokens == audit.prompt_tokens
-    charts = pytest.importorskip("contextfit.charts")
+    charts = pytest.importorskip("contextfit.views.charts")
     charts.budget_figure(plan), charts.blocks_figure(plan)  # the Compare page's charts draw an audit too
 
 

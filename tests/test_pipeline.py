@@ -10,7 +10,7 @@ from conftest import SHARED_FIXTURES, shared_path
 from conversations import groups
 
 import contextfit
-from contextfit.assembly import fill_macros
+from contextfit.engine.assembly import fill_macros
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
 

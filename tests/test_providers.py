@@ -8,7 +8,7 @@ import pytest
 from api_support import API_KEY, BODY_MARKER, HUGE_BYTES
 
 from contextfit.errors import ProviderError
-from contextfit.providers import (
+from contextfit.serving.providers import (
     AnthropicProvider,
     EchoProvider,
     HttpPolicy,

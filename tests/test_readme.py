@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 import contextfit
-from contextfit import results as r
+from contextfit.engine import results as r
 
 README = (REPO / "README.md").read_text()
 

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
-from contextfit import tokenizers
+from contextfit.tokens import tokenizers
 from contextfit.errors import TokenizerUnavailable, UnknownModel
-from contextfit.chat_counter import IMAGE_TOKENS, TOOL_CALL_TOKENS, token_counter
-from contextfit.tokenizers import PROFILES, get_tokenizer, load_encoding, profiles
+from contextfit.tokens.chat_counter import IMAGE_TOKENS, TOOL_CALL_TOKENS, token_counter
+from contextfit.tokens.tokenizers import PROFILES, get_tokenizer, load_encoding, profiles
 
 EXACT = ("o200k_base", "cl100k_base")
 APPROXIMATE = tuple(p.name for p in profiles() if p.approximate)
