@@ -6,7 +6,6 @@ store, generation and the HTTP app (which need SQLAlchemy, httpx and
 FastAPI) load on first use of their names.
 """
 
-from .serving import audit
 from .serving.audit import AuditBlock, PromptContextAudit
 from .tokens.chat_counter import TokenCounter, token_counter
 from .errors import (
@@ -22,7 +21,6 @@ from .errors import (
     InvalidModelFile,
     InvalidRequest,
     InvalidSettings,
-    PluginError,
     ProviderAuthError,
     ProviderBadRequest,
     ProviderContextOverflow,
@@ -62,6 +60,7 @@ __version__ = "0.1.0"
 
 # Loaded on first use: they pull in SQLAlchemy, httpx and FastAPI.
 _LAZY = {
+    "audit": None,  # the module contextfit.views.audits (reads audits through the store)
     "Store": "serving.store",
     "open_store": "serving.store",
     "generate": "serving.generation",
@@ -71,88 +70,39 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'contextfit' has no attribute {name!r}")
     from importlib import import_module
 
+    module = _LAZY[name]
+    if module is None:
+        return import_module(".views.audits", __name__)
     return getattr(import_module(f".{module}", __name__), name)
 
 
+#: The public API: SPEC.md's names and the few more the README documents. Every
+#: other name imported above stays importable from ``contextfit`` and from its module.
 __all__ = [
-    "AuditBlock",
-    "AuditNotFound",
-    "CharacterCard",
-    "ChatNotFound",
     "ContextStrategy",
     "ContextStrategyRegistry",
     "ContextfitError",
     "Conversation",
     "Decision",
-    "DuplicateStrategy",
-    "EmbeddingRelevance",
     "FitResult",
-    "GenerationCancelled",
-    "GenerationInterrupted",
-    "InterceptorRegistry",
-    "InvalidBudget",
     "InvalidConversation",
-    "InvalidMessages",
-    "InvalidModelFile",
-    "InvalidRequest",
-    "InvalidSettings",
-    "LexicalRelevance",
-    "Lorebook",
-    "LorebookEntry",
-    "ModelInfo",
-    "PlanBlock",
-    "PluginError",
     "PromptContextAudit",
     "PromptPlan",
-    "Proposal",
-    "ProviderAuthError",
-    "ProviderBadRequest",
-    "ProviderContextOverflow",
-    "ProviderError",
-    "ProviderRateLimited",
-    "ProviderTimeout",
-    "ProviderUnavailable",
-    "RelevanceScorer",
-    "RequestTooLarge",
-    "Store",
     "TokenBudgetExceeded",
-    "TokenCounter",
-    "Tokenizer",
-    "TokenizerInfo",
-    "TokenizerProfile",
-    "TokenizerUnavailable",
-    "UnknownModel",
-    "UnknownProvider",
-    "UnknownStrategy",
-    "activate",
     "audit",
     "compare_strategies",
-    "create_app",
-    "detect_format",
-    "generate",
     "get_model",
     "get_tokenizer",
-    "interceptors",
     "list_models",
     "load_conversation",
     "load_conversation_file",
-    "load_models_file",
-    "load_plugins",
-    "lorebook_blocks",
-    "open_store",
-    "parse_world_info",
     "plan_prompt",
-    "profiles",
     "register_interceptor",
-    "register_model",
     "registry",
-    "reload_models",
-    "send_conversation",
     "shift_context",
     "token_counter",
 ]

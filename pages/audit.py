@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from contextfit.views import charts, dashboard
-from contextfit.serving.audit import list_audited_chats, load_audit_plan
-from contextfit.serving.store import shared_store
+from contextfit.views.audits import list_audited_chats, load_audit_plan
+from contextfit.serving.store_cache import shared_store
 
 st.title("Audit")
 st.caption(

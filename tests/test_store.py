@@ -14,7 +14,8 @@ import contextfit
 from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
 from contextfit.errors import AuditNotFound, ChatNotFound, InvalidMessages, InvalidSettings, ProviderTimeout
 from contextfit.serving.migrations import MIGRATIONS, applied_migrations
-from contextfit.serving.store import Store, open_store, owner_is_gone, process_owner
+from contextfit.serving.liveness import owner_is_gone, process_owner
+from contextfit.serving.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 

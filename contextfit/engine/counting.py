@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..tokens.chat_counter import TokenCounter
-from ..errors import ContextfitError
+from ..errors import InvalidCounter
 from ..tokens.memo import TextMemo
 from ..tokens.template import SentCounter
 
@@ -43,11 +43,6 @@ COUNTS_BYTES = 8 * 1024 * 1024
 #: Bytes the summary-line costs of one counter may hold (strategies/summarize.py).
 LINE_COSTS_BYTES = 4 * 1024 * 1024
 
-
-class InvalidCounter(ContextfitError):
-    """``count_tokens`` did not behave like a token counter."""
-
-    code = "INVALID_COUNTER"
 
 
 def _as_count(value: Any, what: str) -> int:

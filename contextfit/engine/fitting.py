@@ -39,7 +39,7 @@ from .intercepting import run_interceptors
 from .proposals import Unusable, check_proposal, equal, insertions, kept_mask, proposal_from_output
 from .results import Decisions, FitResult, InsertedBlock
 from .strategies import BUILTINS, is_trusted
-from .strategies.base import Proposal
+from .strategies.base import BuiltinStrategy, Proposal
 from ..tokens.template import TEMPLATES
 
 _FALLBACK = BUILTINS[0]  # the package's own truncate
@@ -406,3 +406,6 @@ def _assemble(
         diagnostics=list(diagnostics),
         protected_tokens=protected_tokens,
     )
+
+
+BuiltinStrategy.host = staticmethod(shift_context)  # built-ins are callable like plugins (strategies/base.py)

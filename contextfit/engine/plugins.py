@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ContextfitError, DuplicateStrategy, UnknownStrategy
+from ..errors import DuplicateStrategy, InvalidStrategy, UnknownStrategy
 from .strategies import BUILTINS, is_trusted
 
 Cleanup = Callable[[], None]
@@ -21,11 +21,6 @@ Cleanup = Callable[[], None]
 #: The origin of the package's own registrations, the only trusted ones.
 BUILT_IN = "built-in"
 
-
-class InvalidStrategy(ContextfitError):
-    """Something that is not a strategy was registered."""
-
-    code = "INVALID_STRATEGY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +182,8 @@ def register_interceptor(interceptor: Callable[[list[dict]], list[dict] | None],
 # -- entry points ---------------------------------------------------------------
 
 ENTRY_POINT_GROUP = "contextfit.plugins"
+#: The code of a plugin that failed to load: reported by :func:`plugin_errors`, never raised.
+PLUGIN_ERROR = "PLUGIN_ERROR"
 _loaded_lock = threading.Lock()
 _loaded = False
 _plugin_errors: list[dict] = []
@@ -243,7 +240,7 @@ def load_plugins(*, force: bool = False) -> list[dict]:
                 for cleanup in cleanups:
                     cleanup()
                 _plugin_errors.append(
-                    {"code": "PLUGIN_ERROR", "plugin": entry.name, "message": f"{type(exc).__name__}: {exc}"}
+                    {"code": PLUGIN_ERROR, "plugin": entry.name, "message": f"{type(exc).__name__}: {exc}"}
                 )
             else:
                 _plugin_cleanups.extend(cleanups)

@@ -17,6 +17,7 @@ from itertools import compress, repeat
 from operator import is_
 from typing import Any
 
+from ..errors import Unusable
 from ..inputs import messages as msg
 from . import results as r
 from .analysis import FitView
@@ -25,16 +26,6 @@ from .strategies.base import Proposal
 
 _EXCLUDED = frozenset({r.OVER_BUDGET, r.MANUAL, r.LOW_RELEVANCE, r.SUMMARIZED})
 
-
-class Unusable(Exception):
-    """The strategy's answer cannot be used; the message says why.
-
-    ``altered`` are the protected blocks it returned changed (restored by the host).
-    """
-
-    def __init__(self, why: str, altered: list[int] | None = None) -> None:
-        super().__init__(why)
-        self.altered = altered or []
 
 
 def match_items(items: list[Any], given: list[dict], originals: list[dict]) -> list[int | None]:

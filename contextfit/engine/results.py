@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from ..inputs.lorebook.matching import LOREBOOK_KEY_TIMEOUT, LOREBOOK_KEY_TOO_LONG, LOREBOOK_SCAN_LIMITED
 from ..inputs.messages import explicit_id, kind_of, role_of
 
 # Why a block was included.
@@ -54,9 +55,6 @@ LATE_OVERFLOW_DROPPED = "LATE_OVERFLOW"
 RELEVANCE = "RELEVANCE"
 HIDDEN_MESSAGES_SKIPPED = "HIDDEN_MESSAGES_SKIPPED"
 LOREBOOK_POSITION_APPROXIMATED = "LOREBOOK_POSITION_APPROXIMATED"
-LOREBOOK_KEY_TIMEOUT = "LOREBOOK_KEY_TIMEOUT"
-LOREBOOK_KEY_TOO_LONG = "LOREBOOK_KEY_TOO_LONG"
-LOREBOOK_SCAN_LIMITED = "LOREBOOK_SCAN_LIMITED"
 PARTS_NOT_SENT = "PARTS_NOT_SENT"
 
 DIAGNOSTIC_CODES = (

@@ -6,11 +6,7 @@ terminal status: ``completed``, ``failed`` or ``cancelled``. ``to_dict`` gives
 the JSON of SPEC §5. It holds contextfit's own error code and message, never
 a provider's response body or a credential.
 
-The functions at the end read audits for the dashboard::
-
-    chats = contextfit.audit.list_audited_chats()          # newest first
-    audit, plan = contextfit.audit.load_audit_plan(chats[0].id)
-    charts.budget_figure(plan)                             # the Compare page's charts
+The dashboard reads stored audits through :mod:`contextfit.views.audits`.
 """
 
 from __future__ import annotations
@@ -19,16 +15,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..inputs import messages as msg
 from ..engine import results as r
 from .camel import camel_dict, from_camel_dict
 from ..errors import ContextfitError
 from ..engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .store import ChatSummary, Store
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -218,33 +211,3 @@ def refused_audit(
         strategy=None,
     )
     return audit.finish(FAILED, error)
-
-
-def _store(store: Store | str | None) -> Store:
-    from .store import shared_store
-
-    return store if store is not None and not isinstance(store, str) else shared_store(store)
-
-
-def list_audited_chats(store: Store | str | None = None) -> list[ChatSummary]:
-    """Chats that have an audit, most recently finished first.
-
-    ``store`` is a :class:`~contextfit.serving.store.Store`, a database path or URL,
-    or ``None`` for the default database (``$CONTEXTFIT_DB`` or ``contextfit.db``).
-    Each summary has ``id``, ``title``, ``model``, ``message_count`` and the
-    audit's ``audit_status``, ``audit_error_code`` and ``audit_finished_at``.
-    """
-    chats = [chat for chat in _store(store).list_chats() if chat.audit_status is not None]
-    return sorted(chats, key=lambda chat: chat.audit_finished_at or "", reverse=True)
-
-
-def load_audit(chat_id: str, store: Store | str | None = None) -> PromptContextAudit:
-    """The latest audit of a chat; raises ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND``."""
-    return _store(store).get_audit(chat_id)
-
-
-def load_audit_plan(chat_id: str, store: Store | str | None = None) -> tuple[PromptContextAudit, PromptPlan]:
-    """The latest audit of a chat, and the same as a plan with the chat's text (for the charts)."""
-    opened = _store(store)
-    audit = opened.get_audit(chat_id)
-    return audit, audit.as_plan(opened.get_chat(chat_id).messages)

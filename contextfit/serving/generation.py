@@ -40,7 +40,8 @@ from ..jsonpath import replace_lone_surrogates
 from ..engine.pipeline import PromptPlan, plan_prompt
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from ..engine.settings import merge_settings, plan_options, provider_options
-from .store import Chat, Store, check_messages
+from .store import Chat, Store
+from .validation import check_messages
 
 #: The model used when neither the request nor the chat names one.
 DEFAULT_MODEL = "gpt-4o"
@@ -300,7 +301,7 @@ def send_conversation(
     """
     from .chat_json import conversation_chat
     from .providers import default_providers
-    from .store import shared_store
+    from .store_cache import shared_store
 
     if not isinstance(store, Store):
         store = shared_store(store)

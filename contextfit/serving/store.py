@@ -23,10 +23,8 @@ contextfit.errors.AuditNotFound: Chat '...' has no context audit yet: generate o
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import socket
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,9 +38,11 @@ from . import migrations
 from .audit import FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
 from .database import create_database_engine, database_url, transaction
-from ..errors import AuditNotFound, ChatNotFound, GenerationInterrupted, InvalidMessages, StoreUnavailable
-from ..inputs.messages import ROLES
+from ..errors import AuditNotFound, ChatNotFound, GenerationInterrupted, StoreUnavailable
+from .liveness import owner_is_gone, process_owner
 from .outcomes import FinishQueue, FinishRetry, failure_reason
+from .validation import check_messages
+from .validation import json_text as _dumps
 from ..engine.settings import check_settings
 
 
@@ -102,37 +102,6 @@ class ChatSummary:
         return data
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def check_messages(messages: Any) -> list[dict]:
-    """``messages`` as a list of JSON message objects, each with a ``role`` of SPEC §3.2.
-
-    >>> check_messages([{"role": "user", "content": "Hi"}])
-    [{'role': 'user', 'content': 'Hi'}]
-    >>> check_messages([{"content": "Hi"}])
-    Traceback (most recent call last):
-    ...
-    contextfit.errors.InvalidMessages: each message needs a "role" string (at messages[0].role)
-    """
-    if not isinstance(messages, (list, tuple)):
-        raise InvalidMessages(f"messages must be a list, got {type(messages).__name__}", location="messages")
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise InvalidMessages("each message must be an object", location=f"messages[{index}]")
-        if not isinstance(message.get("role"), str) or not message["role"]:
-            raise InvalidMessages('each message needs a "role" string', location=f"messages[{index}].role")
-        if message["role"] not in ROLES:
-            raise InvalidMessages(f"role {message['role']!r} is not one of {', '.join(ROLES)}",
-                                  location=f"messages[{index}].role")
-        try:
-            _dumps(message)
-        except (TypeError, ValueError) as exc:
-            raise InvalidMessages(f"each message must be plain JSON ({exc})", location=f"messages[{index}]") from None
-    return [dict(message) for message in messages]
-
-
 @contextmanager
 def _unavailable_on_failure(message: str) -> Iterator[None]:
     """Raise a database failure as ``STORE_UNAVAILABLE``: ``message``, then the database's reason."""
@@ -140,37 +109,6 @@ def _unavailable_on_failure(message: str) -> Iterator[None]:
         yield
     except sa.exc.SQLAlchemyError as exc:
         raise StoreUnavailable(f"{message} ({failure_reason(exc)}); try again.") from exc
-
-
-@functools.cache
-def process_owner() -> str:
-    """``host:pid:token`` naming this process as the owner of its generations."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
-
-
-def owner_is_gone(owner: str) -> bool:
-    """Whether the process that wrote ``owner`` has certainly ended.
-
-    Only processes on this host can be checked; another host's generations
-    are left alone. A pid that is running again under a new token (a
-    restarted container) counts as gone.
-    """
-    host, _, rest = owner.partition(":")
-    pid_text, _, token = rest.partition(":")
-    mine = process_owner()
-    if host != mine.split(":", 1)[0] or not pid_text.isdigit() or os.name == "nt":
-        return False
-    if owner == mine:
-        return False
-    if int(pid_text) == os.getpid():
-        return True
-    try:
-        os.kill(int(pid_text), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
 
 
 class Store:
@@ -446,13 +384,3 @@ def open_store(database: str | os.PathLike | None = None, **options: Any) -> Sto
     store.migrate()
     store.recover_interrupted()
     return store
-
-
-@functools.lru_cache(maxsize=8)
-def _shared(url: str) -> Store:
-    return open_store(url)
-
-
-def shared_store(database: str | os.PathLike | None = None) -> Store:
-    """One opened :class:`Store` per database for this process (for the dashboard)."""
-    return _shared(database_url(database))

@@ -10,9 +10,9 @@ checks the outcome (protection, whole groups, the budget) itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from .. import results as r
 from ..analysis import FitView
@@ -112,10 +112,16 @@ class BuiltinStrategy:
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def __call__(self, messages: Sequence[dict], count_tokens: Any, budget: int, **options: Any) -> Any:
-        from ..fitting import shift_context
+    #: The host that fits with a strategy object: ``engine/fitting.py`` hands in its
+    #: ``shift_context`` when it is imported (the package always imports it), so this
+    #: layer never imports the one above it.
+    host: ClassVar[Callable[..., Any] | None] = None
 
-        return shift_context(messages, count_tokens, budget, strategy=self, **options)
+    def __call__(self, messages: Sequence[dict], count_tokens: Any, budget: int, **options: Any) -> Any:
+        host = BuiltinStrategy.host
+        if host is None:  # pragma: no cover - contextfit/__init__ imports the fitting host
+            raise RuntimeError("import contextfit before calling a strategy")
+        return host(messages, count_tokens, budget, strategy=self, **options)
 
     def __repr__(self) -> str:
         return f"<contextfit strategy {self.name!r}>"

@@ -24,26 +24,14 @@ from contextfit.errors import InvalidConversation
 
 from .anthropic import import_anthropic
 from .cards import read_card
+from .detect import messages_format
 from .conversation import Conversation
 from .fields import as_model, child, describe, expect_dict, expect_list
 from .openai import import_openai
 from .source import Parsed
 
-MARKER = "conversation"
-PARTS = ("character", "persona", "lorebook", "memory")
-
-
-def is_bundle(value: Any) -> bool:
-    """Whether a JSON object is a contextfit bundle."""
-    if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
-        return False
-    return value.get("contextfit") == MARKER or any(key in value for key in PARTS)
-
-
 def import_bundle(parsed: Parsed) -> Conversation:
     """Read a bundle: its messages through the OpenAI or Anthropic importer, the rest field by field."""
-    from .detect import messages_format
-
     value = expect_dict(parsed.value, parsed.root)
     root = parsed.root
     body = {"messages": expect_list(value.get("messages"), child(root, "messages"))}

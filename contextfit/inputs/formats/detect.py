@@ -26,7 +26,6 @@ from typing import Any
 from contextfit.errors import InvalidConversation
 
 from . import sharegpt, sillytavern
-from .bundle import is_bundle
 from .cards import is_card
 from .fields import describe, plural
 from .source import Parsed
@@ -35,6 +34,17 @@ from .worldinfo import is_world_info
 # Keys that make a list item a dataset record (one whole conversation) rather than a message.
 RECORD_KEYS = ("messages", "conversations", "conversation", "chosen", "log")
 _ANTHROPIC_ONLY_BLOCKS = frozenset({"thinking", "redacted_thinking", "document", "search_result", "container_upload"})
+
+
+MARKER = "conversation"
+PARTS = ("character", "persona", "lorebook", "memory")
+
+
+def is_bundle(value: Any) -> bool:
+    """Whether a JSON object is a contextfit bundle."""
+    if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
+        return False
+    return value.get("contextfit") == MARKER or any(key in value for key in PARTS)
 
 
 def select_record(parsed: Parsed) -> tuple[Parsed, list[str]]:

@@ -44,7 +44,10 @@ from functools import lru_cache
 
 import regex
 
-from contextfit.engine import results as r
+#: The diagnostics this module reports (listed with the rest in ``engine/results.py``).
+LOREBOOK_KEY_TIMEOUT = "LOREBOOK_KEY_TIMEOUT"
+LOREBOOK_KEY_TOO_LONG = "LOREBOOK_KEY_TOO_LONG"
+LOREBOOK_SCAN_LIMITED = "LOREBOOK_SCAN_LIMITED"
 
 MATCHER = "\x01"
 JOINER = "\n" + MATCHER
@@ -198,23 +201,23 @@ class RegexBudget:
         """Where ``key`` (written ``written``) matches ``text``, within the limits, or ``None``."""
         limits = self.limits
         if key.pattern is None:
-            self._report(r.LOREBOOK_KEY_TOO_LONG, written,
+            self._report(LOREBOOK_KEY_TOO_LONG, written,
                          f"A regex key longer than {limits.max_pattern_chars} characters is not evaluated; it does not match.")
             return None
         left = limits.request_seconds - self.spent
         if left <= 0:
-            self._report(r.LOREBOOK_KEY_TIMEOUT, written,
+            self._report(LOREBOOK_KEY_TIMEOUT, written,
                          f"The regex keys of this request used their {limits.request_seconds:g} s; this key was not evaluated and does not match.")
             return None
         if len(text) > limits.max_text_chars:
             text = text[: limits.max_text_chars]  # the newest messages come first
-            self._report(r.LOREBOOK_SCAN_LIMITED, "",
+            self._report(LOREBOOK_SCAN_LIMITED, "",
                          f"Regex keys read only the newest {limits.max_text_chars:,} characters of the scanned text.")
         started = time.thread_time()  # the regex package counts its timeout in this thread's CPU time too
         try:
             return key.search(text, timeout=min(limits.key_seconds, left))
         except TimeoutError:
-            self._report(r.LOREBOOK_KEY_TIMEOUT, written,
+            self._report(LOREBOOK_KEY_TIMEOUT, written,
                          f"This regex key ran past its {min(limits.key_seconds, left):g} s and was stopped; it does not match.")
             return None
         finally:

@@ -29,7 +29,7 @@ import ipaddress
 import json
 from collections.abc import Iterable
 
-from ...errors import ContextfitError, CrossSiteRequest, HostNotAllowed, Unauthorized
+from ...errors import ContextfitError, CrossSiteRequest, HostNotAllowed, InternalFailure, Unauthorized
 
 #: The names a loopback server always answers to.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -149,9 +149,6 @@ async def send_error(send, status: int, error: ContextfitError, headers: list[tu
     await send({"type": "http.response.start", "status": status, "headers": start})
     await send({"type": "http.response.body", "body": body})
 
-
-class InternalFailure(Exception):
-    """A failure that was not an ``Exception`` (e.g. a Rust panic), wrapped so the 500 handler answers it."""
 
 
 _LEAVE_ALONE = (KeyboardInterrupt, SystemExit, GeneratorExit, asyncio.CancelledError)
