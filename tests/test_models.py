@@ -265,6 +265,6 @@ def test_concurrent_registrations_all_land() -> None:
 
 def test_import_reads_no_files(tmp_path) -> None:
     env = {**os.environ, ENV_VAR: str(tmp_path / "does-not-exist.toml")}
-    code = "import contextfit.tokens.models as m, contextfit.tokens.tokenizers as t; assert m._STATE is None and not t._ENCODINGS"
+    code = "import contextfit.tokens.models as m, contextfit.tokens.vocabularies as v; assert m._STATE is None and not v._ENCODINGS"
     result = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr  # a missing $CONTEXTFIT_MODELS file only matters on lookup

@@ -3,7 +3,7 @@
 :class:`TokenCounter` is the ``count_tokens(messages)`` callable the fitting
 engine takes: a profile's tokenizer plus its chat-format overhead (OpenAI: 3
 tokens per message, 1 per ``name``, 3 to prime the reply; other families as
-documented on each profile in ``tokenizers.py``).
+documented on each profile in ``profiles.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from contextfit.tokens.tokenizers import _LOCK, PROFILES, Tokenizer, _as_text, _json, get_tokenizer
+from contextfit.tokens.models import get_model
+from contextfit.tokens.profiles import PROFILES
+from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
 
 __all__ = ["IMAGE_TOKENS", "TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
 
@@ -248,8 +250,6 @@ def token_counter(model: str) -> TokenCounter:
     if isinstance(model, str) and model.strip().lower() in PROFILES:
         name = model.strip().lower()
     else:
-        from contextfit.tokens.models import get_model  # models imports this module
-
         name = get_model(model).tokenizer
     counter = _COUNTERS.get(name)
     if counter is None:

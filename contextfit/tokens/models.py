@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfit.errors import InvalidModelFile, UnknownModel
-from contextfit.tokens.tokenizers import PROFILES
+from contextfit.tokens.profiles import PROFILES
 
 import tomllib
 
