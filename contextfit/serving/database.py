@@ -22,6 +22,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
+from .. import environment
 from ..errors import InvalidSettings
 
 #: Environment variable naming the default database (a path or a URL).
@@ -36,7 +37,7 @@ _WRITE = "contextfit_write"
 
 def default_database() -> str:
     """``$CONTEXTFIT_DB``, else ``contextfit.db`` in the working directory."""
-    return os.environ.get(ENV_VAR) or DEFAULT_DATABASE
+    return environment.read(ENV_VAR) or DEFAULT_DATABASE
 
 
 def database_url(database: str | os.PathLike | None = None) -> str:
@@ -71,7 +72,7 @@ def lock_timeout(seconds: float | None = None) -> float:
     ...
     contextfit.errors.InvalidSettings: The database lock timeout must be a number of seconds above 0, got -1.
     """
-    value: object = seconds if seconds is not None else os.environ.get(LOCK_TIMEOUT_VAR) or LOCK_TIMEOUT_SECONDS
+    value: object = seconds if seconds is not None else environment.read(LOCK_TIMEOUT_VAR) or LOCK_TIMEOUT_SECONDS
     try:
         timeout = float(value)  # type: ignore[arg-type]
     except ValueError:

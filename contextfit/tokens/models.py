@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from contextfit import environment
 from contextfit.errors import InvalidModelFile, UnknownModel
 from contextfit.tokens.profiles import PROFILES
 
@@ -178,7 +179,7 @@ def _catalog() -> _Catalog:
 
 
 def _user_file() -> Path | None:
-    configured = os.environ.get(ENV_VAR, "").strip()
+    configured = (environment.read(ENV_VAR) or "").strip()
     if configured:
         path = Path(configured).expanduser()
         if not path.is_file():

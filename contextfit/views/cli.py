@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .. import environment
 from ..errors import ContextfitError
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
 from ..engine.settings import plan_options
@@ -161,7 +161,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
 
     from ..serving.store import open_store
 
-    api_key = args.api_key or os.environ.get("CONTEXTFIT_API_KEY") or None
+    api_key = args.api_key or environment.read("CONTEXTFIT_API_KEY") or None
     if not is_loopback(args.host) and api_key is None and not args.insecure_no_auth:
         raise ContextfitError(
             f"--host {args.host} is reachable from other machines: give an API key (--api-key, or better "

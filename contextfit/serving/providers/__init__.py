@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
+from ... import environment
 from .anthropic import AnthropicProvider
 from .base import DEFAULT_PROVIDER, Provider, ProviderReply, ProviderRequest, get_provider
 from .echo import EchoProvider
@@ -35,7 +35,7 @@ def default_providers(env: Mapping[str, str] | None = None) -> dict[str, Provide
 
     The real providers are only contacted when a generation names them.
     """
-    env = os.environ if env is None else env
+    env = environment.snapshot() if env is None else env
     return {
         "echo": EchoProvider(),
         "openai": OpenAIProvider.from_env(env),

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import random
 import re
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from typing import Any
 import anyio
 import httpx
 
+from ... import environment
 from ...errors import (
     InvalidSettings,
     ProviderAuthError,
@@ -240,7 +240,7 @@ class HttpProvider:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **options: Any):
         """A provider configured from environment variables (see the subclass's docstring)."""
-        env = os.environ if env is None else env
+        env = environment.snapshot() if env is None else env
         options.setdefault("policy", HttpPolicy.from_env(env))
         return cls(
             base_url=next((env[name] for name in cls.env_base_url if env.get(name)), None),
