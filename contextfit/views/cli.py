@@ -141,10 +141,17 @@ def _models(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def dashboard_app() -> Path:
+    """The dashboard's ``app.py``: the copy an installed wheel carries (``setup.py``), else the checkout's."""
+    here = Path(__file__).resolve().parent
+    for app in (here / "app" / "app.py", here.parents[1] / "app.py"):
+        if app.is_file() and (app.parent / "pages").is_dir():
+            return app
+    raise ContextfitError(f"The dashboard's app.py is missing from this installation ({here / 'app'}); reinstall contextfit.")
+
+
 def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
-    app = Path(__file__).resolve().parents[2] / "app.py"
-    if not app.exists():
-        raise ContextfitError(f"The dashboard's app.py is not beside this installation ({app}); run it from a checkout.")
+    app = dashboard_app()
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
     return subprocess.call(command, cwd=app.parent)
 
