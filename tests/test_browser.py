@@ -180,7 +180,7 @@ def test_the_dashboard_benchmark_times_an_upload_and_a_refit():
     result = bench_dashboard.measure(messages=200, runs=1)
     assert result["messages"] == 201 and len(result["uploads"]) == len(result["refits"]) == 1
     upload = result["uploads"][0]
-    assert 0 < upload["charts_drawn"] <= upload["idle"] < 120
-    assert 0 < result["refits"][0]["idle"] < 120
+    assert 0 < upload["charts_drawn"] <= upload["idle"]  # the order of events; how fast is the bench's to say
+    assert result["refits"][0]["idle"] > 0
     table = bench_dashboard.report(result)
     assert "| upload the conversation (tokenized, fitted 4 ways) |" in table and "201 messages" in table
