@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,18 @@ ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+# Counts the script runs the page has seen end: each time the app's own state attribute goes to
+# "notRunning" from another state. A MutationObserver sees every change as React commits it.
+COUNT_RUNS = """
+window.__contextfitRuns = 0;
+new MutationObserver(changes => {
+  for (const change of changes) {
+    if (change.target.getAttribute('data-testid') === 'stApp' && change.oldValue !== 'notRunning'
+        && change.target.getAttribute('data-test-script-state') === 'notRunning') window.__contextfitRuns += 1;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state']});
+"""
+FINISHED = f"before => window.__contextfitRuns > before && document.querySelector('{READY}') !== null"
 ARTIFACTS = REPO / "test-artifacts"
 PROTECTED_FILL = "rgb(0, 114, 178)"  # charts.FATE_COLORS["protected"]
 
@@ -73,17 +86,25 @@ def page(server):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.set_default_timeout(120_000)  # a loaded 2-core CI machine is slow on a cold first run
-        page.goto(server)
+        page.add_init_script(COUNT_RUNS)
+        with script_run(page, before=0):
+            page.goto(server)
         page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").wait_for()
-        settle(page)
         yield page
         browser.close()
 
 
-def settle(page) -> None:
-    """Wait for the script run that an interaction starts to finish."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector(READY)
+@contextmanager
+def script_run(page, before: int | None = None):
+    """Wait, after the block, until the script run that the block's interaction started has ended.
+
+    It waits on the app's own state (a run counted by :data:`COUNT_RUNS`, then
+    ``notRunning``), never on a sleep: the run may start after the interaction returns.
+    """
+    if before is None:
+        before = page.evaluate("window.__contextfitRuns")
+    yield
+    page.wait_for_function(FINISHED, arg=before)
 
 
 def bars(chart) -> list:
@@ -101,12 +122,12 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     ]
     bundle = {"contextfit": "conversation", "messages": chat, "settings": {"contextLimit": 1500, "responseReserve": 1100}}
 
-    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    settle(page)
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
     box = page.get_by_role("textbox", name="Conversation")
     box.fill(json.dumps(bundle))
-    box.press("Control+Enter")
-    settle(page)
+    with script_run(page):
+        box.press("Control+Enter")
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
     charts.first.locator(".barlayer").wait_for()
@@ -124,8 +145,8 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     page.mouse.click(frame["x"] + 40, frame["y"] + 35 + 35 + 17)  # header row, then row 1, column "id"
     for _ in range(5):
         page.keyboard.press("ArrowRight")
-    page.keyboard.press(" ")
-    settle(page)
+    with script_run(page):
+        page.keyboard.press(" ")
     page.wait_for_function(
         """([fill]) => {
             const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[1];
@@ -139,13 +160,13 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
 
 
 def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
-    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    settle(page)
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
     box = page.get_by_role("textbox", name="Conversation")
     broken = '{"messages": [{"role": "user"'
     box.fill(broken)
-    box.press("Control+Enter")
-    settle(page)
+    with script_run(page):
+        box.press("Control+Enter")
     alert = page.locator('[data-testid="stAlert"]').first
     assert "INVALID_CONVERSATION" in alert.inner_text()
     assert box.input_value() == broken
@@ -153,12 +174,12 @@ def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
 
 
 def test_pasted_html_is_shown_as_text(page):
-    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    settle(page)
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
     box = page.get_by_role("textbox", name="Conversation")
     box.fill(json.dumps([{"role": "user", "content": '<img src=x onerror="window.hacked=1"> **bold**'}]))
-    box.press("Control+Enter")
-    settle(page)
+    with script_run(page):
+        box.press("Control+Enter")
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
     assert page.evaluate("window.hacked") is None
     assert page.locator('img[src="x"]').count() == 0
@@ -166,9 +187,9 @@ def test_pasted_html_is_shown_as_text(page):
 
 def test_every_page_renders(page, server):
     for path, title in (("/audit", "Audit"), ("/models", "Models & tokenizers"), ("/plugins", "Plugins")):
-        page.goto(server + path)
+        with script_run(page, before=0):  # a new document: its counter starts again at 0
+            page.goto(server + path)
         page.locator("h1").first.wait_for()
-        settle(page)
         assert page.locator("h1").first.inner_text().startswith(title)
         assert page.locator('[data-testid="stException"]').count() == 0
 
