@@ -25,22 +25,12 @@ ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-# Counts the script runs the page has seen end: each time the app's own state attribute goes to
-# "notRunning" from another state. A MutationObserver sees every change as React commits it.
-COUNT_RUNS = """
-window.__contextfitRuns = 0;
-new MutationObserver(changes => {
-  for (const change of changes) {
-    if (change.target.getAttribute('data-testid') === 'stApp' && change.oldValue !== 'notRunning'
-        && change.target.getAttribute('data-test-script-state') === 'notRunning') window.__contextfitRuns += 1;
-  }
-}).observe(document, {subtree: true, attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state']});
-"""
-FINISHED = f"before => window.__contextfitRuns > before && document.querySelector('{READY}') !== null"
 ARTIFACTS = REPO / "test-artifacts"
 PROTECTED_FILL = "rgb(0, 114, 178)"  # charts.FATE_COLORS["protected"]
 
 sync_playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").sync_playwright
+from google.protobuf.message import DecodeError  # noqa: E402  (installed with streamlit)
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 if not Path(CHROMIUM).exists():
     pytest.skip(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True)
 
@@ -86,25 +76,49 @@ def page(server):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.set_default_timeout(120_000)  # a loaded 2-core CI machine is slow on a cold first run
-        page.add_init_script(COUNT_RUNS)
-        with script_run(page, before=0):
-            page.goto(server)
+        page.on("websocket", lambda socket: STREAMS.__setitem__(page, socket) if socket.url.endswith("/_stcore/stream") else None)
+        load(page, server)
         page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").wait_for()
         yield page
+        STREAMS.pop(page, None)
         browser.close()
 
 
+# The app's websocket per page: the server says on it when each script run is over.
+STREAMS: dict = {}
+
+
+def _run_finished(payload: bytes | str) -> bool:
+    """Whether a frame from the server is Streamlit's ForwardMsg ``script_finished``."""
+    if not isinstance(payload, bytes):
+        return False
+    try:
+        return ForwardMsg.FromString(payload).WhichOneof("type") == "script_finished"
+    except DecodeError:
+        return False
+
+
+def load(page, url: str) -> None:
+    """Open a page and wait for its first script run to end.
+
+    A new document's app starts in the script state ``initial``, so ``notRunning`` can only
+    be the end of its first run.
+    """
+    page.goto(url)
+    page.wait_for_selector(READY)
+
+
 @contextmanager
-def script_run(page, before: int | None = None):
+def script_run(page):
     """Wait, after the block, until the script run that the block's interaction started has ended.
 
-    It waits on the app's own state (a run counted by :data:`COUNT_RUNS`, then
-    ``notRunning``), never on a sleep: the run may start after the interaction returns.
+    It waits on the app's own state, never on a sleep: the server's ``script_finished``
+    message on the app's websocket (the run may start after the interaction returns, and may
+    be over before the page ever shows it as running), then ``notRunning`` on the page.
     """
-    if before is None:
-        before = page.evaluate("window.__contextfitRuns")
-    yield
-    page.wait_for_function(FINISHED, arg=before)
+    with STREAMS[page].expect_event("framereceived", predicate=_run_finished):
+        yield
+    page.wait_for_selector(READY)
 
 
 def bars(chart) -> list:
@@ -167,8 +181,8 @@ def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
     box.fill(broken)
     with script_run(page):
         box.press("Control+Enter")
-    alert = page.locator('[data-testid="stAlert"]').first
-    assert "INVALID_CONVERSATION" in alert.inner_text()
+    alert = page.locator('[data-testid="stAlert"]').filter(has_text="INVALID_CONVERSATION").first
+    alert.wait_for()  # drawn from this run's messages, which the page may still be applying
     assert box.input_value() == broken
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
 
@@ -187,8 +201,7 @@ def test_pasted_html_is_shown_as_text(page):
 
 def test_every_page_renders(page, server):
     for path, title in (("/audit", "Audit"), ("/models", "Models & tokenizers"), ("/plugins", "Plugins")):
-        with script_run(page, before=0):  # a new document: its counter starts again at 0
-            page.goto(server + path)
+        load(page, server + path)
         page.locator("h1").first.wait_for()
         assert page.locator("h1").first.inner_text().startswith(title)
         assert page.locator('[data-testid="stException"]').count() == 0
