@@ -27,7 +27,10 @@ from contextfit.serving.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
+# A short timeout only for the provider whose timeout is tested ("slow"); the others keep the
+# default timeouts, so a loaded machine cannot turn a success, a hold or a cancel into a timeout.
 FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=1, backoff=0, max_reply_bytes=2**20)
+PATIENT = HttpPolicy(retries=1, backoff=0, max_reply_bytes=2**20)
 FAILURES = {
     "huge": (502, "PROVIDER_ERROR"),  # a 256 MiB answer, over the 1 MiB cap
     "401": (502, "PROVIDER_AUTH"),
@@ -44,7 +47,8 @@ def providers_for(fake) -> dict:
     providers = {"echo": EchoProvider()}
     for behaviour in ("success", "hold", "surrogate", *FAILURES):
         name = f"openai-{behaviour}"
-        providers[name] = OpenAIProvider(base_url=fake.url(behaviour), api_key=API_KEY, policy=FAST, name=name)
+        policy = FAST if behaviour == "slow" else PATIENT
+        providers[name] = OpenAIProvider(base_url=fake.url(behaviour), api_key=API_KEY, policy=policy, name=name)
     return providers
 
 

@@ -52,7 +52,9 @@ def test_diagnostics_table_matches_the_code():
 
 
 def test_error_code_table_matches_the_code():
-    assert {row[0] for row in table("Error codes")} == all_error_codes()
+    # Every exception's code is documented; the other rows (codes the HTTP layer sends) are
+    # checked against the source by test_spec_lists.
+    assert {row[0] for row in table("Error codes")} >= all_error_codes()
 
 
 def test_strategy_table_names_the_builtins():
