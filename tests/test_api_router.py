@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from contextfit.api import app as api
-from contextfit.api import create_app
-from contextfit.store import open_store
+from contextfit.serving.api import app as api
+from contextfit.serving.api import create_app
+from contextfit.serving.store import open_store
 
 from api_support import LOCAL
 

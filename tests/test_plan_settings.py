@@ -17,11 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 import contextfit
-from contextfit import PlanSettings, dashboard
-from contextfit.api import create_app
-from contextfit.chat_json import conversation_chat
-from contextfit.cli import main
-from contextfit.store import open_store
+from contextfit import PlanSettings
+from contextfit.views import dashboard
+from contextfit.serving.api import create_app
+from contextfit.serving.chat_json import conversation_chat
+from contextfit.views.cli import main
+from contextfit.serving.store import open_store
 
 from api_support import LOCAL
 
