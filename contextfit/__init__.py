@@ -40,6 +40,7 @@ from .inputs.formats import CharacterCard, Conversation, detect_format, load_con
 from .inputs.lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
 from .tokens.models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
 from .engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
+from .engine.plan_settings import PlanSettings
 from .engine.plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
@@ -90,6 +91,7 @@ __all__ = [
     "Decision",
     "FitResult",
     "InvalidConversation",
+    "PlanSettings",
     "PromptContextAudit",
     "PromptPlan",
     "TokenBudgetExceeded",

@@ -9,19 +9,14 @@ import pytest
 import contextfit
 from contextfit.views import charts
 from contextfit.inputs.samples import load_sample
-from contextfit.engine.settings import plan_options
+from contextfit.engine.plan_settings import conversation_model
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
 
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    base = plan_options(conversation.settings)
-    base.update(settings)
-    return contextfit.compare_strategies(
-        conversation.messages, model=conversation.model or "gpt-4o", character=conversation.character,
-        lorebook=conversation.lorebook, persona=conversation.persona, memory=conversation.memory, **base,
-    )
+    return contextfit.compare_strategies(conversation, model=conversation_model(conversation), **settings)
 
 
 def bars(figure):

@@ -291,17 +291,7 @@ def test_an_audit_shows_exactly_the_plan_of_the_same_conversation(tmp_path, stra
     if not path.exists():
         pytest.skip("the role-play sample is not there")
     conversation = contextfit.load_conversation_file(path)  # card, lorebook, persona, memory, suggested limits
-    plan = contextfit.plan_prompt(
-        conversation.messages,
-        model="gpt-4o",
-        context_strategy=strategy,
-        context_limit=conversation.settings["contextLimit"],
-        response_reserve=conversation.settings["responseReserve"],
-        character=conversation.character,
-        persona=conversation.persona,
-        lorebook=conversation.lorebook,
-        memory=conversation.memory,
-    )
+    plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_strategy=strategy)
     result = send_conversation(
         conversation, model="gpt-4o", settings={"contextStrategy": strategy}, store=str(tmp_path / "s.db")
     )

@@ -187,9 +187,7 @@ def test_every_shared_conversation_plans_with_groups_whole(path):
         for limit in (4_000, 128_000):
             try:
                 plan = contextfit.plan_prompt(
-                    conversation.messages, model="gpt-4o", context_strategy=name, context_limit=limit,
-                    response_reserve=1_000, character=conversation.character, lorebook=conversation.lorebook,
-                    persona=conversation.persona, memory=conversation.memory, tools=conversation.tools,
+                    conversation, model="gpt-4o", context_strategy=name, context_limit=limit, response_reserve=1_000
                 )
             except contextfit.TokenBudgetExceeded:
                 continue

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import plugins
 from . import results as r
-from .assembly import assemble
+from .assembly import Assembly, assemble
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .fitting import shift_context
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
+from .plan_settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .settings import BY_NAME, SETTINGS
 from .strategies import is_trusted
@@ -195,46 +196,35 @@ class Prepared:
     tools_tokens: int
 
 
-def prepare(
-    messages: Sequence[dict],
-    *,
-    model: str,
-    context_limit: int | None = None,
-    response_reserve: int | None = None,
-    character: Any = None,
-    persona: str | None = None,
-    lorebook: Any = None,
-    memory: Sequence[Any] | None = None,
-    tools: Sequence[dict] | None = None,
-    scan_depth: int | None = None,
-    user_name: str = "User",
-    char_name: str | None = None,
-    template: str | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Prepared:
+def assembled(messages: Sequence[dict], settings: PlanSettings) -> Assembly:
+    """The persona, lorebook and memory stages: every block of the prompt in order, nothing counted."""
+    if settings.scan_depth is not None:
+        _whole("scan_depth", settings.scan_depth, 0)
+    return assemble(
+        messages,
+        character=settings.character,
+        persona=settings.persona,
+        lorebook=settings.lorebook,
+        memory=settings.memory,
+        user_name=DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
+        char_name=settings.char_name,
+        scan_depth=settings.scan_depth,
+        overrides=settings.overrides,
+    )
+
+
+def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
     """The stages before fitting (persona, lorebook, memory, template,
     tokenizer); :func:`plan_prepared` fits the result with a strategy."""
-    info = get_model(model)
-    limit, reserve, budget = resolve_limits(info, context_limit, response_reserve)
-    shape = template or ("anthropic" if info.provider == "anthropic" else "openai")
+    info = get_model(settings.model)
+    limit, reserve, budget = resolve_limits(info, settings.context_limit, settings.response_reserve)
+    shape = settings.template or ("anthropic" if info.provider == "anthropic" else "openai")
     if shape not in TEMPLATES:
         raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
-    if scan_depth is not None:
-        _whole("scan_depth", scan_depth, 0)
-    assembly = assemble(
-        messages,
-        character=character,
-        persona=persona,
-        lorebook=lorebook,
-        memory=memory,
-        user_name=user_name,
-        char_name=char_name,
-        scan_depth=scan_depth,
-        overrides=overrides,
-    )
+    assembly = assembled(messages, settings)
     tokenizer = token_counter(info.id)
-    refuse_lone_surrogates(tools, "tools")
-    extra = tokenizer.count_tools(tools)
+    refuse_lone_surrogates(settings.tools, "tools")
+    extra = tokenizer.count_tools(settings.tools)
     if extra > budget:
         raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
     return Prepared(
@@ -252,17 +242,18 @@ def prepare(
     )
 
 
-def plan_prepared(
-    prepared: Prepared, context_strategy: str = "truncate", *, interceptors: Sequence[Any] | None = None, **options: Any
-) -> PromptPlan:
-    """Fit prepared blocks with one strategy, run the interceptors and the final fit.
+def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: Any = None) -> PromptPlan:
+    """Fit prepared blocks with one strategy (``context_strategy``, else the
+    settings'), run the interceptors and the final fit.
 
     ``prompt_tokens`` is the count of exactly what is sent: the provider
     messages (and, for Anthropic, the system text as one system message),
     the reply priming and the tool definitions. Raises ``INVALID_SETTINGS``
     for a keyword that is neither a setting nor an option of the strategy.
     """
-    check_options(context_strategy, options)
+    if context_strategy is None:
+        context_strategy = settings.strategy
+    check_options(context_strategy, settings.options)
     tools = prepared.tools_tokens
     try:
         fit = shift_context(
@@ -270,9 +261,9 @@ def plan_prepared(
             prepared.counter,
             prepared.budget - tools,
             strategy=context_strategy,
-            interceptors=interceptors,
+            interceptors=settings.interceptors,
             template=prepared.template,
-            **options,
+            **settings.options,
         )
     except TokenBudgetExceeded as exc:
         if not tools:
@@ -343,7 +334,7 @@ def accepted_keywords(context_strategy: Any = "truncate") -> list[str]:
     >>> accepted_keywords()[:4]
     ['model', 'context_strategy', 'context_limit', 'response_reserve']
     """
-    names = [name for name in inspect.signature(plan_prompt).parameters if name not in ("messages", "options")]
+    names = list(FIELDS)
     names += [s.keyword for s in SETTINGS if s.target == "plan" and s.keyword not in names]
     names += _BUILTIN_OPTIONS
     impl = plugins.registry.get(context_strategy) if isinstance(context_strategy, str) else context_strategy
@@ -374,86 +365,61 @@ def check_options(context_strategy: Any, options: Mapping[str, Any]) -> None:
         raise InvalidSettings(f"plan_prompt got an unknown keyword {name!r}{hint}. Accepted: {', '.join(accepted)}.")
 
 
-def plan_prompt(
-    messages: Sequence[dict],
-    *,
-    model: str,
-    context_strategy: str = "truncate",
-    context_limit: int | None = None,
-    response_reserve: int | None = None,
-    character: Any = None,
-    persona: str | None = None,
-    lorebook: Any = None,
-    memory: Sequence[Any] | None = None,
-    tools: Sequence[dict] | None = None,
-    scan_depth: int | None = None,
-    user_name: str = "User",
-    char_name: str | None = None,
-    template: str | None = None,
-    interceptors: Sequence[Any] | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
-    **options: Any,
-) -> PromptPlan:
-    """Plan the prompt for ``messages`` on ``model`` with one strategy.
+def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords: Any) -> PromptPlan:
+    """Plan the prompt for ``messages`` with one strategy.
 
+    ``messages`` is a list of message dicts or a :class:`~contextfit.Conversation`
+    (its character, persona, lorebook, memory, tools and suggested settings
+    fill what the settings leave unchosen). ``settings`` is a
+    :class:`~contextfit.PlanSettings`; SPEC's keywords (``model``,
+    ``context_strategy``, ``context_limit``, ``character``, ..., strategy
+    options such as ``summary_tokens``) may replace it or go on top of it.
     ``character`` is a :class:`~contextfit.CharacterCard` or card JSON,
     ``lorebook`` a :class:`~contextfit.Lorebook` or World Info JSON,
     ``memory`` strings or ``{"content", "relevance"}`` objects. ``overrides``
     maps block ids to edits (``pinned``, ``manualExcluded``, ``relevance``).
-    Other keyword options go to the strategy (``summary_tokens``,
-    ``relevance_window``...).
-    Raises ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks do not fit.
+    Raises ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks do not fit,
+    ``INVALID_SETTINGS`` for a keyword that is neither a setting nor an option
+    of the strategy.
 
     >>> plan = plan_prompt([{"role": "system", "content": "Be brief."},
     ...                     {"role": "user", "content": "Hello!"}], model="gpt-4o")
     >>> plan.prompt_tokens, plan.budget, [b.reason for b in plan.blocks]
     (16, 111616, ['system', 'current_input'])
+    >>> plan_prompt([{"role": "user", "content": "Hello!"}], PlanSettings(model="gpt-4o")).prompt_tokens
+    9
     """
-    prepared = prepare(
-        messages,
-        model=model,
-        context_limit=context_limit,
-        response_reserve=response_reserve,
-        character=character,
-        persona=persona,
-        lorebook=lorebook,
-        memory=memory,
-        tools=tools,
-        scan_depth=scan_depth,
-        user_name=user_name,
-        char_name=char_name,
-        template=template,
-        overrides=overrides,
-    )
-    return plan_prepared(prepared, context_strategy, interceptors=interceptors, **options)
+    messages, settings = settings_for(messages, settings, keywords)
+    return plan_prepared(prepare(messages, settings), settings)
+
+
+def iter_strategies(
+    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
+) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
+    """``(strategy, plan)`` for each strategy, one at a time, so a page can draw
+    a plan while the next one is made. The blocks are assembled and counted
+    once; every strategy fits the same prepared blocks. A strategy that
+    cannot fit yields its ``TOKEN_BUDGET_EXCEEDED`` instead of a plan.
+    Arguments as :func:`plan_prompt` (the settings' own strategy is not used).
+    """
+    messages, settings = settings_for(messages, settings, keywords)
+    try:
+        prepared = prepare(messages, settings)
+    except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
+        for name in strategies:
+            yield name, exc
+        return
+    for name in strategies:
+        try:
+            yield name, plan_prepared(prepared, settings, name)
+        except TokenBudgetExceeded as exc:
+            yield name, exc
 
 
 def compare_strategies(
-    messages: Sequence[dict], *, model: str, strategies: Sequence[str] = BUILTIN_STRATEGIES, **settings: Any
+    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
 ) -> dict[str, PromptPlan | ContextfitError]:
-    """One plan per strategy for the same input; a strategy that cannot fit
-    (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
-
-    The blocks are assembled and counted once; every strategy fits the same
-    prepared blocks.
+    """One plan per strategy for the same input (:func:`iter_strategies`, collected);
+    a strategy that cannot fit (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
     """
-    options = {key: settings.pop(key) for key in list(settings) if key not in _PREPARE_SETTINGS}
-    options.pop("context_strategy", None)
-    interceptors = options.pop("interceptors", None)
-    try:
-        prepared = prepare(messages, model=model, **settings)
-    except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
-        return {name: exc for name in strategies}
-    plans: dict[str, PromptPlan | ContextfitError] = {}
-    for name in strategies:
-        try:
-            plans[name] = plan_prepared(prepared, name, interceptors=interceptors, **options)
-        except TokenBudgetExceeded as exc:
-            plans[name] = exc
-    return plans
-
-
-_PREPARE_SETTINGS = frozenset(
-    {"context_limit", "response_reserve", "character", "persona", "lorebook", "memory", "tools", "scan_depth",
-     "user_name", "char_name", "template", "overrides"}
-)
+    return dict(iter_strategies(messages, settings, strategies=strategies, **keywords))

@@ -13,6 +13,8 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
+from ..engine.plan_settings import conversation_parts
+
 _ENTRY_FIELDS = (  # LorebookEntry attribute -> World Info key
     ("uid", "uid"), ("keys", "key"), ("secondary_keys", "keysecondary"), ("content", "content"),
     ("comment", "comment"), ("selective", "selective"), ("selective_logic", "selectiveLogic"),
@@ -89,18 +91,15 @@ def conversation_chat(conversation: Any) -> tuple[list[dict], dict[str, Any]]:
     """
     if isinstance(conversation, (list, tuple)):
         return list(conversation), {}
-    settings: dict[str, Any] = {}
-    if conversation.character is not None:
-        settings["character"] = card_json(conversation.character)
-    if conversation.persona:
-        settings["persona"] = conversation.persona
-    # A card's own book is read from the card; store the lorebook only when it is another one.
-    book = conversation.lorebook
-    if book is not None and (conversation.character is None or book is not conversation.character.character_book):
-        settings["lorebook"] = lorebook_json(book)
-    if conversation.memory:
-        settings["memory"] = list(conversation.memory)
-    if conversation.tools:
-        settings["tools"] = list(conversation.tools)
+    settings = conversation_parts(conversation)
+    card = settings.get("character")
+    if card is not None:
+        # A card's own book is read from the card; store the lorebook only when it is another one.
+        if "lorebook" in settings and settings["lorebook"] is card.character_book:
+            del settings["lorebook"]
+        settings["character"] = card_json(card)
+    if "lorebook" in settings:
+        settings["lorebook"] = lorebook_json(settings["lorebook"])
+    settings = {name: list(value) if name in ("memory", "tools") else value for name, value in settings.items()}
     settings.update(getattr(conversation, "settings", None) or {})  # a bundle's suggested settings
     return list(conversation.messages), settings

@@ -39,12 +39,10 @@ from ..errors import ChatNotFound, GenerationCancelled, ProviderError, TokenBudg
 from ..jsonpath import replace_lone_surrogates
 from ..engine.pipeline import PromptPlan, plan_prompt
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
-from ..engine.settings import merge_settings, plan_options, provider_options
+from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
+from ..engine.settings import merge_settings, provider_options
 from .store import Chat, Store
 from .validation import check_messages
-
-#: The model used when neither the request nor the chat names one.
-DEFAULT_MODEL = "gpt-4o"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +83,16 @@ class RunningGenerations:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedRequest:
-    """What a generation or a preview plans with: the model, the ``plan_prompt``
-    keywords, and the settings that travel to the provider."""
+    """What a generation or a preview plans with: the plan settings, and the
+    settings that travel to the provider."""
 
-    model: str
-    options: dict[str, Any]
+    settings: PlanSettings
     provider_options: dict[str, Any]
+
+    @property
+    def model(self) -> str:
+        """The model the request plans for."""
+        return self.settings.model
 
     def for_provider(self, plan: PromptPlan) -> ProviderRequest:
         """The provider request for ``plan``: its final messages, the reserve as the reply's limit."""
@@ -99,7 +101,7 @@ class ResolvedRequest:
             messages=plan.provider_messages,
             max_tokens=plan.response_reserve,
             system=plan.provider_system,
-            tools=self.options.get("tools"),
+            tools=self.settings.tools,
             **self.provider_options,
         )
 
@@ -116,13 +118,13 @@ def resolve_request(
     name one.
 
     >>> resolve_request(None, None, None, {"contextStrategy": "summarize", "temperature": 0.5})
-    ResolvedRequest(model='gpt-4o', options={'context_strategy': 'summarize'}, provider_options={'temperature': 0.5})
+    ResolvedRequest(settings=PlanSettings(model='gpt-4o', context_strategy='summarize'), provider_options={'temperature': 0.5})
     """
     merged = merge_settings(chat.settings if chat else None, settings)
-    options = plan_options(merged)
-    if backend is not None and backend.template and "template" not in options:
-        options["template"] = backend.template
-    return ResolvedRequest(model or (chat.model if chat else None) or DEFAULT_MODEL, options, provider_options(merged))
+    plan = PlanSettings.from_json(merged, model=model or (chat.model if chat else None) or DEFAULT_MODEL)
+    if backend is not None and backend.template and plan.template is None:
+        plan = plan.replace(template=backend.template)
+    return ResolvedRequest(plan, provider_options(merged))
 
 
 def preview(
@@ -145,7 +147,7 @@ def preview(
     request = resolve_request(chat, backend, model, settings)
     if messages is None:
         messages = chat.messages if chat else []
-    return plan_prompt(check_messages(messages), model=request.model, **request.options)
+    return plan_prompt(check_messages(messages), request.settings)
 
 
 def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -> None:
@@ -164,7 +166,7 @@ def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -
     """
     request = resolve_request(None, None, model, settings)
     try:
-        plan_prompt([], model=request.model, **request.options)
+        plan_prompt([], request.settings)
     except TokenBudgetExceeded:
         pass
 
@@ -230,7 +232,7 @@ async def generate(
     request = resolve_request(chat, backend, model, settings)
     try:
         plan = await (offload or to_thread.run_sync)(
-            lambda: plan_prompt(chat.messages, model=request.model, **request.options)
+            lambda: plan_prompt(chat.messages, request.settings)
         )
     except TokenBudgetExceeded as exc:
         audit = refused_audit(
@@ -238,8 +240,8 @@ async def generate(
             chat_id=chat_id,
             provider=backend.name,
             model=request.model,
-            context_limit=request.options.get("context_limit"),
-            response_reserve=request.options.get("response_reserve"),
+            context_limit=request.settings.context_limit,
+            response_reserve=request.settings.response_reserve,
         )
         await to_thread.run_sync(store.record_audit, audit)
         raise

@@ -17,7 +17,7 @@ from typing import TextIO
 from .. import environment
 from ..errors import ContextfitError
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
-from ..engine.settings import plan_options
+from ..engine.plan_settings import PlanSettings, conversation_model
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -74,37 +74,16 @@ def print_plan(name: str, plan: PromptPlan | ContextfitError, out: TextIO) -> No
 
 def _fit(args: argparse.Namespace, out: TextIO) -> int:
     from ..inputs.formats import load_conversation, load_conversation_file
-    from ..tokens.models import get_model
 
     if args.file == "-":
         conversation = load_conversation(sys.stdin.buffer.read(), args.format)
     else:
         conversation = load_conversation_file(args.file, args.format)
-    model = args.model
-    if model is None:
-        model = "gpt-4o"
-        if conversation.model:
-            try:
-                model = get_model(conversation.model).id
-            except ContextfitError:
-                pass
     strategies = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
-    settings = plan_options(conversation.settings)  # a bundle's suggestions; flags win
-    settings.pop("context_strategy", None)
-    for key, value in (("context_limit", args.limit), ("response_reserve", args.reserve)):
-        if value is not None:
-            settings[key] = value
-    plans = compare_strategies(
-        conversation.messages,
-        model=model,
-        strategies=strategies,
-        **settings,
-        character=conversation.character,
-        persona=conversation.persona,
-        lorebook=conversation.lorebook,
-        memory=conversation.memory,
-        tools=conversation.tools,
-    )
+    model = conversation_model(conversation, args.model)
+    # The conversation's parts and a bundle's suggested settings apply; the flags win.
+    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    plans = compare_strategies(conversation, settings, strategies=strategies)
     if args.json:
         payload = {
             name: {"error": plan.to_dict()} if isinstance(plan, ContextfitError) else plan.to_dict()

@@ -18,12 +18,12 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.assembly import assemble
-from ..errors import ContextfitError, TokenBudgetExceeded
+from ..errors import ContextfitError
 from ..inputs.formats import Conversation
 from ..inputs.messages import kind_of, message_id, message_text, role_of
 from ..tokens.models import get_model
-from ..engine.pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
+from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, assembled, iter_strategies, plan_prompt
+from ..engine.plan_settings import PlanSettings, conversation_model, settings_for
 from ..engine.settings import plan_options
 
 #: Editable per-block fields and the table column that shows each.
@@ -87,59 +87,33 @@ def gc_paused() -> Generator[None, None, None]:
 def suggested_setup(conversation: Conversation, model: str | None = None) -> Setup:
     """Defaults for a conversation: its model (else gpt-4o), its suggested
     limit and reserve (a bundle's settings), else the model's."""
-    chosen = model or conversation.model or "gpt-4o"
     try:
-        info = get_model(chosen)
+        info = get_model(conversation_model(conversation, model))
     except ContextfitError:
-        info = get_model("gpt-4o")
+        info = get_model(conversation_model(conversation))
     settings = plan_options(conversation.settings)
     limit = settings.get("context_limit", info.context_limit)
     reserve = settings.get("response_reserve", min(info.max_output, limit // 4))
     return Setup(model=info.id, context_limit=int(limit), response_reserve=int(reserve))
 
 
-def _options(setup: Setup) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if setup.summary_tokens:
-        options["summary_tokens"] = setup.summary_tokens
-    if setup.relevance_window:
-        options["relevance_window"] = setup.relevance_window
-    return options
-
-
-def prepare_for(conversation: Conversation, setup: Setup) -> Prepared:
-    """Assemble and count the conversation once for every strategy."""
-    return prepare(
-        conversation.messages,
+def plan_settings(setup: Setup) -> PlanSettings:
+    """The user's choices as the settings every face plans with."""
+    return PlanSettings.from_keywords(
         model=setup.model,
         context_limit=setup.context_limit,
         response_reserve=setup.response_reserve,
-        character=conversation.character,
-        persona=conversation.persona,
-        lorebook=conversation.lorebook,
-        memory=conversation.memory,
-        tools=conversation.tools,
+        summary_tokens=setup.summary_tokens or None,
+        relevance_window=setup.relevance_window or None,
         user_name=setup.user_name,
-        overrides=setup.overrides,
+        overrides=setup.overrides or None,
     )
 
 
 def iter_plans(conversation: Conversation, setup: Setup) -> Iterator[tuple[str, PromptPlan | ContextfitError]]:
-    """``(strategy, plan)`` for each chosen strategy, one at a time, so a page
-    can draw a plan while the next one is made. The conversation is
-    assembled and counted once; a strategy that cannot fit yields its
-    ``TOKEN_BUDGET_EXCEEDED``."""
-    try:
-        prepared = prepare_for(conversation, setup)
-    except TokenBudgetExceeded as error:  # the tool definitions alone do not fit
-        for name in setup.strategies:
-            yield name, error
-        return
-    for name in setup.strategies:
-        try:
-            yield name, plan_prepared(prepared, name, **_options(setup))
-        except TokenBudgetExceeded as error:
-            yield name, error
+    """``(strategy, plan)`` for each chosen strategy, one at a time (the
+    generator :func:`~contextfit.compare_strategies` collects)."""
+    return iter_strategies(conversation, plan_settings(setup), strategies=setup.strategies)
 
 
 def plan_all(
@@ -156,7 +130,7 @@ def plan_all(
 
 def plan_one(conversation: Conversation, setup: Setup, strategy: str) -> PromptPlan:
     """The plan of one strategy for the conversation and the user's choices."""
-    return plan_prepared(prepare_for(conversation, setup), strategy, **_options(setup))
+    return plan_prompt(conversation, plan_settings(setup), context_strategy=strategy)
 
 
 def headline(plan: PromptPlan) -> dict[str, Any]:
@@ -253,11 +227,7 @@ def editor_rows(
         entries = [(b.id, b.role, b.kind, b.content, b.tokens, b.message) for b in plan.blocks
                    if b.origin == "input" and b.reason != "summary"]
     else:
-        assembly = assemble(
-            conversation.messages, character=conversation.character, persona=conversation.persona,
-            lorebook=conversation.lorebook, memory=conversation.memory, user_name=setup.user_name,
-            overrides=setup.overrides,
-        )
+        assembly = assembled(*settings_for(conversation, plan_settings(setup)))
         entries = [(message_id(m, i), role_of(m), kind_of(m), message_text(m), None, m) for i, m in enumerate(assembly.blocks)]
     rows = []
     for ident, role, kind, content, tokens, message in entries:
@@ -356,18 +326,7 @@ def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, stor
     (its audit is then on the Audit page)."""
     from ..serving.generation import send_conversation
 
-    settings: dict[str, Any] = {
-        "contextStrategy": strategy,
-        "contextLimit": setup.context_limit,
-        "responseReserve": setup.response_reserve,
-        "userName": setup.user_name,
-    }
-    if setup.overrides:
-        settings["overrides"] = {key: dict(value) for key, value in setup.overrides.items()}
-    if setup.summary_tokens:
-        settings["summaryTokens"] = setup.summary_tokens
-    if setup.relevance_window:
-        settings["relevanceWindow"] = setup.relevance_window
+    settings = plan_settings(setup).replace(context_strategy=strategy).to_json()
     title = f"{strategy} · {len(conversation.messages)} messages · {setup.model}"
     result = send_conversation(conversation, model=setup.model, settings=settings, title=title, provider="echo", store=store)
     return result.audit.chat_id

@@ -1,6 +1,9 @@
 """The FastAPI app: ``create_app(store, providers)`` and the ``/api/v2`` routes (SPEC §6).
 
-Endpoints are a few lines each: they hand validated JSON to the package
+Endpoints are module-level functions on :data:`router`, a few lines each;
+the store, the providers, the worker pool and the running generations come
+to them as dependencies from ``app.state``, which :func:`create_app` fills.
+They hand validated JSON to the package
 (``Store``, :mod:`contextfit.serving.generation`) and return what comes back. Every
 :class:`~contextfit.ContextfitError` becomes ``{"error": {"code", "message"}}``
 in one handler, with the status from :data:`STATUS`; any other failure is a
@@ -19,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
@@ -82,6 +85,159 @@ def _settings(model: Any) -> dict[str, Any] | None:
     return None if model is None else model.model_dump(exclude_none=True)
 
 
+# -- what the endpoints depend on: the app's own objects, set by create_app ---------------------
+
+
+async def app_store(request: Request) -> Store:
+    """The store the app serves (``app.state.store``)."""
+    return request.app.state.store
+
+
+async def app_providers(request: Request) -> Mapping[str, Provider]:
+    """The providers generation may call (``app.state.providers``)."""
+    return request.app.state.providers
+
+
+async def app_pool(request: Request) -> WorkerPool:
+    """The bounded worker pool that planning runs on (``app.state.pool``)."""
+    return request.app.state.pool
+
+
+async def app_running(request: Request) -> RunningGenerations:
+    """The generations this process runs, by chat (``app.state.running``)."""
+    return request.app.state.running
+
+
+StoreDep = Annotated[Store, Depends(app_store)]
+ProvidersDep = Annotated[Mapping[str, Provider], Depends(app_providers)]
+PoolDep = Annotated[WorkerPool, Depends(app_pool)]
+RunningDep = Annotated[RunningGenerations, Depends(app_running)]
+
+router = APIRouter(prefix="/api/v2")
+
+
+@router.post("/chats", status_code=201, response_model=s.ChatCreated, operation_id="createChat",
+             tags=["chats"], responses=_errors(413, 503))  # fmt: skip
+async def create_chat(body: s.ChatCreate, store: StoreDep, pool: PoolDep) -> dict:
+    """Create a chat (title, model, settings, messages); settings every generation would refuse are refused now."""
+    settings = _settings(body.settings)
+    await pool.run(check_chat_settings, body.model, settings)
+    chat = await anyio.to_thread.run_sync(
+        lambda: store.create_chat(
+            title=body.title, model=body.model, settings=settings, messages=s.messages_json(body.messages)
+        )
+    )
+    return {"id": chat.id}
+
+
+@router.get("/chats", response_model=s.ChatList, operation_id="listChats", tags=["chats"], responses=_errors())
+def list_chats(store: StoreDep) -> dict:
+    """Every chat, most recently updated first, with its audit status."""
+    return {"chats": [chat.to_dict() for chat in store.list_chats()]}
+
+
+@router.get("/chats/{chat_id}", response_model=s.Chat, operation_id="getChat", tags=["chats"], responses=_errors(404))
+def get_chat(chat_id: str, store: StoreDep) -> dict:
+    """The chat with its messages, in order."""
+    return store.get_chat(chat_id).to_dict()
+
+
+@router.patch("/chats/{chat_id}", response_model=s.Chat, operation_id="updateChat", tags=["chats"],
+              responses=_errors(404, 413, 503))  # fmt: skip
+async def update_chat(chat_id: str, body: s.ChatUpdate, store: StoreDep, pool: PoolDep) -> dict:
+    """Change the title, model or settings (settings are replaced whole, and checked as at creation)."""
+    changes = body.model_dump(exclude_unset=True)
+    if "settings" in changes:
+        changes["settings"] = _settings(body.settings) or {}
+    if {"model", "settings"} & set(changes):
+        chat = await anyio.to_thread.run_sync(store.get_chat, chat_id)
+        await pool.run(check_chat_settings, changes.get("model", chat.model), changes.get("settings", chat.settings))
+    updated = await anyio.to_thread.run_sync(lambda: store.update_chat(chat_id, **changes))
+    return updated.to_dict()
+
+
+@router.post("/chats/{chat_id}/messages", response_model=s.Chat, operation_id="appendMessages", tags=["chats"],
+             responses=_errors(404, 413))  # fmt: skip
+def append_messages(chat_id: str, body: s.MessagesAppend, store: StoreDep) -> dict:
+    """Append messages to the chat; returns the chat."""
+    return store.append_messages(chat_id, s.messages_json(body.messages)).to_dict()
+
+
+@router.delete("/chats/{chat_id}", status_code=204, operation_id="deleteChat", tags=["chats"], responses=_errors(404))
+def delete_chat(chat_id: str, store: StoreDep) -> Response:
+    """Delete the chat, its messages and its audit."""
+    store.delete_chat(chat_id)
+    return Response(status_code=204)
+
+
+@router.post("/chats/{chat_id}/generate", response_model=s.Generated, operation_id="generate", tags=["generation"],
+             responses=_errors(404, 409, 413, 429, 502, 503, 504))  # fmt: skip
+async def generate_reply(
+    chat_id: str,
+    request: Request,
+    store: StoreDep,
+    providers: ProvidersDep,
+    pool: PoolDep,
+    running: RunningDep,
+    body: s.GenerateRequest | None = None,
+) -> dict:
+    """Plan the prompt, record the audit, call the provider (echo by default) and store the reply.
+
+    The audit is finalized ``completed``, ``failed`` (the error's code) or
+    ``cancelled`` (the client disconnected, or ``/cancel`` was called).
+    """
+    body = body or s.GenerateRequest()
+
+    async def work() -> GenerationResult:
+        return await generate(
+            store, providers, chat_id, provider=body.provider, model=body.model, settings=_settings(body.settings),
+            offload=pool.run,
+        )
+
+    return (await _until_done_or_gone(request, running, chat_id, work)).to_dict()
+
+
+@router.post("/chats/{chat_id}/cancel", response_model=s.Cancelled, operation_id="cancelGeneration",
+             tags=["generation"], responses=_errors(404))  # fmt: skip
+async def cancel(chat_id: str, store: StoreDep, running: RunningDep) -> dict:
+    """Cancel the chat's running generations (their audits end ``cancelled``)."""
+    await anyio.to_thread.run_sync(store.get_chat, chat_id)
+    return {"cancelled": running.cancel(chat_id)}  # cancel scopes belong to the event loop's thread
+
+
+@router.get("/chats/{chat_id}/context-audit", response_model=s.ContextAudit, operation_id="getContextAudit",
+            tags=["generation"], responses=_errors(404))  # fmt: skip
+def context_audit(chat_id: str, store: StoreDep) -> dict:
+    """The latest finalized audit: 404 ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND`` otherwise."""
+    return store.get_audit(chat_id).to_dict()
+
+
+@router.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
+             responses=_errors(404, 413, 503))  # fmt: skip
+async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> dict:
+    """The plan generation would send, for a chat or inline messages. Writes nothing."""
+    extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
+
+    def plan() -> dict:
+        return preview(
+            store,
+            providers,
+            chat_id=body.chatId,
+            messages=s.messages_json(body.messages),
+            provider=body.provider,
+            model=body.model,
+            settings={**(_settings(body.settings) or {}), **extra},
+        ).to_dict()
+
+    return await pool.run(plan)
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    app.state.pool.close()
+
+
 def create_app(
     store: Store,
     providers: Mapping[str, Provider] | None = None,
@@ -98,135 +254,33 @@ def create_app(
     with ``api_key`` every request but the documentation pages must carry it.
     ``limits`` (:class:`~contextfit.serving.api.limits.ServerLimits`) bound the body
     size, the worker pool and the regex keys; ``max_body_bytes`` overrides its body size.
+    The endpoints are :data:`router`'s; they reach the store, the providers,
+    the pool and the running generations through ``app.state``.
     """
-    providers = default_providers() if providers is None else dict(providers)
     limits = limits or ServerLimits()
     if max_body_bytes is not None:
         limits = dataclasses.replace(limits, max_body_bytes=max_body_bytes)
-    running = RunningGenerations()
-    pool = WorkerPool(limits)
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        pool.close()
-
     app = FastAPIOffline(
         title="contextfit",
         version="2.0.0",
         description="See exactly what an LLM will see: chats, generation with a context audit, and previews.",
-        lifespan=lifespan,
+        lifespan=_lifespan,
         swagger_ui_parameters={"validatorUrl": None},  # Swagger UI would send the document to a public validator
     )
-    app.state.limits, app.state.pool = limits, pool
+    app.state.store = store
+    app.state.providers = default_providers() if providers is None else dict(providers)
+    app.state.limits = limits
+    app.state.pool = WorkerPool(limits)
+    app.state.running = RunningGenerations()
     # The last added runs first: failures contained, then who is asking, then how much they send.
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
     app.add_middleware(RequestGuard, hosts=hosts, api_key=api_key)
     app.add_middleware(ContainFailures)
-    _handle_errors(app)
-    api = APIRouter(prefix="/api/v2")
-
-    @api.post("/chats", status_code=201, response_model=s.ChatCreated, operation_id="createChat",
-              tags=["chats"], responses=_errors(413, 503))  # fmt: skip
-    async def create_chat(body: s.ChatCreate) -> dict:
-        """Create a chat (title, model, settings, messages); settings every generation would refuse are refused now."""
-        settings = _settings(body.settings)
-        await pool.run(check_chat_settings, body.model, settings)
-        chat = await anyio.to_thread.run_sync(
-            lambda: store.create_chat(
-                title=body.title, model=body.model, settings=settings, messages=s.messages_json(body.messages)
-            )
-        )
-        return {"id": chat.id}
-
-    @api.get("/chats", response_model=s.ChatList, operation_id="listChats", tags=["chats"], responses=_errors())
-    def list_chats() -> dict:
-        """Every chat, most recently updated first, with its audit status."""
-        return {"chats": [chat.to_dict() for chat in store.list_chats()]}
-
-    @api.get("/chats/{chat_id}", response_model=s.Chat, operation_id="getChat", tags=["chats"], responses=_errors(404))
-    def get_chat(chat_id: str) -> dict:
-        """The chat with its messages, in order."""
-        return store.get_chat(chat_id).to_dict()
-
-    @api.patch("/chats/{chat_id}", response_model=s.Chat, operation_id="updateChat", tags=["chats"],
-               responses=_errors(404, 413, 503))  # fmt: skip
-    async def update_chat(chat_id: str, body: s.ChatUpdate) -> dict:
-        """Change the title, model or settings (settings are replaced whole, and checked as at creation)."""
-        changes = body.model_dump(exclude_unset=True)
-        if "settings" in changes:
-            changes["settings"] = _settings(body.settings) or {}
-        if {"model", "settings"} & set(changes):
-            chat = await anyio.to_thread.run_sync(store.get_chat, chat_id)
-            await pool.run(
-                check_chat_settings, changes.get("model", chat.model), changes.get("settings", chat.settings)
-            )
-        updated = await anyio.to_thread.run_sync(lambda: store.update_chat(chat_id, **changes))
-        return updated.to_dict()
-
-    @api.post("/chats/{chat_id}/messages", response_model=s.Chat, operation_id="appendMessages", tags=["chats"],
-              responses=_errors(404, 413))  # fmt: skip
-    def append_messages(chat_id: str, body: s.MessagesAppend) -> dict:
-        """Append messages to the chat; returns the chat."""
-        return store.append_messages(chat_id, s.messages_json(body.messages)).to_dict()
-
-    @api.delete("/chats/{chat_id}", status_code=204, operation_id="deleteChat", tags=["chats"], responses=_errors(404))
-    def delete_chat(chat_id: str) -> Response:
-        """Delete the chat, its messages and its audit."""
-        store.delete_chat(chat_id)
-        return Response(status_code=204)
-
-    @api.post("/chats/{chat_id}/generate", response_model=s.Generated, operation_id="generate", tags=["generation"],
-              responses=_errors(404, 409, 413, 429, 502, 503, 504))  # fmt: skip
-    async def generate_reply(chat_id: str, request: Request, body: s.GenerateRequest | None = None) -> dict:
-        """Plan the prompt, record the audit, call the provider (echo by default) and store the reply.
-
-        The audit is finalized ``completed``, ``failed`` (the error's code) or
-        ``cancelled`` (the client disconnected, or ``/cancel`` was called).
-        """
-        body = body or s.GenerateRequest()
-
-        async def work() -> GenerationResult:
-            return await generate(
-                store, providers, chat_id, provider=body.provider, model=body.model, settings=_settings(body.settings),
-                offload=pool.run,
-            )
-
-        return (await _until_done_or_gone(request, running, chat_id, work)).to_dict()
-
-    @api.post("/chats/{chat_id}/cancel", response_model=s.Cancelled, operation_id="cancelGeneration",
-              tags=["generation"], responses=_errors(404))  # fmt: skip
-    async def cancel(chat_id: str) -> dict:
-        """Cancel the chat's running generations (their audits end ``cancelled``)."""
-        await anyio.to_thread.run_sync(store.get_chat, chat_id)
-        return {"cancelled": running.cancel(chat_id)}  # cancel scopes belong to the event loop's thread
-
-    @api.get("/chats/{chat_id}/context-audit", response_model=s.ContextAudit, operation_id="getContextAudit",
-             tags=["generation"], responses=_errors(404))  # fmt: skip
-    def context_audit(chat_id: str) -> dict:
-        """The latest finalized audit: 404 ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND`` otherwise."""
-        return store.get_audit(chat_id).to_dict()
-
-    @api.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
-              responses=_errors(404, 413, 503))  # fmt: skip
-    async def context_preview(body: s.PreviewRequest) -> dict:
-        """The plan generation would send, for a chat or inline messages. Writes nothing."""
-        extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
-
-        def plan() -> dict:
-            return preview(
-                store,
-                providers,
-                chat_id=body.chatId,
-                messages=s.messages_json(body.messages),
-                provider=body.provider,
-                model=body.model,
-                settings={**(_settings(body.settings) or {}), **extra},
-            ).to_dict()
-
-        return await pool.run(plan)
-
-    app.include_router(api)
+    app.add_exception_handler(ContextfitError, contextfit_error)
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, internal_error)
+    app.include_router(router)
     return app
 
 
@@ -260,27 +314,29 @@ def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
-def _handle_errors(app: FastAPI) -> None:
-    @app.exception_handler(ContextfitError)
-    async def contextfit_error(_request: Request, exc: ContextfitError) -> JSONResponse:
-        detail = exc.to_dict()
-        response = _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
-        retry_after = getattr(exc, "retry_after", None)
-        if retry_after is not None:
-            response.headers["Retry-After"] = str(retry_after)
-        return response
+async def contextfit_error(_request: Request, exc: ContextfitError) -> JSONResponse:
+    """Every :class:`~contextfit.ContextfitError` as ``{"error": {"code", "message", ...}}`` with its status."""
+    detail = exc.to_dict()
+    response = _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _error(422, "INVALID_REQUEST", "; ".join(_describe(error) for error in exc.errors()[:5]))
 
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        return _error(exc.status_code, _HTTP_CODES.get(exc.status_code, "HTTP_ERROR"), str(exc.detail))
+async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    """A body or parameter that does not validate: 422 ``INVALID_REQUEST`` naming the first few problems."""
+    return _error(422, "INVALID_REQUEST", "; ".join(_describe(error) for error in exc.errors()[:5]))
 
-    @app.exception_handler(Exception)
-    async def internal_error(_request: Request, _exc: Exception) -> JSONResponse:
-        return _error(500, "INTERNAL_ERROR", "An unexpected error occurred; it was logged by the server.")
+
+async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+    """Starlette's own errors (404 for an unknown path, 405, ...) in the same shape."""
+    return _error(exc.status_code, _HTTP_CODES.get(exc.status_code, "HTTP_ERROR"), str(exc.detail))
+
+
+async def internal_error(_request: Request, _exc: Exception) -> JSONResponse:
+    """Anything else: a 500 that says nothing about the failure."""
+    return _error(500, "INTERNAL_ERROR", "An unexpected error occurred; it was logged by the server.")
 
 
 def _describe(error: Mapping[str, Any]) -> str:
