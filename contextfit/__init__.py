@@ -8,6 +8,7 @@ FastAPI) load on first use of their names.
 
 from . import audit
 from .audit import AuditBlock, PromptContextAudit
+from .caches import clear_caches
 from .chat_counter import TokenCounter, token_counter
 from .errors import (
     AuditNotFound,
@@ -131,6 +132,7 @@ __all__ = [
     "UnknownStrategy",
     "activate",
     "audit",
+    "clear_caches",
     "compare_strategies",
     "create_app",
     "detect_format",

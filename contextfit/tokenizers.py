@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contextfit import blank_runs
+from contextfit.caches import register
 from contextfit.errors import TokenizerUnavailable
 from contextfit.memo import DIGEST_FROM, TextMemo, digest
 
@@ -363,7 +364,7 @@ def _read_ranks(path: Path, encoding_name: str, expected_hash: str | None) -> di
     return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2])))
 
 
-_ENCODINGS: dict[str, Any] = {}
+_ENCODINGS: dict[str, Any] = register("tokenizers.vocabularies", {}, vocabulary=True)
 
 
 def _exact_encoding(name: str) -> tiktoken.Encoding:
@@ -378,7 +379,7 @@ def _exact_encoding(name: str) -> tiktoken.Encoding:
 
 # -------------------------------------------------------------------------- tokenizer
 
-_DIGIT_TABLES: dict[str, bytes] = {}
+_DIGIT_TABLES: dict[str, bytes] = register("tokenizers.digit_tables", {}, vocabulary=True)
 
 
 def _digit_extra_table(encoding: tiktoken.Encoding) -> bytes:
@@ -533,6 +534,14 @@ class Tokenizer:
 
 
 _TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def _forget_tokenizers() -> None:
+    with _LOCK:  # their count memos are emptied with every other TextMemo
+        _TOKENIZERS.clear()
+
+
+register("tokenizers.tokenizers", _TOKENIZERS, clear=_forget_tokenizers)
 
 
 def get_tokenizer(profile: str) -> Tokenizer:

@@ -45,6 +45,7 @@ from functools import lru_cache
 import regex
 
 from contextfit import results as r
+from contextfit.caches import register
 
 MATCHER = "\x01"
 JOINER = "\n" + MATCHER
@@ -171,6 +172,9 @@ def _compile_regex_key(key: str, max_pattern_chars: int) -> RegexKey | None:
         return RegexKey(regex.compile(pattern, options), sticky="y" in flags)
     except Exception:  # regex.error, and OverflowError/RecursionError on monstrous patterns
         return None
+
+
+register("lorebook.regex_keys", _compile_regex_key)
 
 
 class RegexBudget:
