@@ -34,7 +34,8 @@ def _warm_everything() -> None:
         history.append({"role": "user", "content": f"Tell me about the shadow fangs, part {turn}. " * 3})
         history.append({"role": "assistant", "content": f"The forest of Eldoria hides them ({turn}). " * 3})
         if turn % 10 == 0:  # a tool call and its result (summaries read them as lines)
-            call = {"id": f"call_{turn}", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "fangs"}'}}
+            function = {"name": "lookup", "arguments": '{"q": "fangs"}'}
+            call = {"id": f"call_{turn}", "type": "function", "function": function}
             history.append({"role": "assistant", "content": None, "tool_calls": [call]})
             history.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "Fangs are silver."})
     history.append({"role": "user", "content": "And the needle?"})
