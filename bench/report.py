@@ -355,7 +355,9 @@ def markdown(options: Options, cases: list[Case], info: dict, found: list[dict],
         "",
         f"Machine: {info['nproc']} CPUs ({info['cpu']}), Python {info['python']}, tiktoken {versions['tiktoken']}, "
         f"langchain-core {versions['langchain-core'] or 'absent'}, litellm {versions['litellm'] or 'absent'}; "
-        f"load average at the start {info['load_average'][0]:.2f}.",
+        f"load average at the start {info['load_average'][0]:.2f}"
+        + (f", at the end {info['load_average_end'][0]:.2f}; the run took {info['elapsed_s'] / 60:.1f} minutes"
+           if "elapsed_s" in info else "") + ".",
         f"Reproduce: `{command}`.",
         "",
         "Times are medians of interleaved runs (min–max beside them). Timed: the fit call alone. Not timed: "
