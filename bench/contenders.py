@@ -58,6 +58,8 @@ class Contender:
     strategy: str | None = None
     mode: str | None = None  # cold | warm
     counts_excluded: bool = True
+    # The contextfit contender timed just before each run, for a paired ratio (LangChain's like for like).
+    paired_with: str | None = None
 
     def missing(self) -> str | None:
         """Why this contender cannot run here, or ``None``."""
@@ -233,7 +235,8 @@ def _langchain(memoized: bool) -> Contender:
         return trim_messages(converted, max_tokens=budget, token_counter=counter, **LANGCHAIN_OPTIONS)
 
     name = "langchain trim_messages " + ("memoized" if memoized else "uncached")
-    return Contender(name, "langchain", prepare, run, _langchain_outcome, capped=True, mode="cold")
+    like = "contextfit truncate lazy cold" if memoized else "contextfit truncate cold"
+    return Contender(name, "langchain", prepare, run, _langchain_outcome, capped=True, mode="cold", paired_with=like)
 
 
 def _langchain_outcome(state: Any, result: Any) -> Outcome:
