@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..caches import register
 from ..tokens.chat_counter import TokenCounter
 from ..errors import InvalidCounter
 from ..tokens.memo import TextMemo
@@ -136,6 +137,14 @@ class Counting:
 
 _states: "weakref.WeakKeyDictionary[Any, dict[Any, CounterState]]" = weakref.WeakKeyDictionary()
 _states_lock = threading.Lock()
+
+
+def _forget_states() -> None:
+    with _states_lock:
+        _states.clear()
+
+
+register("counting.counter_states", _states, clear=_forget_states)
 
 
 def counting_for(count_tokens: CountTokens) -> Counting:

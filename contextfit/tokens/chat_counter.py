@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from contextfit.caches import register
 from contextfit.tokens.models import get_model
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
@@ -233,6 +234,16 @@ class TokenCounter:
 
 
 _COUNTERS: dict[str, TokenCounter] = {}
+
+
+def _forget_counters() -> None:
+    with _LOCK:  # a counter someone kept starts over too
+        for counter in _COUNTERS.values():
+            counter._role_costs.clear()
+        _COUNTERS.clear()
+
+
+register("chat_counter.counters", _COUNTERS, clear=_forget_counters)
 
 
 def token_counter(model: str) -> TokenCounter:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..inputs import messages as msg
+from ..caches import register
 from .chat_counter import TokenCounter
 
 TEMPLATES = ("openai", "anthropic")
@@ -247,6 +248,14 @@ class SentCounter:
 
 _SENT: "weakref.WeakKeyDictionary[TokenCounter, dict[str, SentCounter]]" = weakref.WeakKeyDictionary()
 _SENT_LOCK = threading.Lock()
+
+
+def _forget_sent() -> None:
+    with _SENT_LOCK:
+        _SENT.clear()
+
+
+register("template.sent_counters", _SENT, clear=_forget_sent)
 
 
 def sent_counter(counter: TokenCounter, template: str) -> SentCounter:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contextfit.caches import register
 from contextfit.tokens import blank_runs
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.tokens.profiles import PROFILES, TokenizerProfile, find_profile, profiles
@@ -36,7 +37,7 @@ _LOCK = threading.RLock()
 
 # -------------------------------------------------------------------------- tokenizer
 
-_DIGIT_TABLES: dict[str, bytes] = {}
+_DIGIT_TABLES: dict[str, bytes] = register("tokenizers.digit_tables", {}, vocabulary=True)
 
 
 def _digit_extra_table(encoding: tiktoken.Encoding) -> bytes:
@@ -185,6 +186,14 @@ class Tokenizer:
 
 
 _TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def _forget_tokenizers() -> None:
+    with _LOCK:  # their count memos are emptied with every other TextMemo
+        _TOKENIZERS.clear()
+
+
+register("tokenizers.tokenizers", _TOKENIZERS, clear=_forget_tokenizers)
 
 
 def get_tokenizer(profile: str) -> Tokenizer:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..caches import register
 from ..errors import TokenizerUnavailable
 from .blank_runs import CL100K_PATTERN, O200K_PATTERN
 
@@ -148,7 +149,7 @@ def _read_ranks(path: Path, encoding_name: str, expected_hash: str | None) -> di
     return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2])))
 
 
-_ENCODINGS: dict[str, Any] = {}
+_ENCODINGS: dict[str, Any] = register("tokenizers.vocabularies", {}, vocabulary=True)
 
 
 def exact_encoding(name: str) -> tiktoken.Encoding:
