@@ -216,8 +216,8 @@ def _mistral(system_in_place: bool) -> Callable[[Count, list[Turn]], int]:
                     merged.append(("user", joined))
                 else:
                     merged[last] = ("user", joined + "\n\n" + merged[last][1])
-        if merged and merged[0][0] == "assistant":
-            total += 2  # an empty [INST][/INST] first
+            if merged and merged[0][0] == "assistant":
+                total += 2  # an empty [INST][/INST] first (v7 adds none)
         return total + sum(_mistral_message(n, role, text) for role, text in merged)
 
     return count
