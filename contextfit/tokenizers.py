@@ -22,7 +22,6 @@ from __future__ import annotations
 import binascii
 import gzip
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -328,16 +327,13 @@ def vocabulary_path(encoding_name: str) -> Path:
     >>> vocabulary_path("o200k_base").name
     'o200k_base.tiktoken.gz'
     """
-    try:
-        spec = importlib.util.find_spec(VOCABULARY_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    folder = open_models.package_dir(VOCABULARY_PACKAGE)
+    if folder is None:
         raise TokenizerUnavailable(
             f"The exact {encoding_name} vocabulary comes from the {VOCABULARY_PACKAGE!r} "
             f"package, which is not installed. {_INSTALL_HINT}"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / f"{encoding_name}.tiktoken.gz"
+    return folder / "data" / f"{encoding_name}.tiktoken.gz"
 
 
 def load_encoding(encoding_name: str, *, vocabulary: str | os.PathLike[str] | None = None) -> tiktoken.Encoding:

