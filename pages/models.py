@@ -18,6 +18,7 @@ st.dataframe(
                 "max output (reserve)": info.max_output,
                 "tokenizer": info.tokenizer,
                 "approximate": profiles[info.tokenizer].approximate,
+                "band": profiles[info.tokenizer].band or ("exact" if not profiles[info.tokenizer].approximate else ""),
                 "source": info.source,
             }
             for info in contextfit.list_models()
@@ -31,8 +32,10 @@ st.dataframe(
 st.subheader("Token viewer")
 left, right = st.columns([1, 2])
 with left:
-    name = st.selectbox("Tokenizer profile", list(profiles), help="Exact: OpenAI vocabularies. Others: estimates.")
+    name = st.selectbox("Tokenizer profile", list(profiles), help="Exact: OpenAI, Llama, Qwen, Mistral and DeepSeek vocabularies. Claude and Gemini: estimates with a measured band.")
     st.caption(profiles[name].basis)
+    if profiles[name].band:
+        st.caption(f"Measured band: {profiles[name].band}")
 with right:
     text = st.text_area("Text", value="contextfit shows exactly what an LLM will see. 日本語も数えます。", height=120)
 tokenizer = contextfit.get_tokenizer(name)

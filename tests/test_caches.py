@@ -24,6 +24,7 @@ NOT_CACHES = {
     "_plugin_cleanups": "undo callables of loaded plugins (state)",
     "_NAMED": "the cache registry itself",
     "MIGRATIONS": "the schema migrations, in order (filled by a decorator at import)",
+    "_NFC_CLASS": "the NFC-normalizing tiktoken.Encoding subclass, defined once on first use (a class, not data)",
 }
 
 

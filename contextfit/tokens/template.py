@@ -215,7 +215,7 @@ class SentCounter:
         self.counter = counter
         self.template = template
         self.base_tokens: int = counter.base_tokens
-        self.additive = template == "openai"
+        self.additive = template == "openai" and counter.additive
 
     def __repr__(self) -> str:
         return f"SentCounter({self.counter!r}, {self.template!r})"

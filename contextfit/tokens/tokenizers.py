@@ -10,6 +10,7 @@ engine takes, chat-format overhead included.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from contextfit.caches import register
 from contextfit.tokens import blank_runs
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
-from contextfit.tokens.profiles import PROFILES, TokenizerProfile, find_profile, profiles
+from contextfit.errors import TokenizerUnavailable
+from contextfit.tokens.profiles import ESTIMATES, PROFILES, TokenizerProfile, find_profile, profiles
 from contextfit.tokens.vocabularies import exact_encoding, load_encoding
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
@@ -150,7 +152,7 @@ class Tokenizer:
                     if digits:
                         tokens += sum(map(self._digit_extra.__getitem__, ids))
             if profile.approximate:
-                tokens = -(-tokens * profile.factor_percent // 100)
+                tokens = -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
             self._cache.put_key(key, tokens)
         return tokens
 
@@ -210,5 +212,14 @@ def get_tokenizer(profile: str) -> Tokenizer:
         with _LOCK:
             tokenizer = _TOKENIZERS.get(info.name)
             if tokenizer is None:
-                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, exact_encoding(info.encoding))
+                try:
+                    encoding = exact_encoding(info.encoding)
+                except TokenizerUnavailable as exc:
+                    if info.name not in ESTIMATES:
+                        raise
+                    # an open model's vocabulary package is missing: its estimate, flagged approximate
+                    logging.getLogger(__name__).warning("%s; counting %s with its estimate.", exc, info.name)
+                    info = ESTIMATES[info.name]
+                    encoding = exact_encoding(info.encoding)
+                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, encoding)
     return tokenizer
