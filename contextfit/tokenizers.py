@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from contextfit import blank_runs
 from contextfit.errors import TokenizerUnavailable
 from contextfit.memo import DIGEST_FROM, TextMemo, digest
+from contextfit.tokens import fast as fast_counting
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
     import tiktoken
@@ -447,6 +448,9 @@ class Tokenizer:
     encoding: Any = field(repr=False)  # the exact tiktoken.Encoding counts start from
     _cache: TextMemo[int] = field(default_factory=lambda: TextMemo(CACHE_BYTES), repr=False)
     _digit_extra: bytes = field(default=b"", repr=False)  # token id -> digits in it - 1
+    #: Counts the vocabulary with the fastest exact engine (``contextfit/tokens/fast.py``);
+    #: ``None``: tiktoken counts. Profiles that split digits need the ids, so tiktoken.
+    fast: fast_counting.FastCounter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.profile.split_digits and not self._digit_extra:
@@ -485,7 +489,9 @@ class Tokenizer:
         if tokens is None:
             profile = self.profile
             digits = profile.split_digits
-            if len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+            if self.fast is not None and not digits:
+                tokens = self.fast.count(text)
+            elif len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
                 ids = self.encoding.encode_ordinary(text)
                 tokens = len(ids)
                 if digits:  # a number token of k digits costs k tokens in these families
@@ -549,5 +555,8 @@ def get_tokenizer(profile: str) -> Tokenizer:
         with _LOCK:
             tokenizer = _TOKENIZERS.get(info.name)
             if tokenizer is None:
-                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, _exact_encoding(info.encoding))
+                encoding = _exact_encoding(info.encoding)
+                tokenizer = _TOKENIZERS[info.name] = Tokenizer(
+                    info, encoding, fast=fast_counting.counter_for(info.encoding, encoding)
+                )
     return tokenizer

@@ -1,0 +1,1 @@
+"""Token counting: vocabularies, tokenizers and the engines that count with them."""
