@@ -89,8 +89,9 @@ def _floor_run(state: Any) -> int:
 def fresh_counter(exact: Any = None) -> Any:
     """A ``gpt-4o`` counter with empty caches (the engine keys its caches by
     counter object, so a new counter is a cold start); the vocabulary itself
-    is shared, as it is in any process after its first fit. ``exact``
-    replaces the tiktoken encoding (bench/overhead.py)."""
+    is shared, as it is in any process after its first fit, and counts with
+    the fast engine once loaded. ``exact`` replaces the tiktoken encoding and
+    leaves the fast engine out (bench/overhead.py)."""
     from contextfit.chat_counter import TokenCounter
     from contextfit import text
     from contextfit.strategies import summarize
@@ -98,7 +99,20 @@ def fresh_counter(exact: Any = None) -> Any:
 
     summarize.clear_caches()
     text.clear_caches()
-    return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact if exact is not None else encoding()))
+    if exact is not None:
+        return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact))
+    # the process's fast engine (contextfit/tokens/fast.py), as get_tokenizer wires it
+    return TokenCounter(Tokenizer(PROFILES["o200k_base"], encoding(), fast=fast_counter()))
+
+
+def fast_counter() -> Any:
+    """The process's ``o200k_base`` FastCounter, loaded (untimed) before any run uses it."""
+    import contextfit
+
+    counter = contextfit.get_tokenizer("o200k_base").fast
+    if counter is not None:
+        counter.wait()
+    return counter
 
 
 def _fit(messages: list[dict], counter: Any, budget: int, strategy: str, count_excluded: bool) -> Any:

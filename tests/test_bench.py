@@ -46,3 +46,31 @@ def test_paired_ratio_is_the_median_of_per_run_ratios():
     row = Row("x", "contextfit", "truncate", "cold", True, seconds=[1.0, 3.0, 10.0], paired=[1.0, 2.0, 4.0])
     assert paired_ratio(row) == 1.5  # ratios 1, 1.5, 2.5
     assert paired_ratio(Row("y", "contextfit", "truncate", "cold", True, seconds=[1.0])) is None
+
+
+def test_fast_engine_bench_prints_every_issue_19_target(tmp_path, capsys):
+    from bench import fast
+
+    assert fast.main(["--messages", "200", "--runs", "1", "--no-cold", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "fast.json").read_text())
+    names = [target["target"] for target in data["targets"]]
+    import importlib.util
+
+    langchain = importlib.util.find_spec("langchain_core") is not None  # requirements-bench.txt
+    assert len(names) == 2 * 4 + 1
+    assert all(target["measured"] is not None for target in data["targets"] if langchain or "floor" in target["target"])
+    assert data["info"].get("engine_total_equals_tiktoken", True) is True
+    assert "| contextfit truncate lazy cold into 128k: >= 20x faster than LangChain memoized |" in capsys.readouterr().out
+
+
+def test_fast_engine_targets_are_medians_of_paired_ratios():
+    from bench.fast import targets
+
+    times = {"floor (tiktoken)": [1.0, 2.0, 1.0], "contextfit truncate cold": [0.3, 0.5, 0.4],
+             "langchain memoized 25%": [3.0, 2.0, 1.0]}
+    found = {target["target"]: target for target in targets(times)}
+    floor = found["contextfit truncate cold, every block counted: <= 0.35x the tiktoken floor"]
+    assert floor["measured"] == 0.3 and floor["met"] is True  # ratios 0.3, 0.25, 0.4
+    speed = found["contextfit truncate cold: >= 3x faster than LangChain memoized"]
+    assert speed["measured"] == 4.0 and speed["met"] is True  # ratios 10, 4, 2.5
+    assert found["contextfit summarize cold: >= 3x faster than LangChain memoized"]["met"] is None
