@@ -39,6 +39,7 @@ test: $(VENV)/.installed-dev
 ## bench: the quick benchmark (bench/README.md); `make bench ARGS=--full` runs all
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench $(ARGS)
+	$(BIN)/python -m bench.fast
 
 ## serve: the HTTP API on 127.0.0.1:8000
 serve: $(VENV)/.installed

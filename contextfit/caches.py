@@ -117,7 +117,7 @@ def clear_caches(*, vocabularies: bool = True) -> None:
     folded words, compiled lorebook regex keys and blank-run scanners, the
     per-profile tokenizers and counters, the TLS context of the provider
     client and, unless ``vocabularies=False``, the loaded tokenizer
-    vocabularies (reloading one takes 0.1-0.3 s). Objects you hold keep
+    vocabularies and fast counting engines (reloading one takes 0.1-2 s). Objects you hold keep
     working: a counter or tokenizer you kept starts over with empty caches.
     Not caches, and kept: the model catalog (it holds ``register_model``
     registrations; :func:`contextfit.reload_models` re-reads it), registered

@@ -63,7 +63,7 @@ def test_a_cold_contender_starts_with_every_cache_empty():
     counter = fresh_counter()
     left = {name for name, size in caches.entries().items() if size}
     assert left <= {"tokenizers.vocabularies", "tokenizers.digit_tables", "tokenizers.tokenizers",
-                    "chat_counter.counters"}, left  # the vocabulary, and the counter just made
+                    "chat_counter.counters", "fast.counters"}, left  # the vocabulary, and the counter just made
     assert counter is contextfit.token_counter("gpt-4o") and len(counter.tokenizer._cache) == 0
 
 
@@ -141,3 +141,31 @@ def test_the_dashboard_report_keeps_cold_and_warm_uploads_apart():
     text = report(result)
     assert "| cold upload: a fresh server process" in text and "3.00 s (2.00–4.00)" in text
     assert "| warm upload: the same process" in text and "38%" in text
+
+
+def test_fast_engine_bench_prints_every_issue_19_target(tmp_path, capsys):
+    from bench import fast
+
+    assert fast.main(["--messages", "200", "--runs", "1", "--no-cold", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "fast.json").read_text())
+    names = [target["target"] for target in data["targets"]]
+    import importlib.util
+
+    langchain = importlib.util.find_spec("langchain_core") is not None  # requirements-bench.txt
+    assert len(names) == 2 * 4 + 1
+    assert all(target["measured"] is not None for target in data["targets"] if langchain or "floor" in target["target"])
+    assert data["info"].get("engine_total_equals_tiktoken", True) is True
+    assert "| contextfit truncate lazy cold into 128k: >= 20x faster than LangChain memoized |" in capsys.readouterr().out
+
+
+def test_fast_engine_targets_are_medians_of_paired_ratios():
+    from bench.fast import targets
+
+    times = {"floor (tiktoken)": [1.0, 2.0, 1.0], "contextfit truncate cold": [0.3, 0.5, 0.4],
+             "langchain memoized 25%": [3.0, 2.0, 1.0]}
+    found = {target["target"]: target for target in targets(times)}
+    floor = found["contextfit truncate cold, every block counted: <= 0.35x the tiktoken floor"]
+    assert floor["measured"] == 0.3 and floor["met"] is True  # ratios 0.3, 0.25, 0.4
+    speed = found["contextfit truncate cold: >= 3x faster than LangChain memoized"]
+    assert speed["measured"] == 4.0 and speed["met"] is True  # ratios 10, 4, 2.5
+    assert found["contextfit summarize cold: >= 3x faster than LangChain memoized"]["met"] is None

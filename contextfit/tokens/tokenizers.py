@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from contextfit.caches import register
 from contextfit.tokens import blank_runs
+from contextfit.tokens import fast as fast_counting
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.errors import TokenizerUnavailable
 from contextfit.tokens.profiles import ESTIMATES, PROFILES, TokenizerProfile, find_profile, profiles
@@ -102,6 +103,9 @@ class Tokenizer:
     encoding: Any = field(repr=False)  # the exact tiktoken.Encoding counts start from
     _cache: TextMemo[int] = field(default_factory=lambda: TextMemo(CACHE_BYTES), repr=False)
     _digit_extra: bytes = field(default=b"", repr=False)  # token id -> digits in it - 1
+    #: Counts the vocabulary with the fastest exact engine (``contextfit/tokens/fast.py``);
+    #: ``None``: tiktoken counts. Profiles that split digits need the ids, so tiktoken.
+    fast: fast_counting.FastCounter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.profile.split_digits and not self._digit_extra:
@@ -140,7 +144,9 @@ class Tokenizer:
         if tokens is None:
             profile = self.profile
             digits = profile.split_digits
-            if len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+            if self.fast is not None and not digits:
+                tokens = self.fast.count(text)
+            elif len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
                 ids = self.encoding.encode_ordinary(text)
                 tokens = len(ids)
                 if digits:  # a number token of k digits costs k tokens in these families
@@ -221,5 +227,7 @@ def get_tokenizer(profile: str) -> Tokenizer:
                     logging.getLogger(__name__).warning("%s; counting %s with its estimate.", exc, info.name)
                     info = ESTIMATES[info.name]
                     encoding = exact_encoding(info.encoding)
-                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, encoding)
+                tokenizer = _TOKENIZERS[info.name] = Tokenizer(
+                    info, encoding, fast=fast_counting.counter_for(info.encoding, encoding)
+                )
     return tokenizer
