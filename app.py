@@ -3,6 +3,7 @@
 import streamlit as st
 
 from contextfit.views.dashboard import gc_paused
+from contextfit.tokens import fast
 
 st.set_page_config(page_title="contextfit — what the model will see", layout="wide")
 page = st.navigation(
@@ -15,3 +16,5 @@ page = st.navigation(
 )
 with gc_paused():  # a run's short-lived objects are freed by reference counting; see gc_paused
     page.run()
+# The fast counting engine holds the interpreter for about a second while it loads: after the page is drawn.
+fast.preload(delay=1.0)

@@ -12,10 +12,12 @@ chart); prints the Markdown.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
+from time import perf_counter
 
 from . import report
 from .run import Options, Runner, full, machine, quick, save_json, to_json
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     options = options_from(args)
     info = machine()
+    started = perf_counter()
     cases = Runner(options).run()
+    info["elapsed_s"], info["load_average_end"] = perf_counter() - started, os.getloadavg()
     found = report.targets(cases, options)
     command = "make bench" + (f" ARGS={shlex.quote(' '.join(argv if argv is not None else sys.argv[1:]))}"
                               if (argv if argv is not None else sys.argv[1:]) else "")

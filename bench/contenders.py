@@ -3,17 +3,26 @@
 
 * ``floor``: tiktoken's ``encode_ordinary`` on each message's text, once; no
   fitting at all. The least any exact fitter must do.
-* ``contextfit <strategy> cold``: :func:`contextfit.shift_context` with a
-  fresh counter (empty count cache, no cached analysis) and the summary
-  caches cleared; every block counted (the default, what the dashboard and
-  the audit need). ``truncate lazy`` passes ``count_excluded=False``.
+* ``contextfit <strategy> cold``: :func:`contextfit.shift_context` after
+  :func:`contextfit.clear_caches` (every cache empty but the loaded
+  vocabulary, which the floor and LangChain use too), with the counter
+  ``token_counter("gpt-4o")`` then returns; every block counted (the
+  default, what the dashboard and the audit need). ``truncate lazy`` passes
+  ``count_excluded=False``: it counts only what it keeps.
 * ``... warm``: the same counter already fitted the conversation without its
   last message (timed apart, as the refit's paired cold baseline); the refit
   after that one message is timed.
-* ``langchain``: ``langchain_core.messages.trim_messages(strategy="last",
-  include_system=True)`` with an exact, uncached ``o200k_base`` counter
-  written the way the OpenAI cookbook counts. Converting the dicts to
-  LangChain messages is not timed; the call, with every count it makes, is.
+* ``langchain ... uncached``: ``langchain_core.messages.trim_messages``
+  configured as its documentation says for a valid history
+  (:data:`LANGCHAIN_OPTIONS`) with an exact ``o200k_base`` counter written
+  the way the OpenAI cookbook counts, which recounts every message of every
+  list it is given. Converting the dicts to LangChain messages is not timed;
+  the call, with every count it makes, is. The like-for-like row for the
+  all-counted fits.
+* ``langchain ... memoized``: the same call with the same counter behind a
+  per-message memo keyed by role, name, content and tool calls, as a
+  LangChain user who caches writes it; the memo starts empty on each run
+  (cold, like ``truncate lazy cold``). The like-for-like row for the lazy fit.
 * ``litellm``: ``litellm.utils.trim_messages(model="gpt-4o",
   max_tokens=budget)`` on the messages without contextfit's own keys. Its
   internal deep copy and counting are timed. Runs in a worker that is killed
@@ -49,6 +58,8 @@ class Contender:
     strategy: str | None = None
     mode: str | None = None  # cold | warm
     counts_excluded: bool = True
+    # The contextfit contender timed just before each run, for a paired ratio (LangChain's like for like).
+    paired_with: str | None = None
 
     def missing(self) -> str | None:
         """Why this contender cannot run here, or ``None``."""
@@ -87,18 +98,33 @@ def _floor_run(state: Any) -> int:
 
 
 def fresh_counter(exact: Any = None) -> Any:
-    """A ``gpt-4o`` counter with empty caches (the engine keys its caches by
-    counter object, so a new counter is a cold start); the vocabulary itself
-    is shared, as it is in any process after its first fit. ``exact``
-    replaces the tiktoken encoding (bench/overhead.py)."""
-    from contextfit.tokens.chat_counter import TokenCounter
-    from contextfit import text
-    from contextfit.engine.strategies import summarize
-    from contextfit.tokens.tokenizers import PROFILES, Tokenizer
+    """The ``gpt-4o`` counter after :func:`contextfit.clear_caches`: every
+    cache contextfit holds is empty; only the loaded vocabulary (and its fast
+    counting engine, loaded untimed before any run uses it) is kept, as it is
+    in any process after its first fit (the floor and LangChain use it too).
+    ``exact`` replaces the tiktoken encoding and leaves the fast engine out
+    (bench/overhead.py)."""
+    import contextfit
 
-    summarize.clear_caches()
-    text.clear_caches()
-    return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact if exact is not None else encoding()))
+    contextfit.clear_caches(vocabularies=False)
+    if exact is None:
+        fast_counter()
+        return contextfit.token_counter("gpt-4o")
+    from contextfit.tokens.chat_counter import TokenCounter
+    from contextfit.tokens.profiles import PROFILES
+    from contextfit.tokens.tokenizers import Tokenizer
+
+    return TokenCounter(Tokenizer(PROFILES["o200k_base"], exact))
+
+
+def fast_counter() -> Any:
+    """The process's ``o200k_base`` FastCounter, loaded (untimed) before any run uses it."""
+    import contextfit
+
+    counter = contextfit.get_tokenizer("o200k_base").fast
+    if counter is not None:
+        counter.wait()
+    return counter
 
 
 def _fit(messages: list[dict], counter: Any, budget: int, strategy: str, count_excluded: bool) -> Any:
@@ -156,40 +182,75 @@ def openai_only(message: dict) -> dict:
     return {key: message[key] for key in OPENAI_KEYS if key in message}
 
 
-def langchain_counter(messages: list[Any]) -> int:
-    """Exact ``o200k_base`` tokens of LangChain messages, OpenAI cookbook style,
-    uncached: what a LangChain user passes as ``token_counter``."""
-    encode = encoding().encode_ordinary
-    total = 3
-    for message in messages:
-        total += 3 + len(encode(_LANGCHAIN_ROLES.get(message.type, message.type)))
-        content = message.content
-        if isinstance(content, str):
-            total += len(encode(content))
-        else:
-            for block in content:
-                text = block if isinstance(block, str) else block.get("text") if block.get("type") == "text" else None
-                total += len(encode(text if text is not None else json.dumps(block)))
-        for call in getattr(message, "tool_calls", None) or ():
-            total += 8 + len(encode(call["name"])) + len(encode(json.dumps(call["args"])))
-        if message.name:
-            total += 1 + len(encode(message.name))
+# What LangChain's trim_messages documentation sets for a valid chat history: keep
+# the newest messages, start on a human message, keep the system message, end on
+# a human or tool message.
+LANGCHAIN_OPTIONS = {"strategy": "last", "start_on": "human", "include_system": True, "end_on": ("human", "tool")}
+
+
+def _langchain_message_tokens(message: Any, encode: Callable[[str], list[int]]) -> int:
+    """One LangChain message's ``o200k_base`` tokens, OpenAI cookbook style."""
+    total = 3 + len(encode(_LANGCHAIN_ROLES.get(message.type, message.type)))
+    content = message.content
+    if isinstance(content, str):
+        total += len(encode(content))
+    else:
+        for block in content:
+            text = block if isinstance(block, str) else block.get("text") if block.get("type") == "text" else None
+            total += len(encode(text if text is not None else json.dumps(block)))
+    for call in getattr(message, "tool_calls", None) or ():
+        total += 8 + len(encode(call["name"])) + len(encode(json.dumps(call["args"])))
+    if message.name:
+        total += 1 + len(encode(message.name))
     return total
 
 
-def _langchain_prepare(messages: list[dict], budget: int) -> Any:
-    from langchain_core.messages import convert_to_messages, trim_messages
+def langchain_counter(messages: list[Any]) -> int:
+    """Exact ``o200k_base`` tokens of LangChain messages (3 to prime the reply),
+    uncached: what a LangChain user passes as ``token_counter``."""
+    encode = encoding().encode_ordinary
+    return 3 + sum(_langchain_message_tokens(message, encode) for message in messages)
 
-    converted = convert_to_messages([openai_only(m) for m in messages])
-    trim_messages(converted[:2], max_tokens=budget, token_counter=langchain_counter, strategy="last", include_system=True)
-    return converted, budget, trim_messages, messages  # (the first call's lazy set-up above is not timed)
+
+def memoized_langchain_counter() -> Callable[[list[Any]], int]:
+    """:func:`langchain_counter` with a memo of its own, per message: keyed by
+    what is counted (role, name, content, tool calls), so equal messages share
+    an entry and an edited one is recounted."""
+    encode = encoding().encode_ordinary
+    memo: dict[tuple, int] = {}
+
+    def count(messages: list[Any]) -> int:
+        total = 3
+        for message in messages:
+            content = message.content
+            calls = getattr(message, "tool_calls", None)
+            key = (message.type, message.name, content if isinstance(content, str) else json.dumps(content),
+                   json.dumps(calls) if calls else None)
+            tokens = memo.get(key)
+            if tokens is None:
+                tokens = memo[key] = _langchain_message_tokens(message, encode)
+            total += tokens
+        return total
+
+    return count
 
 
-def _langchain_run(state: Any) -> Any:
-    converted, budget, trim_messages, _ = state
-    return trim_messages(
-        converted, max_tokens=budget, token_counter=langchain_counter, strategy="last", include_system=True
-    )
+def _langchain(memoized: bool) -> Contender:
+    def prepare(messages: list[dict], budget: int) -> Any:
+        from langchain_core.messages import convert_to_messages, trim_messages
+
+        converted = convert_to_messages([openai_only(m) for m in messages])
+        trim_messages(converted[:2], max_tokens=budget, token_counter=langchain_counter, **LANGCHAIN_OPTIONS)
+        return converted, budget, trim_messages, messages  # (the first call's lazy set-up above is not timed)
+
+    def run(state: Any) -> Any:
+        converted, budget, trim_messages, _ = state
+        counter = memoized_langchain_counter() if memoized else langchain_counter  # a new, empty memo each run
+        return trim_messages(converted, max_tokens=budget, token_counter=counter, **LANGCHAIN_OPTIONS)
+
+    name = "langchain trim_messages " + ("memoized" if memoized else "uncached")
+    like = "contextfit truncate lazy cold" if memoized else "contextfit truncate cold"
+    return Contender(name, "langchain", prepare, run, _langchain_outcome, capped=True, mode="cold", paired_with=like)
 
 
 def _langchain_outcome(state: Any, result: Any) -> Outcome:
@@ -313,7 +374,7 @@ def all_contenders() -> list[Contender]:
     for warm in (False, True):
         line_up += [_contextfit(strategy, warm, True) for strategy in STRATEGIES]
         line_up.append(_contextfit("truncate", warm, False))
-    line_up.append(Contender("langchain trim_messages", "langchain", _langchain_prepare, _langchain_run, _langchain_outcome, capped=True))
+    line_up += [_langchain(memoized=False), _langchain(memoized=True)]
     line_up.append(Contender("litellm trim_messages", "litellm", _litellm_prepare, _litellm_run, _litellm_outcome, capped=True))
     return line_up
 

@@ -1,13 +1,19 @@
 """``python -m bench.dashboard``: how long the dashboard takes to compare a big chat.
 
-Starts the dashboard on a free loopback port, opens it in Debian's chromium
-(headless, through Playwright), uploads a seeded synthetic conversation and
-times, in the browser itself, when the charts of every strategy are drawn and
-when the run is over; then changes the response reserve (a refit with every
-count cached) and times that too. Each upload is a new file (one more message),
-so nothing comes from the dashboard's caches but the tokenizer.
+Each run starts the dashboard in a fresh server process on a free loopback
+port, opens it in Debian's chromium (headless, through Playwright) and times,
+in the browser itself, when the charts of every strategy are drawn and when
+the run is over, for three actions in a row:
 
-    python -m bench.dashboard                    # 10,000 messages, 3 uploads, 3 reserve changes
+* *cold upload*: the conversation uploaded to the fresh process. Nothing of it
+  is cached: the page has only drawn its small sample (which loads the
+  vocabulary, as any first page view does).
+* *warm upload*: the same conversation with a different last message, a new
+  file, uploaded to the same process: the counts and summaries of every
+  message but the last come from the caches the cold upload filled.
+* *reserve change*: the response reserve changed (a refit, every count cached).
+
+    python -m bench.dashboard                    # 10,000 messages, 3 fresh processes
     python -m bench.dashboard --messages 1000 --runs 2
 
 Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the
@@ -108,6 +114,48 @@ def _idle(page, started: float, action) -> dict[str, float]:
     return {"idle": _timed(page, started, action)["idle"]}
 
 
+def _upload(page, path: Path) -> dict[str, float]:
+    """Back to a sample and to an empty uploader (no chart left on the page), then upload ``path``, timed."""
+    sidebar = page.locator('[data-testid="stSidebar"] [data-testid="stRadioOption"]')
+    ready = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+    sample = sidebar.filter(has_text="Sample")
+    if not sample.locator("input").is_checked():
+        page.evaluate("window.__marks.splice(0)")
+        sample.click()
+        page.wait_for_function("() => window.__marks.some(m => m[2] === 'running')")
+        page.wait_for_selector(ready)
+    sidebar.filter(has_text="Upload").click()
+    page.wait_for_function("!document.querySelector('[data-testid=stPlotlyChart]')")
+    page.wait_for_selector(ready)
+    return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)))
+
+
+def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int) -> dict[str, dict[str, float]]:
+    """A fresh dashboard process: the cold upload, the warm upload, a reserve change."""
+    port = _free_port()
+    server = _start(port, folder)
+    try:
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
+        page.set_default_timeout(300_000)
+        page.add_init_script(WATCH)
+        page.goto(f"http://127.0.0.1:{port}")
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        found = {"cold": _upload(page, cold), "warm": _upload(page, warm)}
+        box = page.get_by_role("spinbutton", name="Response reserve")
+
+        def change() -> None:
+            box.fill(str(reserve))
+            box.press("Enter")
+
+        found["refit"] = _idle(page, time.time(), change)
+        page.close()
+        return found
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def measure(messages: int, runs: int) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -116,53 +164,27 @@ def measure(messages: int, runs: int) -> dict:
     chat = list(synthetic(messages).messages)
     with tempfile.TemporaryDirectory() as folder:
         files = []
-        for run in range(runs):
-            path = Path(folder) / f"chat-{run}.json"
-            extra = {"role": "user", "content": f"And one more question, number {run}: what changed?"}
+        for name in ("cold", "warm"):
+            path = Path(folder) / f"chat-{name}.json"
+            extra = {"role": "user", "content": f"And one more question ({name}): what changed?"}
             path.write_text(json.dumps([*chat, extra]))
             files.append(path)
         size_mb = files[0].stat().st_size / 1e6
-        port = _free_port()
-        server = _start(port, Path(folder))
-        uploads, refits = [], []
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-                browser_version = browser.version
-                page = browser.new_page(viewport={"width": 1600, "height": 1400})
-                page.set_default_timeout(300_000)
-                page.add_init_script(WATCH)
-                page.goto(f"http://127.0.0.1:{port}")
-                sidebar = page.locator('[data-testid="stSidebar"] [data-testid="stRadioOption"]')
-                ready = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-                page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
-                for path in files:
-                    # Back to a sample and to an empty uploader: no chart is left on the page.
-                    sidebar.filter(has_text="Sample").click()
-                    page.wait_for_timeout(300)
-                    page.wait_for_selector(ready)
-                    sidebar.filter(has_text="Upload").click()
-                    page.wait_for_function("!document.querySelector('[data-testid=stPlotlyChart]')")
-                    page.wait_for_selector(ready)
-                    started = time.time()
-                    uploads.append(_timed(page, started, lambda: page.locator('input[type="file"]').set_input_files(str(path))))
-                box = page.get_by_role("spinbutton", name="Response reserve")
-                for run in range(runs):
-                    value = str(20_000 + 1_000 * run)
-
-                    def change(value=value):
-                        box.fill(value)
-                        box.press("Enter")
-
-                    refits.append(_idle(page, time.time(), change))
-                browser.close()
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+        cold, warm, refits = [], [], []
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser_version = browser.version
+            for run in range(runs):
+                found = _one_process(browser, Path(folder), files[0], files[1], 20_000 + 1_000 * run)
+                cold.append(found["cold"])
+                warm.append(found["warm"])
+                refits.append(found["refit"])
+            browser.close()
     import streamlit
 
     info = {**machine(), "streamlit": streamlit.__version__, "chromium": browser_version}
-    return {"messages": messages + 1, "file_mb": round(size_mb, 1), "uploads": uploads, "refits": refits, "machine": info}
+    return {"messages": messages + 1, "file_mb": round(size_mb, 1), "cold_uploads": cold, "warm_uploads": warm,
+            "refits": refits, "machine": info}
 
 
 def _spread(values: list[float]) -> str:
@@ -176,6 +198,12 @@ def _row(label: str, runs: list[dict[str, float]]) -> str:
     return f"| {label} | {_spread(drawn)} | {_spread([r['idle'] for r in runs])} | {len(runs)} |"
 
 
+def warm_share(result: dict) -> float | None:
+    """The median, over the processes, of each warm upload's idle time over its own cold upload's."""
+    pairs = [(w["idle"], c["idle"]) for w, c in zip(result["warm_uploads"], result["cold_uploads"]) if c["idle"]]
+    return statistics.median(w / c for w, c in pairs) if pairs else None
+
+
 def report(result: dict) -> str:
     info = result["machine"]
     return "\n".join([
@@ -183,16 +211,28 @@ def report(result: dict) -> str:
         "",
         f"Machine: {info['nproc']} CPUs ({info['cpu']}), Python {info['python']}, streamlit {info['streamlit']}, "
         f"plotly {info['versions']['plotly']}, chromium {info['chromium']}; load average at the start "
-        f"{info['load_average'][0]:.2f}. Reproduce: `python -m bench.dashboard --messages {result['messages'] - 1}`.",
-        "Times from the start of the action, in the browser: *charts drawn* when all four strategies' charts and "
-        "the fate matrix are on the page; *idle* when the run is over (edit table included). A refit redraws "
-        "charts already on the page, so only its end is timed.",
+        f"{info['load_average'][0]:.2f}. Reproduce: `python -m bench.dashboard --messages {result['messages'] - 1} "
+        f"--runs {len(result['cold_uploads'])}`.",
+        "Each run is a fresh server process: a *cold* upload (nothing of the chat cached; the page has drawn only "
+        "its sample), then a *warm* upload of the same chat with a different last message (a new file; every other "
+        "message's counts cached by the cold upload), then a change of the response reserve. Times from the start "
+        "of the action, in the browser: *charts drawn* when all four strategies' charts and the fate matrix are on "
+        "the page; *idle* when the run is over (edit table included). A refit redraws charts already on the page, "
+        "so only its end is timed. The browser and the server share the machine's CPUs.",
         "",
         "| action | all charts drawn: median (min–max) | page idle: median (min–max) | runs |",
         "|---|--:|--:|--:|",
-        _row("upload the conversation (tokenized, fitted 4 ways)", result["uploads"]),
+        _row("cold upload: a fresh server process (tokenized, fitted 4 ways)", result["cold_uploads"]),
+        _row("warm upload: the same process, the chat with a new last message", result["warm_uploads"]),
         _row("change the response reserve (counts cached)", result["refits"]),
+        "",
+        f"Warm upload over cold upload (page idle), the median of each process's own ratio: "
+        f"{_share(warm_share(result))}.",
     ])
+
+
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
 
 
 def main(argv: list[str] | None = None) -> None:

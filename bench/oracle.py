@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 PER_MESSAGE, PER_NAME, REPLY_PRIMING, PER_CALL, PER_IMAGE = 3, 1, 3, 8, 1_700
+#: The counting rules of :func:`count`, as the reports state them.
+RULES = (f"o200k_base (tiktoken); per message {PER_MESSAGE} + its role + its text, {PER_NAME} more + the name "
+         f"for a name; per tool call {PER_CALL} + its name + its arguments (ids are not text); {PER_IMAGE:,} "
+         f"per image; {REPLY_PRIMING} to prime the reply (the OpenAI cookbook's gpt-4o rules)")
 _TEXT_PARTS = ("text", "input_text", "output_text")
 _IMAGE_PARTS = ("image_url", "image", "input_image", "image_file")
 

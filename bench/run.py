@@ -238,6 +238,9 @@ class Runner:
                 row.error = reply["error"]
                 return
             cap = self.cap_for(contender)
+            like = next((c for c in self.contenders if c.key == contender.paired_with), None)
+            # its like-for-like contextfit fit, timed just before (the two share the machine's drift)
+            paired = measure_once(like, chat.messages, case.budget)[0] if like is not None else None
             reply = worker.ask({**request, "op": "run", "judge": judge, "cap": cap},
                                timeout=cap + 30)  # the worker stops itself at the cap; this is the backstop
             if reply.get("over_cap"):
@@ -246,6 +249,8 @@ class Runner:
                 row.error = reply["error"]
                 return
             row.seconds.append(reply["seconds"])
+            if paired is not None:
+                row.paired.append(paired)
             if judge:
                 outcome = oracle.Outcome(**reply["outcome"])
                 row.verdict = _judge(facts, outcome, case.budget)

@@ -6,6 +6,7 @@ store, generation and the HTTP app (which need SQLAlchemy, httpx and
 FastAPI) load on first use of their names.
 """
 
+from .caches import clear_caches
 from .serving.audit import AuditBlock, PromptContextAudit
 from .tokens.chat_counter import TokenCounter, token_counter
 from .errors import (
@@ -96,6 +97,7 @@ __all__ = [
     "PromptPlan",
     "TokenBudgetExceeded",
     "audit",
+    "clear_caches",
     "compare_strategies",
     "get_model",
     "get_tokenizer",

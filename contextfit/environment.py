@@ -22,6 +22,7 @@ VARIABLES: dict[str, str] = {
     "CONTEXTFIT_DB": "the database: a SQLite path or a SQLAlchemy URL",
     "CONTEXTFIT_DB_LOCK_TIMEOUT": "seconds a statement waits for another connection's lock",
     "CONTEXTFIT_MODELS": "a TOML file of extra or overriding models",
+    "CONTEXTFIT_FAST_COUNT": "`0`/`off`/`false`/`no` keeps every count on tiktoken (no fast engine)",
     "CONTEXTFIT_API_KEY": "the bearer key `contextfit serve` requires",
     "CONTEXTFIT_PROVIDER_MAX_REPLY_BYTES": "the largest provider reply read",
     "OPENAI_API_KEY": "the `openai` provider's key",

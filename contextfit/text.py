@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import sys
 
+from .caches import register
+
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 # A sentence ends at . ! ? … (with any closing quotes or brackets) before
 # white space or the end, at CJK full stops, or at a line break.
@@ -103,6 +105,9 @@ def clear_caches() -> None:
     global _folded_bytes
     _FOLDED.clear()
     _folded_bytes = 0
+
+
+register("text.folded_words", _FOLDED, clear=clear_caches)
 
 
 def sentences(text: str) -> list[str]:

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
+from contextfit.tokens import fast
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")
@@ -18,6 +19,7 @@ st.dataframe(
                 "max output (reserve)": info.max_output,
                 "tokenizer": info.tokenizer,
                 "approximate": profiles[info.tokenizer].approximate,
+                "band": profiles[info.tokenizer].band or ("exact" if not profiles[info.tokenizer].approximate else ""),
                 "source": info.source,
             }
             for info in contextfit.list_models()
@@ -31,15 +33,42 @@ st.dataframe(
 st.subheader("Token viewer")
 left, right = st.columns([1, 2])
 with left:
-    name = st.selectbox("Tokenizer profile", list(profiles), help="Exact: OpenAI vocabularies. Others: estimates.")
+    name = st.selectbox("Tokenizer profile", list(profiles), help="Exact: OpenAI, Llama, Qwen, Mistral and DeepSeek vocabularies. Claude and Gemini: estimates with a measured band.")
     st.caption(profiles[name].basis)
+    if profiles[name].band:
+        st.caption(f"Measured band: {profiles[name].band}")
 with right:
     text = st.text_area("Text", value="contextfit shows exactly what an LLM will see. 日本語も数えます。", height=120)
 tokenizer = contextfit.get_tokenizer(name)
-pieces = tokenizer.pieces(text)
+pieces = tokenizer.pieces(text)  # pieces and ids always come from tiktoken, the reference
 st.metric("Tokens", f"{tokenizer.count(text):,}", help="Approximate profiles scale an exact count up; pieces show the base split.")
 st.code(" | ".join(piece.replace("\n", "↵").replace(" ", "·") for piece in pieces) or "(empty)", language=None)
 st.dataframe(
     pd.DataFrame({"piece": [repr(piece)[1:-1] for piece in pieces], "id": tokenizer.encode(text)}),
+    width="stretch",
+)
+
+st.subheader("Counting engines")
+st.caption(
+    "Who counts each vocabulary now: the fast exact engine once it is loaded and verified, tiktoken (the "
+    "reference, which also gives the pieces and ids above) otherwise. Profiles that split digits count with tiktoken."
+)
+st.dataframe(
+    pd.DataFrame(
+        [
+            {
+                "vocabulary": status["vocabulary"],
+                "counts with": status["engine"],
+                "state": status["state"],
+                "checked against tiktoken": status["checked"],
+                "sent to tiktoken (Unicode 17, surrogates)": status["routed"],
+                "why tiktoken": status["reason"] or "",
+            }
+            for status in fast.statuses()
+        ],
+        columns=["vocabulary", "counts with", "state", "checked against tiktoken",
+                 "sent to tiktoken (Unicode 17, surrogates)", "why tiktoken"],
+    ),
+    hide_index=True,
     width="stretch",
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.__main__ import main
 from bench.conversations import synthetic
 
@@ -46,3 +48,124 @@ def test_paired_ratio_is_the_median_of_per_run_ratios():
     row = Row("x", "contextfit", "truncate", "cold", True, seconds=[1.0, 3.0, 10.0], paired=[1.0, 2.0, 4.0])
     assert paired_ratio(row) == 1.5  # ratios 1, 1.5, 2.5
     assert paired_ratio(Row("y", "contextfit", "truncate", "cold", True, seconds=[1.0])) is None
+
+
+def test_a_cold_contender_starts_with_every_cache_empty():
+    """fresh_counter() is contextfit.clear_caches(): the relevance bags of an earlier vector-recall fit
+    (which the bench's cold runs used to reuse) are gone, like every other cache but the vocabulary."""
+    import contextfit
+    from bench.contenders import fresh_counter
+    from contextfit import caches
+
+    chat = synthetic(300).messages
+    contextfit.shift_context(chat, contextfit.token_counter("gpt-4o"), 2_000, strategy="vector-recall")
+    assert caches.entries()["relevance.bags"] > 0
+    counter = fresh_counter()
+    left = {name for name, size in caches.entries().items() if size}
+    assert left <= {"tokenizers.vocabularies", "tokenizers.digit_tables", "tokenizers.tokenizers",
+                    "chat_counter.counters", "fast.counters"}, left  # the vocabulary, and the counter just made
+    assert counter is contextfit.token_counter("gpt-4o") and len(counter.tokenizer._cache) == 0
+
+
+def test_langchain_runs_as_documented_and_its_memo_changes_speed_not_answers():
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import convert_to_messages
+
+    from bench import oracle
+    from bench.contenders import (LANGCHAIN_OPTIONS, by_key, langchain_counter, memoized_langchain_counter,
+                                  openai_only)
+
+    assert LANGCHAIN_OPTIONS == {"strategy": "last", "start_on": "human", "include_system": True,
+                                 "end_on": ("human", "tool")}
+    chat = synthetic(300).messages
+    converted = convert_to_messages([openai_only(m) for m in chat])
+    memoized = memoized_langchain_counter()
+    assert memoized(converted) == langchain_counter(converted) == oracle.count(chat)
+    assert memoized(converted[:40]) == langchain_counter(converted[:40])  # answered from the memo
+    budget = oracle.count(chat) // 4
+    kept = {}
+    for key in ("langchain trim_messages uncached", "langchain trim_messages memoized"):
+        contender = by_key(key)
+        state = contender.prepare(chat, budget)
+        first, again = contender.outcome(state, contender.run(state)), contender.outcome(state, contender.run(state))
+        assert first.kept == again.kept and first.error is None
+        kept[key] = first.kept
+        assert chat[first.kept[1]]["role"] == "user"  # after the system prompt, it starts on a human message
+    assert kept["langchain trim_messages uncached"] == kept["langchain trim_messages memoized"]
+
+
+def test_the_report_compares_like_with_like_and_states_the_judges_rules():
+    from bench import report
+    from bench.oracle import RULES
+    from bench.run import Case, Options, Row
+
+    def row(key: str, family: str, seconds: float, counts_excluded: bool = True) -> Row:
+        return Row(key, family, "truncate" if family == "contextfit" else None, "cold", counts_excluded,
+                   seconds=[seconds])
+
+    case = Case("synthetic 10,000", 10_000, {"kind": "synthetic"}, 1, 1, 0, 10_000, "128k", 128_000, rows=[
+        row("floor (tiktoken)", "floor", 0.5),
+        row("contextfit truncate cold", "contextfit", 0.6),
+        row("contextfit truncate lazy cold", "contextfit", 0.1, counts_excluded=False),
+        row("langchain trim_messages uncached", "langchain", 3.0),
+        row("langchain trim_messages memoized", "langchain", 1.5),
+    ])
+    found = {t["target"]: t for t in report.targets([case], Options("quick", (10_000,), {10_000: 1}, 5.0, ()))}
+    lazy = found["truncate lazy cold, 10,000 into 128k, against memoized LangChain: >= 20x faster"]
+    assert lazy["measured"] == 15.0 and lazy["met"] is False  # no pairs: the ratio of the medians
+    case.row("langchain trim_messages memoized").paired = [0.05]  # a lazy fit timed just before it
+    paired = report.targets([case], Options("quick", (10_000,), {10_000: 1}, 5.0, ()))
+    assert next(t for t in paired if t["target"] == lazy["target"])["measured"] == 30.0
+    counted = found["truncate cold, 10,000 into 128k, against uncached LangChain: how many times faster"]
+    assert counted["measured"] == 5.0 and counted.get("informational")
+    table = report.case_table(case, Options("quick", (10_000,), {10_000: 1}, 5.0, ()))
+    assert "judge: o200k_base, OpenAI chat format" in table.splitlines()[0]
+    text = report.markdown(Options("quick", (10_000,), {10_000: 1}, 5.0, ()), [case],
+                           {"nproc": 2, "cpu": "x", "python": "3", "versions": {"tiktoken": "1", "langchain-core": "1",
+                                                                               "litellm": None},
+                            "load_average": (1.0, 1.0, 1.0)}, list(found.values()), "make bench")
+    assert RULES in text and "start_on='human'" in text and "end_on=('human', 'tool')" in text
+    assert "| langchain trim_messages uncached |" in text and "| langchain trim_messages memoized |" in text
+
+
+def test_the_dashboard_report_keeps_cold_and_warm_uploads_apart():
+    from bench.dashboard import report, warm_share
+
+    runs = {"charts_drawn": 1.0, "idle": 2.0}
+    result = {"messages": 10_001, "file_mb": 7.3, "cold_uploads": [runs, {"charts_drawn": 3.0, "idle": 4.0}],
+              "warm_uploads": [{"charts_drawn": 0.5, "idle": 1.0}, {"charts_drawn": 0.5, "idle": 1.0}],
+              "refits": [{"idle": 0.9}, {"idle": 1.1}],
+              "machine": {"nproc": 2, "cpu": "x", "python": "3", "streamlit": "1", "chromium": "1",
+                          "versions": {"plotly": "6"}, "load_average": (1.0, 1.0, 1.0)}}
+    assert warm_share(result) == 0.375  # 1/2 and 1/4, each against its own process's cold upload
+    text = report(result)
+    assert "| cold upload: a fresh server process" in text and "3.00 s (2.00–4.00)" in text
+    assert "| warm upload: the same process" in text and "38%" in text
+
+
+def test_fast_engine_bench_prints_every_issue_19_target(tmp_path, capsys):
+    from bench import fast
+
+    assert fast.main(["--messages", "200", "--runs", "1", "--no-cold", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "fast.json").read_text())
+    names = [target["target"] for target in data["targets"]]
+    import importlib.util
+
+    langchain = importlib.util.find_spec("langchain_core") is not None  # requirements-bench.txt
+    assert len(names) == 2 * 4 + 1
+    assert all(target["measured"] is not None for target in data["targets"] if langchain or "floor" in target["target"])
+    assert data["info"].get("engine_total_equals_tiktoken", True) is True
+    assert "| contextfit truncate lazy cold into 128k: >= 20x faster than LangChain memoized |" in capsys.readouterr().out
+
+
+def test_fast_engine_targets_are_medians_of_paired_ratios():
+    from bench.fast import targets
+
+    times = {"floor (tiktoken)": [1.0, 2.0, 1.0], "contextfit truncate cold": [0.3, 0.5, 0.4],
+             "langchain memoized 25%": [3.0, 2.0, 1.0]}
+    found = {target["target"]: target for target in targets(times)}
+    floor = found["contextfit truncate cold, every block counted: <= 0.35x the tiktoken floor"]
+    assert floor["measured"] == 0.3 and floor["met"] is True  # ratios 0.3, 0.25, 0.4
+    speed = found["contextfit truncate cold: >= 3x faster than LangChain memoized"]
+    assert speed["measured"] == 4.0 and speed["met"] is True  # ratios 10, 4, 2.5
+    assert found["contextfit summarize cold: >= 3x faster than LangChain memoized"]["met"] is None

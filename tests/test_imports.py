@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "contextfit.errors",
             "contextfit.environment",
+            "contextfit.caches",
             "contextfit.text",
             "contextfit.limits",
             "contextfit.jsonpath",

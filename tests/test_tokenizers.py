@@ -264,7 +264,9 @@ def test_pydantic_ai_recorded_requests_count_without_errors() -> None:
         for profile in ("o200k_base", "anthropic", "deepseek"):
             counter = token_counter(profile)
             total = counter(messages)
-            assert total == counter.base_tokens + sum(counter.count_message(m) for m in messages)
+            parts = counter.base_tokens + sum(counter.count_message(m) for m in messages)
+            # an exact chat template (deepseek) is not the sum of its messages; additive counters are
+            assert total == parts if counter.additive else 0 < total <= parts
             assert total > counter.base_tokens, path.name
 
 
@@ -327,7 +329,9 @@ def test_counter_equals_base_plus_sum_of_messages_for_any_shape(profile: str, me
     counter = token_counter(profile)
     per_message = [counter.count_message(message) for message in messages]
     assert all(isinstance(n, int) and n >= counter.chat.per_message for n in per_message)
-    assert counter(messages) == counter.base_tokens + sum(per_message)
+    total = counter(messages)
+    # exact open-model chat templates are not additive (the engine recounts them)
+    assert total == counter.base_tokens + sum(per_message) if counter.additive else isinstance(total, int) and total >= 0
 
 
 def test_odd_top_level_inputs_are_counted_not_raised() -> None:

@@ -8,9 +8,10 @@ of counter are understood:
   (:func:`contextfit.token_counter`) and :class:`~contextfit.tokens.template.SentCounter`
   (the pipeline's), recognised by their type, never by their attributes —
   have a ``count_message(message)`` and ``base_tokens`` that are used
-  directly. A ``TokenCounter`` and an OpenAI-shape ``SentCounter`` guarantee
+  directly. An ``additive`` ``TokenCounter`` and OpenAI-shape ``SentCounter`` guarantee
   ``count_tokens(ms) == base_tokens + sum(count_message(m) for m in ms)``, so
-  their sum is the recount; an Anthropic-shape ``SentCounter`` is recounted.
+  their sum is the recount; the others (an Anthropic-shape ``SentCounter``,
+  an exact open-model chat template) are recounted.
 * any other callable — a subclass of those types and an object that merely
   has ``count_message`` and ``base_tokens`` included — is asked about each
   message alone: ``count_tokens([m]) - count_tokens([])``, and the kept
@@ -30,6 +31,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..caches import register
 from ..tokens.chat_counter import TokenCounter
 from ..errors import InvalidCounter
 from ..tokens.memo import TextMemo
@@ -92,7 +94,7 @@ class Counting:
         self.state = state if state is not None else CounterState()
         kind = type(count_tokens)
         if kind is TokenCounter or kind is SentCounter:  # by type: a look-alike is recounted
-            self.additive = kind is TokenCounter or count_tokens.additive
+            self.additive = count_tokens.additive
             self.base_tokens = count_tokens.base_tokens
             self.count_message: Callable[[dict], int] = count_tokens.count_message
             return
@@ -136,6 +138,14 @@ class Counting:
 
 _states: "weakref.WeakKeyDictionary[Any, dict[Any, CounterState]]" = weakref.WeakKeyDictionary()
 _states_lock = threading.Lock()
+
+
+def _forget_states() -> None:
+    with _states_lock:
+        _states.clear()
+
+
+register("counting.counter_states", _states, clear=_forget_states)
 
 
 def counting_for(count_tokens: CountTokens) -> Counting:

@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from ..caches import register
 from ..tokens.memo import TextMemo
 from ..text import words
 
@@ -86,7 +87,7 @@ def _count_words(text: str) -> Counter[str]:
     return Counter(words(text))
 
 
-_BAGS: TextMemo[Counter[str]] = TextMemo(BAGS_BYTES)
+_BAGS: TextMemo[Counter[str]] = register("relevance.bags", TextMemo(BAGS_BYTES))
 
 
 def _bag(text: str) -> Counter[str]:

@@ -58,6 +58,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from contextfit.caches import register
+
 __all__ = ["LONG_BLANK_RUN", "PART_CHARS", "encode_ordinary", "encode_parts"]
 
 #: Blank runs at least this long are encoded around tiktoken's regex. Far below
@@ -109,6 +111,9 @@ def _scanners(minimum: int) -> tuple[int, re.Pattern[str], re.Pattern[str]]:
     sample = re.compile(f"[{_BLANK}]{{{minimum // stride},}}")
     full = re.compile(f"[{_BLANK}]{{{minimum},}}")
     return stride, sample, full
+
+
+register("blank_runs.scanners", _scanners)
 
 
 def encode_ordinary(encoding: Any, text: str) -> list[int]:

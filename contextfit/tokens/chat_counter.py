@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from contextfit.caches import register
 from contextfit.tokens.models import get_model
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
+from contextfit.tokens.templates import TEMPLATES
 
 __all__ = ["IMAGE_TOKENS", "TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
 
@@ -44,7 +46,9 @@ class TokenCounter:
     tool and thinking parts), ``name``, the tool-call link id (once, under any of
     ``tool_call_id`` / ``toolCallId`` / ``callId``), ``tool_calls``,
     ``function_call``, ``refusal`` and reasoning text. contextfit's own keys
-    (``meta``, ``pinned``, ``id``) are not. The engine relies on
+    (``meta``, ``pinned``, ``id``) are not. When ``additive`` (every profile
+    but the exact open-model ones, whose chat templates are not additive) the
+    engine relies on
     ``counter(messages) == counter.base_tokens + sum(map(counter.count_message, messages))``.
 
     >>> counter = token_counter("gpt-4o")
@@ -55,13 +59,20 @@ class TokenCounter:
     """
 
     # __weakref__: the engine keeps per-counter state in a WeakKeyDictionary
-    __slots__ = ("__weakref__", "_count", "_per_message", "_role_costs", "base_tokens", "chat", "tokenizer")
+    __slots__ = (
+        "__weakref__", "_count", "_per_message", "_role_costs", "_template", "additive", "base_tokens", "chat", "tokenizer",
+    )
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
         self.chat = tokenizer.profile.chat
-        self.base_tokens: int = self.chat.reply_priming
         self._count = tokenizer.count
+        # An exact open-model profile counts with its family's chat template
+        # (contextfit/tokens/templates.py): exact for the whole conversation,
+        # which is not the sum of its messages, so the engine recounts it.
+        self._template = None if tokenizer.approximate else TEMPLATES.get(tokenizer.name)
+        self.additive: bool = self._template is None
+        self.base_tokens: int = self.chat.reply_priming if self._template is None else self._template.count(self._count, ())
         self._per_message = self.chat.per_message
         self._role_costs: dict[str, int] = {}
 
@@ -84,7 +95,31 @@ class TokenCounter:
             return self.base_tokens
         if isinstance(messages, (Mapping, str, bytes)) or not isinstance(messages, Iterable):
             messages = (messages,)  # one message where a list was expected
+        if self._template is not None:
+            turns = list(map(self._turn, messages))
+            return self._template.count(self._count, [turn for turn, _ in turns]) + sum(extra for _, extra in turns)
         return self.base_tokens + sum(map(self.count_message, messages))
+
+    def _turn(self, message: Any) -> tuple[tuple[str, str], int]:
+        """((role, text), tokens of everything else) of one message, for a chat template:
+        text content goes through the template, other parts and fields are counted as usual."""
+        if message.__class__ is not dict:
+            try:
+                message = dict(message) if isinstance(message, Mapping) else {"role": "user", "content": _as_text(message)}
+            except Exception:  # noqa: BLE001 - a broken Mapping is still a message
+                message = {"role": "user", "content": ""}
+        role = message.get("role")
+        role = role if role.__class__ is str else _as_text(role) if role is not None else "user"
+        content = message.get("content")
+        extra = 0
+        if content is None or content.__class__ is str:
+            text = content or ""
+        else:
+            text = ""
+            extra += self._guarded(self._content_tokens, content)
+        if len(message) > 2 or not _ROLE_AND_CONTENT.issuperset(message):
+            extra += self._guarded(self._field_tokens, message)
+        return (role, text), extra
 
     def count_message(self, message: Any) -> int:
         """Tokens one message adds to a request; never raises.
@@ -92,6 +127,9 @@ class TokenCounter:
         >>> token_counter("gpt-4o").count_message({"role": "user", "name": "ann", "content": "Hi"})
         7
         """
+        if self._template is not None:
+            (role, text), extra = self._turn(message)
+            return self._template.one(self._count, role, text) + extra
         if message.__class__ is not dict:
             try:
                 as_dict = dict(message) if isinstance(message, Mapping) else None
@@ -233,6 +271,16 @@ class TokenCounter:
 
 
 _COUNTERS: dict[str, TokenCounter] = {}
+
+
+def _forget_counters() -> None:
+    with _LOCK:  # a counter someone kept starts over too
+        for counter in _COUNTERS.values():
+            counter._role_costs.clear()
+        _COUNTERS.clear()
+
+
+register("chat_counter.counters", _COUNTERS, clear=_forget_counters)
 
 
 def token_counter(model: str) -> TokenCounter:

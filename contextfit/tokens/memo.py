@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from ..caches import track_memo
+
 __all__ = ["DIGEST_FROM", "ENTRY_OVERHEAD", "TextMemo", "digest", "text_key"]
 
 #: Texts at least this long are keyed by their digest rather than themselves.
@@ -74,7 +76,7 @@ class TextMemo(Generic[Value]):
     True
     """
 
-    __slots__ = ("max_bytes", "nbytes", "lookup", "_data", "_extra", "_lock")
+    __slots__ = ("__weakref__", "max_bytes", "nbytes", "lookup", "_data", "_extra", "_lock")
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -83,6 +85,7 @@ class TextMemo(Generic[Value]):
         self._extra: dict[Any, int] = {}  # value bytes of the entries whose value is more than a small int
         self.lookup: Callable[[Any], Any] = self._data.get
         self._lock = threading.Lock()
+        track_memo(self)  # contextfit.clear_caches() empties every memo
 
     def __len__(self) -> int:
         return len(self._data)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..inputs import messages as msg
+from ..caches import register
 from .chat_counter import TokenCounter
 
 TEMPLATES = ("openai", "anthropic")
@@ -214,7 +215,7 @@ class SentCounter:
         self.counter = counter
         self.template = template
         self.base_tokens: int = counter.base_tokens
-        self.additive = template == "openai"
+        self.additive = template == "openai" and counter.additive
 
     def __repr__(self) -> str:
         return f"SentCounter({self.counter!r}, {self.template!r})"
@@ -247,6 +248,14 @@ class SentCounter:
 
 _SENT: "weakref.WeakKeyDictionary[TokenCounter, dict[str, SentCounter]]" = weakref.WeakKeyDictionary()
 _SENT_LOCK = threading.Lock()
+
+
+def _forget_sent() -> None:
+    with _SENT_LOCK:
+        _SENT.clear()
+
+
+register("template.sent_counters", _SENT, clear=_forget_sent)
 
 
 def sent_counter(counter: TokenCounter, template: str) -> SentCounter:

@@ -10,15 +10,19 @@ engine takes, chat-format overhead included.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from contextfit.caches import register
 from contextfit.tokens import blank_runs
+from contextfit.tokens import fast as fast_counting
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
-from contextfit.tokens.profiles import PROFILES, TokenizerProfile, find_profile, profiles
+from contextfit.errors import TokenizerUnavailable
+from contextfit.tokens.profiles import ESTIMATES, PROFILES, TokenizerProfile, find_profile, profiles
 from contextfit.tokens.vocabularies import exact_encoding, load_encoding
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
@@ -36,7 +40,7 @@ _LOCK = threading.RLock()
 
 # -------------------------------------------------------------------------- tokenizer
 
-_DIGIT_TABLES: dict[str, bytes] = {}
+_DIGIT_TABLES: dict[str, bytes] = register("tokenizers.digit_tables", {}, vocabulary=True)
 
 
 def _digit_extra_table(encoding: tiktoken.Encoding) -> bytes:
@@ -99,6 +103,9 @@ class Tokenizer:
     encoding: Any = field(repr=False)  # the exact tiktoken.Encoding counts start from
     _cache: TextMemo[int] = field(default_factory=lambda: TextMemo(CACHE_BYTES), repr=False)
     _digit_extra: bytes = field(default=b"", repr=False)  # token id -> digits in it - 1
+    #: Counts the vocabulary with the fastest exact engine (``contextfit/tokens/fast.py``);
+    #: ``None``: tiktoken counts. Profiles that split digits need the ids, so tiktoken.
+    fast: fast_counting.FastCounter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.profile.split_digits and not self._digit_extra:
@@ -137,7 +144,9 @@ class Tokenizer:
         if tokens is None:
             profile = self.profile
             digits = profile.split_digits
-            if len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+            if self.fast is not None and not digits:
+                tokens = self.fast.count(text)
+            elif len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
                 ids = self.encoding.encode_ordinary(text)
                 tokens = len(ids)
                 if digits:  # a number token of k digits costs k tokens in these families
@@ -149,7 +158,7 @@ class Tokenizer:
                     if digits:
                         tokens += sum(map(self._digit_extra.__getitem__, ids))
             if profile.approximate:
-                tokens = -(-tokens * profile.factor_percent // 100)
+                tokens = -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
             self._cache.put_key(key, tokens)
         return tokens
 
@@ -187,6 +196,14 @@ class Tokenizer:
 _TOKENIZERS: dict[str, Tokenizer] = {}
 
 
+def _forget_tokenizers() -> None:
+    with _LOCK:  # their count memos are emptied with every other TextMemo
+        _TOKENIZERS.clear()
+
+
+register("tokenizers.tokenizers", _TOKENIZERS, clear=_forget_tokenizers)
+
+
 def get_tokenizer(profile: str) -> Tokenizer:
     """The cached :class:`Tokenizer` for a profile name (see :func:`profiles`).
 
@@ -201,5 +218,16 @@ def get_tokenizer(profile: str) -> Tokenizer:
         with _LOCK:
             tokenizer = _TOKENIZERS.get(info.name)
             if tokenizer is None:
-                tokenizer = _TOKENIZERS[info.name] = Tokenizer(info, exact_encoding(info.encoding))
+                try:
+                    encoding = exact_encoding(info.encoding)
+                except TokenizerUnavailable as exc:
+                    if info.name not in ESTIMATES:
+                        raise
+                    # an open model's vocabulary package is missing: its estimate, flagged approximate
+                    logging.getLogger(__name__).warning("%s; counting %s with its estimate.", exc, info.name)
+                    info = ESTIMATES[info.name]
+                    encoding = exact_encoding(info.encoding)
+                tokenizer = _TOKENIZERS[info.name] = Tokenizer(
+                    info, encoding, fast=fast_counting.counter_for(info.encoding, encoding)
+                )
     return tokenizer

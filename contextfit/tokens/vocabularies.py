@@ -11,14 +11,15 @@ from __future__ import annotations
 import binascii
 import gzip
 import hashlib
-import importlib.util
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..caches import register
 from ..errors import TokenizerUnavailable
+from . import open_models
 from .blank_runs import CL100K_PATTERN, O200K_PATTERN
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
@@ -77,16 +78,13 @@ def vocabulary_path(encoding_name: str) -> Path:
     >>> vocabulary_path("o200k_base").name
     'o200k_base.tiktoken.gz'
     """
-    try:
-        spec = importlib.util.find_spec(VOCABULARY_PACKAGE)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    folder = open_models.package_dir(VOCABULARY_PACKAGE)
+    if folder is None:
         raise TokenizerUnavailable(
             f"The exact {encoding_name} vocabulary comes from the {VOCABULARY_PACKAGE!r} "
             f"package, which is not installed. {_INSTALL_HINT}"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / f"{encoding_name}.tiktoken.gz"
+    return folder / "data" / f"{encoding_name}.tiktoken.gz"
 
 
 def load_encoding(encoding_name: str, *, vocabulary: str | os.PathLike[str] | None = None) -> tiktoken.Encoding:
@@ -148,7 +146,7 @@ def _read_ranks(path: Path, encoding_name: str, expected_hash: str | None) -> di
     return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2])))
 
 
-_ENCODINGS: dict[str, Any] = {}
+_ENCODINGS: dict[str, Any] = register("tokenizers.vocabularies", {}, vocabulary=True)
 
 
 def exact_encoding(name: str) -> tiktoken.Encoding:
@@ -158,5 +156,8 @@ def exact_encoding(name: str) -> tiktoken.Encoding:
         with _LOCK:
             encoding = _ENCODINGS.get(name)
             if encoding is None:
-                encoding = _ENCODINGS[name] = load_encoding(name)
+                if name in open_models.VOCABULARIES:
+                    encoding = _ENCODINGS[name] = open_models.load(name)
+                else:
+                    encoding = _ENCODINGS[name] = load_encoding(name)
     return encoding

@@ -35,6 +35,7 @@ from typing import Any
 
 from ...inputs import messages as msg
 from .. import results as r
+from ...caches import register
 from ..analysis import FitView
 from ...tokens.memo import TextMemo, text_key
 from ..results import InsertedBlock
@@ -91,6 +92,8 @@ def _units_bytes(units: tuple[Unit, ...]) -> int:
 
 _TEXT_UNITS: TextMemo[tuple[Unit, ...]] = TextMemo(TEXT_UNITS_BYTES)
 _LINE_UNITS: TextMemo[Unit] = TextMemo(LINE_UNITS_BYTES)
+register("summarize.text_units", _TEXT_UNITS)
+register("summarize.line_units", _LINE_UNITS)
 
 
 def _text_units(text: str) -> tuple[Unit, ...]:

@@ -44,6 +44,8 @@ from functools import lru_cache
 
 import regex
 
+from contextfit.caches import register
+
 #: The diagnostics this module reports (listed with the rest in ``engine/results.py``).
 LOREBOOK_KEY_TIMEOUT = "LOREBOOK_KEY_TIMEOUT"
 LOREBOOK_KEY_TOO_LONG = "LOREBOOK_KEY_TOO_LONG"
@@ -174,6 +176,9 @@ def _compile_regex_key(key: str, max_pattern_chars: int) -> RegexKey | None:
         return RegexKey(regex.compile(pattern, options), sticky="y" in flags)
     except Exception:  # regex.error, and OverflowError/RecursionError on monstrous patterns
         return None
+
+
+register("lorebook.regex_keys", _compile_regex_key)
 
 
 class RegexBudget:

@@ -27,6 +27,7 @@ import anyio
 import httpx
 
 from ... import environment
+from ...caches import register
 from ...errors import (
     InvalidSettings,
     ProviderAuthError,
@@ -98,6 +99,9 @@ class HttpPolicy:
 def _ssl_context():
     # Building the CA bundle costs ~0.2 s; one context serves every call.
     return httpx.create_ssl_context()
+
+
+register("providers.tls_context", _ssl_context)
 
 
 def error_for_status(provider: str, status: int, body: str = "") -> ProviderError:

@@ -1,0 +1,244 @@
+"""Issue 19's targets: counting with the fast engine, as ratios measured in one run.
+
+    .venv/bin/python -m bench.fast                       # 10,000 messages, 5 runs (part of `make bench`)
+    .venv/bin/python -m bench.fast --messages 2000 --runs 3
+
+In one process, on the seeded synthetic chat, each repetition times every
+contender in a rotating order (prepared untimed, ``gc.collect()`` first):
+
+* ``floor (tiktoken)``: tiktoken's ``encode_ordinary`` on every message's text;
+* ``engine alone``: the same texts through the fast counter (guard and self-check included);
+* ``contextfit <strategy> cold``: ``shift_context`` with a fresh counter, every
+  block counted, into 25% of the chat, counting with the fast engine; and the
+  same with tiktoken alone (what it was before issue 19);
+* ``contextfit truncate lazy cold``: ``count_excluded=False`` into 128k;
+* ``langchain memoized``: ``trim_messages(strategy="last")`` whose counter
+  memoizes each message's count (cookbook formula, exact o200k), the memo
+  fresh per run: a LangChain user who caches counts, on a new chat.
+
+Each target is the median of the per-repetition ratios (both sides timed in
+the same repetition). The cold cost of each engine (import and vocabulary
+load in a fresh process) is printed apart, with the first pass after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+from . import oracle
+from .contenders import STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, langchain_counter, openai_only
+from .conversations import synthetic
+from .oracle import encoding
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FLOOR_RATIO = 0.35  # every block counted: at most this many times the tiktoken floor
+LANGCHAIN_SPEEDUP = 3.0  # ... and at least this many times faster than LangChain memoized
+LAZY_SPEEDUP = 20.0  # lazy truncate into 128k against LangChain memoized
+FIXED_BUDGET = 128_000
+
+
+def _tiktoken_counter() -> Any:
+    from contextfit.tokens.chat_counter import TokenCounter
+    from contextfit.tokens.profiles import PROFILES
+    from contextfit.tokens.tokenizers import Tokenizer
+
+    fresh_counter()  # clears the summary and text caches the same way
+    return TokenCounter(Tokenizer(PROFILES["o200k_base"], encoding()))
+
+
+def _memoized_langchain_counter() -> Callable[[list[Any]], int]:
+    """A ``token_counter`` for ``trim_messages`` that counts each message once (exact, cookbook style)."""
+    memo: dict[int, int] = {}
+
+    def one(message: Any) -> int:
+        return langchain_counter([message]) - 3  # the uncached contender's formula, without the reply priming
+
+    def count(messages: list[Any]) -> int:
+        total = 3
+        for message in messages:
+            tokens = memo.get(id(message))
+            if tokens is None:
+                tokens = memo[id(message)] = one(message)
+            total += tokens
+        return total
+
+    return count
+
+
+def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
+    """name -> (prepare, run): prepare is not timed."""
+    fast = fast_counter()
+    found: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]] = {
+        "floor (tiktoken)": (lambda: (messages, encoding().encode_ordinary), _floor_run),
+    }
+    if fast is not None:
+        found["engine alone"] = (lambda: (messages, lambda text: range(fast.count(text))), _floor_run)
+    for strategy in STRATEGIES:
+        found[f"contextfit {strategy} cold"] = (
+            fresh_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
+        found[f"contextfit {strategy} cold, tiktoken only"] = (
+            _tiktoken_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
+    found["contextfit truncate lazy cold 128k"] = (
+        fresh_counter, lambda counter: _fit(messages, counter, FIXED_BUDGET, "truncate", False))
+    try:
+        from langchain_core.messages import convert_to_messages, trim_messages
+    except ImportError:
+        return found
+    converted = convert_to_messages([openai_only(m) for m in messages])
+    for label, limit in (("25%", budget), ("128k", FIXED_BUDGET)):
+        found[f"langchain memoized {label}"] = (
+            _memoized_langchain_counter,
+            lambda counter, limit=limit: trim_messages(converted, max_tokens=limit, token_counter=counter,
+                                                       strategy="last", include_system=True),
+        )
+    return found
+
+
+def measure(messages: list[dict], budget: int, runs: int) -> dict[str, list[float]]:
+    """Seconds of every contender, one list per contender, repetition ``i`` at index ``i``."""
+    contenders = _contenders(messages, budget)
+    names = list(contenders)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for repeat in range(runs):
+        shift = repeat % len(names)
+        for name in names[shift:] + names[:shift]:
+            prepare, run = contenders[name]
+            state = prepare()
+            gc.collect()
+            start = perf_counter()
+            run(state)
+            times[name].append(perf_counter() - start)
+        print(f"  run {repeat + 1}/{runs} done", file=sys.stderr, flush=True)
+    return times
+
+
+def _paired(times: dict[str, list[float]], numerator: str, denominator: str) -> float | None:
+    if not times.get(numerator) or not times.get(denominator):
+        return None
+    return statistics.median(a / b for a, b in zip(times[numerator], times[denominator]))
+
+
+def targets(times: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Issue 19's targets from one run's times."""
+    found = []
+    for strategy in STRATEGIES:
+        cold = f"contextfit {strategy} cold"
+        ratio = _paired(times, cold, "floor (tiktoken)")
+        found.append({"target": f"{cold}, every block counted: <= {FLOOR_RATIO}x the tiktoken floor",
+                      "measured": ratio, "met": None if ratio is None else ratio <= FLOOR_RATIO, "unit": "x floor"})
+        speedup = _paired(times, "langchain memoized 25%", cold)
+        found.append({"target": f"{cold}: >= {LANGCHAIN_SPEEDUP:g}x faster than LangChain memoized",
+                      "measured": speedup, "met": None if speedup is None else speedup >= LANGCHAIN_SPEEDUP,
+                      "unit": "x faster"})
+    speedup = _paired(times, "langchain memoized 128k", "contextfit truncate lazy cold 128k")
+    found.append({"target": f"contextfit truncate lazy cold into 128k: >= {LAZY_SPEEDUP:g}x faster than LangChain memoized",
+                  "measured": speedup, "met": None if speedup is None else speedup >= LAZY_SPEEDUP, "unit": "x faster"})
+    return found
+
+
+_COLD = r"""
+import json, os, sys, time
+from bench.conversations import synthetic
+texts = [t for m in synthetic(int(sys.argv[1]), 6).messages for t in [m.get("content")] if isinstance(t, str)]
+start = time.perf_counter()
+from contextfit.tokens.tokenizers import get_tokenizer
+from contextfit.tokens import fast
+tokenizer = get_tokenizer("o200k_base")
+tiktoken_load = time.perf_counter() - start
+engine_load = None
+if sys.argv[2] == "fast":
+    start = time.perf_counter()
+    tokenizer.fast.load()
+    engine_load = time.perf_counter() - start
+    count = tokenizer.fast.count
+else:
+    count = tokenizer.fast.count_reference
+start = time.perf_counter()
+total = sum(map(count, texts))
+first_pass = time.perf_counter() - start
+print(json.dumps({"tiktoken_load": tiktoken_load, "engine_load": engine_load, "first_pass": first_pass,
+                  "tokens": total, "engine": tokenizer.fast.engine if sys.argv[2] == "fast" else "tiktoken"}))
+"""
+
+
+def cold(messages: int) -> dict[str, Any]:
+    """Each engine in a fresh process: vocabulary load, then one pass over the chat's texts."""
+    root = Path(__file__).resolve().parents[1]
+    out = {}
+    for which in ("tiktoken", "fast"):
+        done = subprocess.run([sys.executable, "-c", _COLD, str(messages), which], cwd=root, capture_output=True,
+                              text=True, timeout=600, check=False)
+        out[which] = json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr.strip()[-300:]}
+    return out
+
+
+def markdown(times: dict[str, list[float]], found: list[dict], cold_runs: dict[str, Any], info: dict) -> str:
+    lines = [f"# bench.fast: {info['messages']:,} messages ({info['tokens']:,} o200k tokens), {info['runs']} runs",
+             "", f"Counting engine: {info['engine']} (its total over the chat equals tiktoken's: "
+             f"{info.get('engine_total_equals_tiktoken', '—')}). Load average at the start: {info['load']}.", "",
+             "| contender | median ms [min-max] | x floor (paired) |", "|---|--:|--:|"]
+    for name, seconds in times.items():
+        if seconds:
+            ratio = _paired(times, name, "floor (tiktoken)")
+            lines.append(f"| {name} | {statistics.median(seconds) * 1000:.1f} [{min(seconds) * 1000:.1f}-"
+                         f"{max(seconds) * 1000:.1f}] | {ratio:.3f} |")
+    lines += ["", "| target | measured | met? |", "|---|--:|:-:|"]
+    for target in found:
+        shown = "—" if target["measured"] is None else f"{target['measured']:.2f} {target['unit']}"
+        met = {True: "yes", False: "**no**", None: "—"}[target["met"]]
+        lines.append(f"| {target['target']} | {shown} | {met} |")
+    lines += ["", "Cold, one fresh process each (load, then one pass over the message texts):", "",
+              "| engine | tiktoken load ms | engine load ms | first pass ms | tokens |", "|---|--:|--:|--:|--:|"]
+    for which, run in cold_runs.items():
+        if "error" in run:
+            lines.append(f"| {which} | error: {run['error']} | | | |")
+            continue
+        engine_load = "—" if run["engine_load"] is None else f"{run['engine_load'] * 1000:.0f}"
+        lines.append(f"| {run['engine']} | {run['tiktoken_load'] * 1000:.0f} | {engine_load} | "
+                     f"{run['first_pass'] * 1000:.0f} | {run['tokens']:,} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run, print the tables, save ``bench/results/fast.{md,json}``."""
+    import os
+
+    parser = argparse.ArgumentParser(prog="python -m bench.fast", description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-cold", action="store_true", help="skip the fresh-process load measurements")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where fast.md and fast.json go")
+    args = parser.parse_args(argv)
+    messages = synthetic(args.messages, 6).messages
+    facts = oracle.Facts.of(messages)
+    budget = max(facts.tokens // 4, facts.protected_tokens)
+    counter = fast_counter()
+    info = {"messages": args.messages, "tokens": facts.tokens, "runs": args.runs, "load": os.getloadavg(),
+            "engine": counter.engine if counter is not None else "tiktoken"}
+    if counter is not None:  # the engine's total over the chat's texts must be tiktoken's
+        info["engine_total_equals_tiktoken"] = _floor_run((messages, lambda text: range(counter.count(text)))) == \
+            _floor_run((messages, encoding().encode_ordinary))
+    print(f"bench.fast: {args.messages:,} messages, engine {info['engine']}", file=sys.stderr)
+    times = measure(messages, budget, args.runs)
+    found = targets(times)
+    cold_runs = {} if args.no_cold else cold(args.messages)
+    text = markdown(times, found, cold_runs, info)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fast.md").write_text(text)
+    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "targets": found, "cold": cold_runs},
+                                                  indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
