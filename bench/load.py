@@ -9,9 +9,9 @@ gets a fresh schema, dropped afterwards). Everything is on loopback: the API
 processes, a fake OpenAI-compatible provider that answers after a delay
 (used by the generations that are cancelled), and the client.
 
-Each phase starts ``P`` API processes, then a client runs ``chats`` chats of
-``generations`` generations each (a context preview, a new user message and
-a generation per turn), at most ``concurrency`` requests at once, each
+Each phase starts ``P`` API processes, warms each up (one untimed chat),
+then a client runs ``chats`` chats of ``generations`` generations each (a
+context preview, a new user message and a generation per turn), at most ``concurrency`` requests at once, each
 request to the next live process in turn. ``cancel_every``-th generation
 goes to the slow provider and is cancelled through *another* process. In a
 phase with several processes, one is SIGKILLed when half the turns are
@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -69,10 +70,15 @@ def free_port() -> int:
 
 
 class SlowProvider:
-    """An OpenAI-compatible server on 127.0.0.1 that answers after ``delay`` seconds."""
+    """An OpenAI-compatible server on 127.0.0.1 that answers after ``delay`` seconds.
+
+    ``seen`` holds the ``tag:<hex>`` marks found in the requests it received: a
+    generation whose chat carries a mark has begun (its audit is pending).
+    """
 
     def __init__(self, delay: float) -> None:
-        handler = self._handler(delay)
+        self.seen: set[str] = set()
+        handler = self._handler(delay, self.seen)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
         self.server.handle_error = lambda *args: None  # a cancelled client hangs up: expected
@@ -91,7 +97,7 @@ class SlowProvider:
         self.server.server_close()
 
     @staticmethod
-    def _handler(delay: float):
+    def _handler(delay: float, seen: set[str]):
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -99,7 +105,8 @@ class SlowProvider:
                 pass
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
+                body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
+                seen.update(re.findall(r"tag:([0-9a-f]{32})", body))
                 time.sleep(delay)
                 data = json.dumps({"model": MODEL, "choices": [{"message": {"role": "assistant", "content": "slow"},
                                    "finish_reason": "stop"}]}).encode()  # fmt: skip
@@ -188,8 +195,8 @@ class Workload:
     generations: int = 5
     concurrency: int = 32
     cancel_every: int = 20  # every n-th generation is slow and cancelled through another process
-    slow_seconds: float = 2.0
-    cancel_after: float = 0.5
+    slow_seconds: float = 10.0  # longer than a loaded request takes: the cancel arrives first
+    begun_within: float = 30.0  # seconds a slow generation may take to reach the provider
     lease: float = 5.0
     poll: float = 0.2
 
@@ -212,8 +219,8 @@ class Stats:
 class Client:
     """Sends each request to the next live process, at most ``concurrency`` at once."""
 
-    def __init__(self, cluster: Cluster, workload: Workload, stats: Stats) -> None:
-        self.cluster, self.workload, self.stats = cluster, workload, stats
+    def __init__(self, cluster: Cluster, workload: Workload, stats: Stats, provider: SlowProvider) -> None:
+        self.cluster, self.workload, self.stats, self.provider = cluster, workload, stats, provider
         self.live = list(range(len(cluster.ports)))
         self.turn = 0
         self.gate = asyncio.Semaphore(workload.concurrency)
@@ -248,14 +255,25 @@ class Client:
         if not slow:
             status, body = await self.call("generate", "POST", path, {})
         else:
-            index = self.pick()
-            task = asyncio.create_task(self.call("generate+cancel", "POST", path, {"provider": "openai"}, index=index))
-            await asyncio.sleep(self.workload.cancel_after)
+            index, tag = self.pick(), uuid.uuid4().hex
+            task = asyncio.create_task(self.call("generate+cancel", "POST", path, self.slow_body(tag), index=index))
+            await self.begun(tag, task)  # the user clicks stop while the reply is on its way
             await self.call("cancel", "POST", f"/api/v2/chats/{chat_id}/cancel", index=self.pick(avoid=index))
             status, body = await task
         if status is not None:
             self.stats.answered.add(chat_id)
         self.stats.last[chat_id] = {"status": status, "body": body}  # no answer: the newest may be INTERRUPTED
+
+    @staticmethod
+    def slow_body(tag: str) -> dict[str, Any]:
+        """A generation with the slow provider whose prompt carries ``tag`` (in the persona)."""
+        return {"provider": "openai", "settings": {"persona": f"tag:{tag}"}}
+
+    async def begun(self, tag: str, task: asyncio.Task) -> None:
+        """Wait until the slow provider has the generation marked ``tag`` (or its request ended)."""
+        deadline = time.monotonic() + self.workload.begun_within
+        while tag not in self.provider.seen and not task.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     async def chat(self, number: int, counter: list[int], on_turn) -> None:
         messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": f"Chat {number}: hello"}]
@@ -282,15 +300,26 @@ class Client:
             {"role": "user", "content": "doomed"}]}, index=victim)  # fmt: skip
         if status != 201:
             return
-        path = f"/api/v2/chats/{body['id']}/generate"
-        doomed = asyncio.create_task(self.call("generate (killed)", "POST", path, {"provider": "openai"}, index=victim))
-        await asyncio.sleep(self.workload.cancel_after)  # its audit is pending now, the provider holds the request
+        path, tag = f"/api/v2/chats/{body['id']}/generate", uuid.uuid4().hex
+        doomed = asyncio.create_task(self.call("generate (killed)", "POST", path, self.slow_body(tag), index=victim))
+        await self.begun(tag, doomed)  # its audit is pending now, the provider holds the request
         self.live.remove(victim)
         await asyncio.to_thread(self.cluster.kill, victim)
         await doomed
         self.stats.killed, self.stats.doomed = victim, body["id"]
 
+    async def warm_up(self) -> None:
+        """One chat, preview and generation per process, untimed: each loads its catalog and tokenizer first."""
+        for index in self.live:
+            url = self.cluster.url(index) + "/api/v2"
+            chat = (await self.http.post(url + "/chats", json={"model": MODEL, "messages": [
+                {"role": "user", "content": "warm-up"}]})).json()  # fmt: skip
+            await self.http.post(url + "/context-preview", json={"chatId": chat["id"]})
+            await self.http.post(f"{url}/chats/{chat['id']}/generate", json={})
+            await self.http.delete(f"{url}/chats/{chat['id']}")
+
     async def run(self, kill_at: int | None) -> None:
+        await self.warm_up()
         counter, done, halfway = [0], [0], asyncio.Event()
 
         def on_turn() -> None:
@@ -378,11 +407,13 @@ def run_phase(url: str, processes: int, workload: Workload, *, kill: bool, log_d
            "OPENAI_API_KEY": FAKE_KEY}  # fmt: skip
     with fresh_schema(url) as database, SlowProvider(workload.slow_seconds) as slow:
         env["CONTEXTFIT_OPENAI_BASE_URL"] = slow.url
-        cluster = Cluster(database, processes, env=env, log_dir=log_dir)
+        # A queue as deep as the client's concurrency: this measures throughput, not the SERVER_BUSY guard.
+        cluster = Cluster(database, processes, env=env, log_dir=log_dir, extra=("--queue", str(workload.concurrency)))
         stats = Stats()
         try:
+            client = Client(cluster, workload, stats, slow)
             kill_at = workload.chats * workload.generations // 2 if kill and processes > 1 else None
-            asyncio.run(_load(cluster, workload, stats, kill_at))
+            asyncio.run(client.run(kill_at))
             time.sleep(workload.lease * 1.5 + 1)  # the survivors' reapers finalize the killed one's generations
             invariants = check_invariants(database, stats)
         finally:
@@ -399,10 +430,6 @@ def run_phase(url: str, processes: int, workload: Workload, *, kill: bool, log_d
         "answers": dict(sorted(stats.answers.items())),
         "invariants": invariants,
     }
-
-
-async def _load(cluster: Cluster, workload: Workload, stats: Stats, kill_at: int | None) -> None:
-    await Client(cluster, workload, stats).run(kill_at)
 
 
 def markdown(phases: list[dict[str, Any]], workload: Workload, machine: str) -> str:
