@@ -174,7 +174,7 @@ class Cluster:
 @contextmanager
 def fresh_schema(url: str):
     """A URL whose connections use a new PostgreSQL schema, dropped afterwards."""
-    from contextfit.database import database_url
+    from contextfit.serving.database import database_url
 
     schema = "cf_test_" + uuid.uuid4().hex[:12]
     admin = sa.create_engine(database_url(url))
@@ -336,8 +336,8 @@ class Client:
 
 def check_invariants(database: str, stats: Stats) -> dict[str, Any]:
     """The invariants, read from the database (see the module docstring)."""
-    from contextfit.database import create_database_engine
-    from contextfit.leases import database_clock
+    from contextfit.serving.database import create_database_engine
+    from contextfit.serving.liveness import database_clock
 
     engine = create_database_engine(database)
     try:

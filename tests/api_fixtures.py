@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from api_support import FakeProvider
 
-from contextfit.store import Store, open_store
+from contextfit.serving.store import Store, open_store
 
 PG_URL = os.environ.get("CONTEXTFIT_TEST_PG_URL")
 

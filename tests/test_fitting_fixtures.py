@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_path
+from conftest import SHARED_FIXTURES, shared_params, shared_path
 from conversations import groups, protected_indices
 
 import contextfit
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
-REQUESTS = sorted((SHARED_FIXTURES / "pydantic-ai").glob("*/*.request.json")) if SHARED_FIXTURES.exists() else []
+REQUESTS = shared_params(sorted((SHARED_FIXTURES / "pydantic-ai").glob("*/*.request.json")))
 
 
 def _messages(path) -> tuple[list[dict], str]:

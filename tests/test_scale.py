@@ -24,13 +24,13 @@ import sqlalchemy as sa
 from api_support import API_KEY, FakeProvider
 
 from bench.load import Cluster, Workload, run_phase
-from contextfit import leases
-from contextfit.audit import COMPLETED, FAILED, audit_from_plan
-from contextfit.cancellation import request_cancel
+from contextfit.serving import liveness
+from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
+from contextfit.serving.cancellation import request_cancel
 from contextfit.errors import GenerationInterrupted, SchemaTooNew
-from contextfit.generation import generate
-from contextfit.pipeline import plan_prompt
-from contextfit.store import open_store
+from contextfit.serving.generation import generate
+from contextfit.engine.pipeline import plan_prompt
+from contextfit.serving.store import open_store
 
 pytest_plugins = ["api_fixtures"]  # the database fixture: a SQLite file, or a PostgreSQL schema of its own
 
@@ -216,7 +216,7 @@ def test_only_expired_leases_are_finalized_whatever_host_owns_them(store):
         connection.execute(sa.text("UPDATE generations SET owner = 'another-host:1:x'"))
         connection.execute(sa.text("UPDATE generations SET expires_at = expires_at - 3600 WHERE generation_id = :id"),
                            {"id": expired.generation_id})  # fmt: skip
-    assert leases.expired_generations(store.engine) == {expired.generation_id}
+    assert liveness.expired_generations(store.engine) == {expired.generation_id}
     assert store.recover_interrupted() == [expired.generation_id]
     assert (store.get_audit(chat.id).generation_id, store.get_audit(chat.id).error_code) == (expired.generation_id, "INTERRUPTED")
     assert [audit.generation_id for _, _, audit in store.pending_generations()] == [alive.generation_id]
@@ -226,15 +226,15 @@ def test_a_lease_is_renewed_while_it_runs_and_lost_once_finalized_elsewhere(stor
     chat = store.create_chat(messages=HI)
     audit = audit_from_plan(plan_prompt(HI, model=MODEL), chat_id=chat.id, provider="echo")
     seq = store.begin_generation(audit)
-    assert leases.renew(store.engine, audit.generation_id, 30)["left"] > 19  # fresh: read, not rewritten
+    assert liveness.renew(store.engine, audit.generation_id, 30)["left"] > 19  # fresh: read, not rewritten
     with store.engine.begin() as connection:
         connection.execute(sa.text("UPDATE generations SET expires_at = expires_at - 25"))
-    assert leases.renew(store.engine, audit.generation_id, 30) == {"cancel_requested": False, "left": 30.0}
-    assert leases.expired_generations(store.engine) == set()
+    assert liveness.renew(store.engine, audit.generation_id, 30) == {"cancel_requested": False, "left": 30.0}
+    assert liveness.expired_generations(store.engine) == set()
     with store.engine.begin() as connection:
         connection.execute(sa.text("UPDATE generations SET expires_at = expires_at - 3600"))
     assert store.recover_interrupted() == [audit.generation_id]
-    assert leases.renew(store.engine, audit.generation_id) is None
+    assert liveness.renew(store.engine, audit.generation_id) is None
     # Its own process answering late stores nothing: the INTERRUPTED audit stays, no reply appears.
     assert store.finish_generation(audit.finish(COMPLETED), seq, {"role": "assistant", "content": "late"}) is None
     assert store.get_audit(chat.id).error_code == "INTERRUPTED"
@@ -341,7 +341,7 @@ def test_load_test_short_mode_keeps_every_invariant(tmp_path):
 
 
 def _url(database: str) -> str:
-    from contextfit.database import database_url
+    from contextfit.serving.database import database_url
 
     return database_url(database)
 
