@@ -2,6 +2,7 @@
 
     make bench                        # quick: 100 to 10,000 messages, < 3 minutes
     make bench ARGS=--full            # 100 to 50,000 messages, a 60 s cap
+    make bench ARGS=--load            # N API processes on PostgreSQL under load (bench/load.py)
     python -m bench --sizes 100 --no-external --no-fixtures   # a smoke run
     python -m bench --profile "contextfit summarize cold" --size 10000 --budget 25%
 
@@ -78,6 +79,11 @@ def profile(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if "--load" in given:  # make bench ARGS=--load: the multi-process load test (bench/load.py)
+        from .load import main as load
+
+        return load([arg for arg in given if arg != "--load"])
     args = _parser().parse_args(argv)
     if args.profile:
         profile(args)

@@ -344,6 +344,23 @@ class StoreUnavailable(ContextfitError):
         return {**super().to_dict(), **extra}
 
 
+class SchemaTooNew(ContextfitError):
+    """The database was migrated by a newer contextfit: this version refuses to use it.
+
+    >>> print(SchemaTooNew("sqlite:///chats.db", ["m099_future"]))
+    The database sqlite:///chats.db was migrated by a newer contextfit (migrations m099_future are unknown to this version): upgrade contextfit on this machine, or point --db at another database.
+    """
+
+    code = "SCHEMA_TOO_NEW"
+
+    def __init__(self, database: str, unknown: list[str]) -> None:
+        self.unknown = list(unknown)
+        super().__init__(
+            f"The database {database} was migrated by a newer contextfit (migrations {', '.join(unknown)} are "
+            "unknown to this version): upgrade contextfit on this machine, or point --db at another database."
+        )
+
+
 class ProviderError(ContextfitError):
     """A provider call failed; ``code`` is one of the normalized ``PROVIDER_*`` codes.
 

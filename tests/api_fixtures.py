@@ -11,7 +11,6 @@ registered as a plugin; it has no asserts to rewrite.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -30,21 +29,10 @@ def database(request, tmp_path) -> Iterator[str]:
         return
     if not PG_URL:
         pytest.skip("set CONTEXTFIT_TEST_PG_URL to run the PostgreSQL variant")
-    import sqlalchemy as sa
+    from bench.load import fresh_schema
 
-    from contextfit.serving.database import database_url
-
-    schema = "cf_test_" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(database_url(PG_URL))
-    with admin.begin() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    separator = "&" if "?" in PG_URL else "?"
-    try:
-        yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    with fresh_schema(PG_URL) as url:
+        yield url
 
 
 @pytest.fixture

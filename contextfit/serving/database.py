@@ -72,15 +72,20 @@ def lock_timeout(seconds: float | None = None) -> float:
     ...
     contextfit.errors.InvalidSettings: The database lock timeout must be a number of seconds above 0, got -1.
     """
-    value: object = seconds if seconds is not None else environment.read(LOCK_TIMEOUT_VAR) or LOCK_TIMEOUT_SECONDS
+    return seconds_setting(seconds, LOCK_TIMEOUT_VAR, LOCK_TIMEOUT_SECONDS, "The database lock timeout")
+
+
+def seconds_setting(seconds: float | None, variable: str, default: float, what: str) -> float:
+    """``seconds``, else ``$variable``, else ``default``: a number of seconds above 0, or ``INVALID_SETTINGS`` about ``what``."""
+    value: object = seconds if seconds is not None else environment.read(variable) or default
     try:
-        timeout = float(value)  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]
     except ValueError:
-        timeout = -1.0
-    if not 0 < timeout < float("inf"):
-        source = f" (${LOCK_TIMEOUT_VAR})" if seconds is None else ""
-        raise InvalidSettings(f"The database lock timeout{source} must be a number of seconds above 0, got {value}.")
-    return timeout
+        number = -1.0
+    if not 0 < number < float("inf"):
+        source = f" (${variable})" if seconds is None else ""
+        raise InvalidSettings(f"{what}{source} must be a number of seconds above 0, got {value}.")
+    return number
 
 
 def create_database_engine(database: str | os.PathLike | None = None, *, timeout: float | None = None) -> Engine:

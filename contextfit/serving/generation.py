@@ -35,9 +35,10 @@ import anyio
 from anyio import to_thread
 
 from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_plan, refused_audit
-from ..errors import ChatNotFound, GenerationCancelled, ProviderError, TokenBudgetExceeded
+from ..errors import GenerationCancelled, GenerationInterrupted, ProviderError, TokenBudgetExceeded
 from ..jsonpath import replace_lone_surrogates
 from ..engine.pipeline import PromptPlan, plan_prompt
+from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
 from ..engine.settings import merge_settings, provider_options
@@ -249,10 +250,16 @@ async def generate(
     seq = None
     try:
         seq = await to_thread.run_sync(store.begin_generation, audit)
-        reply = await backend.complete(request.for_provider(plan))
+        # Any process may cancel it through the database, which also renews its lease meanwhile.
+        reply = await watched(store.engine, audit.generation_id, lambda: backend.complete(request.for_provider(plan)))
         message = reply_message(reply, audit)
     except anyio.get_cancelled_exc_class():
         await _finish_shielded(store, audit.finish(CANCELLED, GenerationCancelled()), seq)
+        raise
+    except GenerationCancelled as exc:  # a /cancel request, received by whichever process
+        await _finish_shielded(store, audit.finish(CANCELLED, exc), seq)
+        raise
+    except GenerationInterrupted:  # another process finalized it when its lease ran out
         raise
     except ProviderError as exc:
         await _finish_shielded(store, audit.finish(FAILED, exc), seq)
@@ -265,8 +272,9 @@ async def generate(
         raise error from exc
     done = audit.finish(COMPLETED)
     stored = await _finish_shielded(store, done, seq, message)
-    if stored is None:  # the chat was deleted while the provider answered
-        raise ChatNotFound(chat_id)
+    if stored is None:  # the chat was deleted while the provider answered (raises), or the lease ran out
+        await to_thread.run_sync(store.get_chat, chat_id)
+        raise GenerationInterrupted("The provider answered after another process had finalized the generation.")
     return GenerationResult(done, stored)
 
 

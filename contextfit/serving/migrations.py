@@ -101,6 +101,16 @@ def m004_context_audits(connection: Connection) -> None:
     )
 
 
+@migration
+def m005_generation_leases(connection: Connection) -> None:
+    """A lease on each generation in progress and a cancel flag any process can set
+    (:mod:`contextfit.serving.liveness`, :mod:`contextfit.serving.cancellation`)."""
+    seconds = sa.Float().compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE generations ADD COLUMN expires_at {seconds}"))
+    connection.execute(sa.text("ALTER TABLE generations ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0"))
+    connection.execute(sa.text("CREATE INDEX generations_expires_at ON generations (expires_at)"))
+
+
 def applied_migrations(connection: Connection) -> list[str]:
     """Names of the migrations already applied, in order."""
     if not sa.inspect(connection).has_table(MIGRATIONS_TABLE):

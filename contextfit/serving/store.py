@@ -34,12 +34,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import migrations
+from . import schema_lock
 from .audit import FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
 from .database import create_database_engine, database_url, transaction
 from ..errors import AuditNotFound, ChatNotFound, GenerationInterrupted, StoreUnavailable
-from .liveness import owner_is_gone, process_owner
+from .liveness import expired_generations, expiry, owner_is_gone, process_owner
 from .outcomes import FinishQueue, FinishRetry, failure_reason
 from .validation import check_messages
 from .validation import json_text as _dumps
@@ -53,7 +53,7 @@ def _table(name: str, *columns: str) -> sa.TableClause:
 
 _chats = _table("chats", "id", "title", "model", "settings", "created_at", "updated_at")
 _messages = _table("messages", "id", "chat_id", "position", "role", "message", "created_at")
-_generations = _table("generations", "seq", "generation_id", "chat_id", "owner", "audit", "created_at")
+_generations = _table("generations", "seq", "generation_id", "chat_id", "owner", "audit", "created_at", "expires_at")
 _audits = _table(
     "context_audits", "chat_id", "generation_id", "seq", "status", "error_code", "audit", "created_at", "finished_at"
 )
@@ -138,10 +138,7 @@ class Store:
 
     def migrate(self) -> list[str]:
         """Create or upgrade the schema; returns the migrations applied now."""
-        with transaction(self.engine, write=True) as connection:
-            if connection.dialect.name == "postgresql":  # one migrator at a time
-                connection.execute(sa.text("SELECT pg_advisory_xact_lock(7415392)"))
-            return migrations.migrate(connection)
+        return schema_lock.migrate_once(self.engine)  # refuses a newer schema; one migrator at a time
 
     def close(self) -> None:
         """Record the outcomes still waiting (one last try), then close the pooled connections."""
@@ -291,6 +288,7 @@ class Store:
                     owner=process_owner(),
                     audit=_dumps(audit.to_dict()),
                     created_at=audit.created_at,
+                    expires_at=expiry(connection),  # renewed while it runs (contextfit.serving.liveness)
                 )
             )
             return connection.execute(
@@ -301,12 +299,15 @@ class Store:
         """Finalize a generation in one transaction: forget it as in progress,
         append ``reply`` to the chat, and make ``audit`` the chat's audit unless
         a later generation's audit is already there. Returns the stored reply,
-        or ``None`` when the chat was deleted meanwhile (then nothing is stored).
+        or ``None`` when the chat was deleted meanwhile or another process already
+        finalized it ``INTERRUPTED`` (its lease ran out); then nothing is stored.
         """
         with transaction(self.engine, write=True) as connection:
             if not self._lock_chat(connection, audit.chat_id):
                 return None
-            connection.execute(_generations.delete().where(_generations.c.generation_id == audit.generation_id))
+            gone = connection.execute(_generations.delete().where(_generations.c.generation_id == audit.generation_id))
+            if gone.rowcount == 0:  # already finalized by another process: its lease ran out (INTERRUPTED)
+                return None
             if reply is not None:
                 reply = check_messages([reply])[0]
                 self._append(connection, audit.chat_id, [reply])
@@ -359,14 +360,15 @@ class Store:
 
     def recover_interrupted(self) -> list[str]:
         """Finalize as ``failed``/``INTERRUPTED`` the generations whose process has
-        stopped without recording them (it died, or its database failed until it exited).
+        stopped without recording them (it died, or its database failed until it exited):
+        a process on this host that is gone, or a lease that ran out (:mod:`contextfit.serving.liveness`).
 
         Returns their generation ids. Each replaces its chat's audit unless a
         later generation already finished.
         """
-        recovered = []
+        recovered, expired = [], expired_generations(self.engine)  # expired: any host's, by the database's clock
         for seq, owner, audit in self.pending_generations():
-            if owner_is_gone(owner):
+            if owner_is_gone(owner) or audit.generation_id in expired:
                 self.finish_generation(audit.finish(FAILED, GenerationInterrupted()), seq)
                 recovered.append(audit.generation_id)
         return recovered

@@ -32,7 +32,9 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
 from ...errors import ContextfitError, GenerationCancelled
+from ..cancellation import request_cancel, until_stopped
 from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
+from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
 from ...engine.settings import unknown_setting_message
 from ..store import Store
@@ -61,6 +63,7 @@ STATUS: dict[str, int] = {
     "UNKNOWN_PROVIDER": 422,
     "TOKENIZER_UNAVAILABLE": 422,
     "CANCELLED": 409,
+    "INTERRUPTED": 503,
     "PROVIDER_AUTH": 502,
     "PROVIDER_BAD_REQUEST": 502,
     "PROVIDER_CONTEXT_OVERFLOW": 502,
@@ -200,9 +203,11 @@ async def generate_reply(
 @router.post("/chats/{chat_id}/cancel", response_model=s.Cancelled, operation_id="cancelGeneration",
              tags=["generation"], responses=_errors(404))  # fmt: skip
 async def cancel(chat_id: str, store: StoreDep, running: RunningDep) -> dict:
-    """Cancel the chat's running generations (their audits end ``cancelled``)."""
+    """Cancel the chat's running generations, in whichever server process (their audits end ``cancelled``)."""
     await anyio.to_thread.run_sync(store.get_chat, chat_id)
-    return {"cancelled": running.cancel(chat_id)}  # cancel scopes belong to the event loop's thread
+    here = running.cancel(chat_id)  # cancel scopes belong to the event loop's thread
+    anywhere = await anyio.to_thread.run_sync(request_cancel, store.engine, chat_id)  # polled by their process
+    return {"cancelled": max(here, anywhere)}
 
 
 @router.get("/chats/{chat_id}/context-audit", response_model=s.ContextAudit, operation_id="getContextAudit",
@@ -234,7 +239,10 @@ async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: Pr
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    # Finalizes INTERRUPTED the generations of any process (here or elsewhere) whose lease ran out.
+    reaper = Reaper(app.state.store.recover_interrupted, lease_seconds() / 2).start()
     yield
+    reaper.stop()
     app.state.pool.close()
 
 
@@ -288,21 +296,13 @@ async def _until_done_or_gone(
     request: Request, running: RunningGenerations, chat_id: str, work: Callable[[], Awaitable[GenerationResult]]
 ) -> GenerationResult:
     """Run ``work`` in a cancel scope that a client disconnect or ``/cancel`` cancels."""
-    outcome: dict[str, Any] = {}
 
     async def watch(scope: anyio.CancelScope) -> None:
         while (await request.receive())["type"] != "http.disconnect":
             pass
         scope.cancel()
 
-    async with anyio.create_task_group() as group:
-        with running.track(chat_id) as scope:
-            group.start_soon(watch, scope)
-            try:
-                outcome["result"] = await work()
-            except Exception as exc:  # re-raised below, outside the task group
-                outcome["error"] = exc
-        group.cancel_scope.cancel()
+    outcome = await until_stopped(work, watch, running.track(chat_id))
     if "error" in outcome:
         raise outcome["error"]
     if "result" not in outcome:

@@ -138,8 +138,9 @@ def protocol_for(limits: ServerLimits) -> type[H11Protocol]:
     return type("ContextfitH11Protocol", (_TimedH11Protocol,), {"limits": limits, "log": QuietLog()})
 
 
-def run(app: Any, *, host: str, port: int, limits: ServerLimits) -> None:
-    """Serve ``app`` with uvicorn until stopped (SIGINT/SIGTERM), within ``limits``."""
+def run(app: Any, *, host: str, port: int, limits: ServerLimits, sockets: list | None = None) -> None:
+    """Serve ``app`` with uvicorn until stopped (SIGINT/SIGTERM), within ``limits``
+    (on ``sockets`` already listening, when given: see :mod:`contextfit.serving.api.processes`)."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -151,4 +152,4 @@ def run(app: Any, *, host: str, port: int, limits: ServerLimits) -> None:
         timeout_keep_alive=limits.keep_alive_seconds,
         timeout_graceful_shutdown=10,  # SIGTERM never waits for ever on a slow request
     )
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=sockets)
