@@ -28,7 +28,7 @@ from .settings import BY_NAME, SETTINGS
 from .strategies import is_trusted
 from .template import TEMPLATES, SentCounter, sent_counter, trace
 
-BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,3 +46,17 @@ def test_paired_ratio_is_the_median_of_per_run_ratios():
     row = Row("x", "contextfit", "truncate", "cold", True, seconds=[1.0, 3.0, 10.0], paired=[1.0, 2.0, 4.0])
     assert paired_ratio(row) == 1.5  # ratios 1, 1.5, 2.5
     assert paired_ratio(Row("y", "contextfit", "truncate", "cold", True, seconds=[1.0])) is None
+
+
+def test_the_clearing_section_compares_clear_tool_results_with_truncate():
+    from bench import clearing
+
+    rows = clearing.measure(synthetic(600))
+    by = {(row["share"], row["strategy"]): row for row in rows}
+    for share in clearing.SHARES:
+        cleared, truncated = by[(share, "clear-tool-results")], by[(share, "truncate")]
+        assert cleared["tokens"] <= cleared["budget"] and truncated["tokens"] <= truncated["budget"]
+        # clearing old results keeps more of the conversation, and older parts of it
+        assert cleared["cleared"] > 0 and cleared["messages"] > truncated["messages"]
+        assert cleared["oldest"] < truncated["oldest"]
+    assert "| chat | budget | strategy |" in clearing.markdown(use_fixtures=False)
