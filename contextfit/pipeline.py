@@ -21,6 +21,7 @@ from .assembly import assemble
 from .chat_counter import TokenCounter, token_counter
 from .errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .fitting import shift_context
+from .images import image_diagnostic
 from .messages import message_text, refuse_lone_surrogates
 from .models import ModelInfo, get_model
 from .results import FitResult
@@ -294,6 +295,7 @@ def plan_prepared(
     prompt = traced.prompt
     tokenizer = prepared.tokenizer
     unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
+    guessed = image_diagnostic(blocks, tokenizer.images)  # images of unknown size make the count approximate
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,
@@ -306,8 +308,8 @@ def plan_prepared(
         budget=prepared.budget,
         context_limit=prepared.context_limit,
         response_reserve=prepared.response_reserve,
-        tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate),
-        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent],
+        tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate or bool(guessed)),
+        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent, *guessed],
         fit=fit,
     )
 
