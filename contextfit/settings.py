@@ -83,6 +83,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("clearInputs", "clear_inputs", "bool", "clear-tool-results: also empty the arguments of cleared calls."),
     Setting("placeholder", "placeholder", "str", "clear-tool-results: the text of a cleared result ({tool}, {tokens})."),
+    Setting(
+        "keepThinking",
+        "keep_thinking",
+        "bool",
+        "truncate, clear-tool-results: false drops older turns' reasoning; unset drops it first when needed.",
+    ),
     Setting("scanDepth", "scan_depth", "int", "Lorebook: how many recent messages are scanned for keys.", 0),
     Setting("userName", "user_name", "str", "The name that fills {{user}}."),
     Setting("charName", "char_name", "str", "The name that fills {{char}} (default: the character card's)."),

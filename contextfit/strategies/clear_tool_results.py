@@ -38,6 +38,7 @@ from ..analysis import FitView
 from ..errors import InvalidSettings
 from ..results import InsertedBlock
 from .base import BuiltinStrategy, Proposal
+from .thinking import drop_old_reasoning, drop_oldest_units, keep_thinking_option, with_replacements
 
 DEFAULT_KEEP = 3
 DEFAULT_PLACEHOLDER = "[tool result cleared: {tool} returned {tokens} tokens]"
@@ -177,24 +178,18 @@ class ClearToolResults(BuiltinStrategy):
         clear_inputs = options.get("clear_inputs", False)
         if not isinstance(clear_inputs, bool):
             raise InvalidSettings(f"clear-tool-results: clear_inputs must be true or false, got {clear_inputs!r}.")
+        keep_thinking = keep_thinking_option(options)
         reasons: list[str | None] = [None] * view.n
         costs = [view.count(index) for index in range(view.n)]
         total = view.base_tokens + sum(costs)
-        if total <= budget:
-            return Proposal(reasons)
         replaced: dict[int, InsertedBlock] = {}
-        total = self._clear(view, total - budget, step, keep, excluded_tools, template, clear_inputs, costs, replaced)
-        for index, block in replaced.items():
-            reasons[index] = r.SUMMARIZED
+        # older turns' reasoning first (keep_thinking), then old tool results
+        total = drop_old_reasoning(view, budget, keep_thinking, costs, replaced, total)
+        if total > budget:
+            total = self._clear(view, total - budget, step, keep, excluded_tools, template, clear_inputs, costs, replaced)
         # Not enough: drop the oldest unprotected units, as truncate does.
-        for unit in view.units_oldest_first():
-            if total <= budget:
-                break
-            for index in unit:
-                reasons[index] = r.OVER_BUDGET
-                total -= costs[index]
-                replaced.pop(index, None)
-        return Proposal(reasons, sorted(replaced.values(), key=lambda block: block.before))
+        drop_oldest_units(view, budget, reasons, costs, replaced, total)
+        return Proposal(reasons, with_replacements(reasons, replaced))
 
     def _clear(
         self,
@@ -246,13 +241,14 @@ class ClearToolResults(BuiltinStrategy):
             replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
         if clear_inputs and cleared_links:
             for index in range(view.n):
-                if protect[index] is not None or index in replaced:
+                if protect[index] is not None:
                     continue
                 ids, is_result = msg.link_ids(messages[index])
                 links = cleared_links.intersection(ids)
                 if is_result or not links:
                     continue
-                copy = _without_inputs(messages[index], links)
+                # a call message may already stand without its reasoning (keep_thinking)
+                copy = _without_inputs(replaced[index].message if index in replaced else messages[index], links)
                 if copy is None:
                     continue
                 tokens = view.count_block(copy)
