@@ -12,8 +12,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Reinstall whenever a requirements file changes.
-$(VENV)/.installed: requirements.txt | $(BIN)/python
+# Reinstall whenever a requirements file or pyproject.toml (entry points, package data) changes.
+$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@

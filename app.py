@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from contextfit.dashboard import gc_paused
+from contextfit.views.dashboard import gc_paused
 
 st.set_page_config(page_title="contextfit — what the model will see", layout="wide")
 page = st.navigation(

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 import contextfit
-from contextfit.formats import load_conversation
+from contextfit.inputs.formats import load_conversation
+from contextfit.inputs.messages import link_states
 
 from .conversations import FIXTURES, Conversation, synthetic
 
@@ -69,7 +70,7 @@ def measure(chat: Conversation, counter=None) -> list[dict]:
                 continue
             sent = {id(m) for m in result.kept}
             cleared = sum(1 for d in result.decisions if d.index is None and d.reason == "compressed")
-            states = contextfit.messages.link_states(result.kept)
+            states = link_states(result.kept)
             rows.append({
                 "chat": chat.name,
                 "share": share,

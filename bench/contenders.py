@@ -91,10 +91,10 @@ def fresh_counter(exact: Any = None) -> Any:
     counter object, so a new counter is a cold start); the vocabulary itself
     is shared, as it is in any process after its first fit. ``exact``
     replaces the tiktoken encoding (bench/overhead.py)."""
-    from contextfit.chat_counter import TokenCounter
+    from contextfit.tokens.chat_counter import TokenCounter
     from contextfit import text
-    from contextfit.strategies import summarize
-    from contextfit.tokenizers import PROFILES, Tokenizer
+    from contextfit.engine.strategies import summarize
+    from contextfit.tokens.tokenizers import PROFILES, Tokenizer
 
     summarize.clear_caches()
     text.clear_caches()

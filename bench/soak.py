@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> dict:
     if args.via == "api":
         from fastapi.testclient import TestClient
 
-        from contextfit.api import create_app
-        from contextfit.store import open_store
+        from contextfit.serving.api import create_app
+        from contextfit.serving.store import open_store
 
         folder = tempfile.mkdtemp(prefix="contextfit-soak-")
         client = TestClient(create_app(open_store(str(Path(folder) / "soak.db")), max_body_bytes=chars * 2 + 1_000_000))

@@ -6,9 +6,8 @@ store, generation and the HTTP app (which need SQLAlchemy, httpx and
 FastAPI) load on first use of their names.
 """
 
-from . import audit
-from .audit import AuditBlock, PromptContextAudit
-from .chat_counter import TokenCounter, token_counter
+from .serving.audit import AuditBlock, PromptContextAudit
+from .tokens.chat_counter import TokenCounter, token_counter
 from .errors import (
     AuditNotFound,
     ChatNotFound,
@@ -22,7 +21,6 @@ from .errors import (
     InvalidModelFile,
     InvalidRequest,
     InvalidSettings,
-    PluginError,
     ProviderAuthError,
     ProviderBadRequest,
     ProviderContextOverflow,
@@ -37,12 +35,12 @@ from .errors import (
     UnknownProvider,
     UnknownStrategy,
 )
-from .fitting import shift_context
-from .formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
-from .lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
-from .models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
-from .pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
-from .plugins import (
+from .engine.fitting import shift_context
+from .inputs.formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
+from .inputs.lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
+from .tokens.models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
+from .engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
+from .engine.plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
     _builtins,
@@ -51,10 +49,10 @@ from .plugins import (
     register_interceptor,
     registry,
 )
-from .relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
-from .results import Decision, FitResult
-from .strategies import ContextStrategy, Proposal
-from .tokenizers import Tokenizer, TokenizerProfile, get_tokenizer, profiles
+from .engine.relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
+from .engine.results import Decision, FitResult
+from .engine.strategies import ContextStrategy, Proposal
+from .tokens.tokenizers import Tokenizer, TokenizerProfile, get_tokenizer, profiles
 
 _builtins(registry)
 
@@ -62,97 +60,49 @@ __version__ = "0.1.0"
 
 # Loaded on first use: they pull in SQLAlchemy, httpx and FastAPI.
 _LAZY = {
-    "Store": "store",
-    "open_store": "store",
-    "generate": "generation",
-    "send_conversation": "generation",
-    "create_app": "api",
+    "audit": None,  # the module contextfit.views.audits (reads audits through the store)
+    "Store": "serving.store",
+    "open_store": "serving.store",
+    "generate": "serving.generation",
+    "send_conversation": "serving.generation",
+    "create_app": "serving.api",
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'contextfit' has no attribute {name!r}")
     from importlib import import_module
 
+    module = _LAZY[name]
+    if module is None:
+        return import_module(".views.audits", __name__)
     return getattr(import_module(f".{module}", __name__), name)
 
 
+#: The public API: SPEC.md's names and the few more the README documents. Every
+#: other name imported above stays importable from ``contextfit`` and from its module.
 __all__ = [
-    "AuditBlock",
-    "AuditNotFound",
-    "CharacterCard",
-    "ChatNotFound",
     "ContextStrategy",
     "ContextStrategyRegistry",
     "ContextfitError",
     "Conversation",
     "Decision",
-    "DuplicateStrategy",
-    "EmbeddingRelevance",
     "FitResult",
-    "GenerationCancelled",
-    "GenerationInterrupted",
-    "InterceptorRegistry",
-    "InvalidBudget",
     "InvalidConversation",
-    "InvalidMessages",
-    "InvalidModelFile",
-    "InvalidRequest",
-    "InvalidSettings",
-    "LexicalRelevance",
-    "Lorebook",
-    "LorebookEntry",
-    "ModelInfo",
-    "PlanBlock",
-    "PluginError",
     "PromptContextAudit",
     "PromptPlan",
-    "Proposal",
-    "ProviderAuthError",
-    "ProviderBadRequest",
-    "ProviderContextOverflow",
-    "ProviderError",
-    "ProviderRateLimited",
-    "ProviderTimeout",
-    "ProviderUnavailable",
-    "RelevanceScorer",
-    "RequestTooLarge",
-    "Store",
     "TokenBudgetExceeded",
-    "TokenCounter",
-    "Tokenizer",
-    "TokenizerInfo",
-    "TokenizerProfile",
-    "TokenizerUnavailable",
-    "UnknownModel",
-    "UnknownProvider",
-    "UnknownStrategy",
-    "activate",
     "audit",
     "compare_strategies",
-    "create_app",
-    "detect_format",
-    "generate",
     "get_model",
     "get_tokenizer",
-    "interceptors",
     "list_models",
     "load_conversation",
     "load_conversation_file",
-    "load_models_file",
-    "load_plugins",
-    "lorebook_blocks",
-    "open_store",
-    "parse_world_info",
     "plan_prompt",
-    "profiles",
     "register_interceptor",
-    "register_model",
     "registry",
-    "reload_models",
-    "send_conversation",
     "shift_context",
     "token_counter",
 ]

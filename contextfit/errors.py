@@ -144,14 +144,22 @@ class UnknownModel(ContextfitError):
     code = "UNKNOWN_MODEL"
 
 
-class PluginError(ContextfitError):
-    """A plugin could not be loaded; ``plugin`` names the offending object."""
+class InvalidStrategy(ContextfitError):
+    """Something that is not a strategy was registered."""
 
-    code = "PLUGIN_ERROR"
+    code = "INVALID_STRATEGY"
 
-    def __init__(self, message: str, *, plugin: object = None) -> None:
-        self.plugin = plugin
-        super().__init__(message)
+
+class InvalidCounter(ContextfitError):
+    """``count_tokens`` did not behave like a token counter."""
+
+    code = "INVALID_COUNTER"
+
+
+class InvalidImage(ContextfitError):
+    """An image's header is missing, cut short or impossible."""
+
+    code = "INVALID_IMAGE"
 
 
 class InvalidModelFile(ContextfitError):
@@ -404,3 +412,21 @@ class ProviderUnavailable(ProviderError):
 
     code = "PROVIDER_UNAVAILABLE"
     summary = "the provider could not be reached or is overloaded"
+
+
+# -- internal signals: caught inside the package, never shown to a user ----------
+
+
+class Unusable(Exception):
+    """The strategy's answer cannot be used; the message says why.
+
+    ``altered`` are the protected blocks it returned changed (restored by the host).
+    """
+
+    def __init__(self, why: str, altered: list[int] | None = None) -> None:
+        super().__init__(why)
+        self.altered = altered or []
+
+
+class InternalFailure(Exception):
+    """A failure that was not an ``Exception`` (e.g. a Rust panic), wrapped so the 500 handler answers it."""

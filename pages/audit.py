@@ -5,9 +5,9 @@ import json
 import pandas as pd
 import streamlit as st
 
-from contextfit import charts, dashboard
-from contextfit.audit import list_audited_chats, load_audit_plan
-from contextfit.store import shared_store
+from contextfit.views import charts, dashboard
+from contextfit.views.audits import list_audited_chats, load_audit_plan
+from contextfit.serving.store_cache import shared_store
 
 st.title("Audit")
 st.caption(

@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit import charts, dashboard
-from contextfit.samples import SAMPLES, get_sample, sample_text
+from contextfit.views import charts, dashboard
+from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
 
 state = st.session_state
 state.setdefault("overrides", {})
@@ -82,7 +82,7 @@ with st.sidebar:
     reserve = st.number_input("Response reserve", min_value=0, step=128, key="reserve",
                               help="Room kept free for the answer; the prompt's budget is the limit minus this.")
     names = contextfit.registry.names()
-    strategies = st.multiselect("Strategies", names, default=[n for n in names if n in contextfit.pipeline.BUILTIN_STRATEGIES],
+    strategies = st.multiselect("Strategies", names, default=[n for n in names if n in contextfit.engine.pipeline.BUILTIN_STRATEGIES],
                                 help="Each one fits the same conversation; they are shown side by side.")
     with st.expander("Strategy options"):
         summary_tokens = st.number_input("Summary size (tokens)", min_value=0, value=0, step=32,

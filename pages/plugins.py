@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit import dashboard
+from contextfit.views import dashboard
 
 st.title("Plugins")
 st.caption("Built-in strategies register through the same door as plugins; installed packages add more "

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 from api_support import FakeProvider
 
-from contextfit.store import Store, open_store
+from contextfit.serving.store import Store, open_store
 
 PG_URL = os.environ.get("CONTEXTFIT_TEST_PG_URL")
 
@@ -32,7 +32,7 @@ def database(request, tmp_path) -> Iterator[str]:
         pytest.skip("set CONTEXTFIT_TEST_PG_URL to run the PostgreSQL variant")
     import sqlalchemy as sa
 
-    from contextfit.database import database_url
+    from contextfit.serving.database import database_url
 
     schema = "cf_test_" + uuid.uuid4().hex[:12]
     admin = sa.create_engine(database_url(PG_URL))

@@ -23,9 +23,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import sqlalchemy as sa
 
-from contextfit.database import create_database_engine, transaction
-from contextfit.providers import ProviderReply
-from contextfit.store import Store
+from contextfit.serving.database import create_database_engine, transaction
+from contextfit.serving.providers import ProviderReply
+from contextfit.serving.store import Store
 
 #: The base URL of in-process test clients: the API answers only its own (loopback) host names.
 LOCAL = "http://127.0.0.1"

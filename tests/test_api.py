@@ -12,8 +12,8 @@ from api_support import LOCAL, snapshot
 from conftest import TEST_DATA
 from fastapi.testclient import TestClient
 
-from contextfit.api import create_app
-from contextfit.providers import EchoProvider
+from contextfit.serving.api import create_app
+from contextfit.serving.providers import EchoProvider
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
-from contextfit.api import create_app
-from contextfit.api.guard import LOOPBACK_HOSTS
-from contextfit.providers import EchoProvider
-from contextfit.settings import SETTINGS
-from contextfit.store import open_store
+from contextfit.serving.api import create_app
+from contextfit.serving.api.guard import LOOPBACK_HOSTS
+from contextfit.serving.providers import EchoProvider
+from contextfit.engine.settings import SETTINGS
+from contextfit.serving.store import open_store
 
 USER = {"role": "user", "content": "Hello"}
 WRONG_VALUES = [-1, 1.5, "x", True, [1], {"a": 1}, 10**30]  # one of each JSON type, and the extremes

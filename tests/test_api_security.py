@@ -12,11 +12,11 @@ import pytest
 from api_support import LOCAL
 from fastapi.testclient import TestClient
 
-import contextfit.generation
-from contextfit.api import create_app
-from contextfit.api.limits import ServerLimits
-from contextfit.lorebook.matching import RegexKey, RegexLimits
-from contextfit.providers import EchoProvider
+import contextfit.serving.generation
+from contextfit.serving.api import create_app
+from contextfit.serving.api.limits import ServerLimits
+from contextfit.inputs.lorebook.matching import RegexKey, RegexLimits
+from contextfit.serving.providers import EchoProvider
 
 pytest_plugins = ["api_fixtures"]  # the database and store fixtures
 
@@ -210,7 +210,7 @@ def test_a_failure_that_is_not_an_exception_is_still_a_json_500(store, monkeypat
     def panic(*args, **kwargs):
         raise FakePanic("called `Result::unwrap()` on an `Err` value: StackOverflow")
 
-    monkeypatch.setattr(contextfit.generation, "plan_prompt", panic)
+    monkeypatch.setattr(contextfit.serving.generation, "plan_prompt", panic)
     app = create_app(store, {"echo": EchoProvider()})
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         assert error(client.post("/api/v2/context-preview", json=HELLO), 500) == "INTERNAL_ERROR"

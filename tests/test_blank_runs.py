@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit import blank_runs
-from contextfit.chat_counter import token_counter
-from contextfit.tokenizers import get_tokenizer
+from contextfit.tokens import blank_runs
+from contextfit.tokens.chat_counter import token_counter
+from contextfit.tokens.tokenizers import get_tokenizer
 
 EXACT = ("o200k_base", "cl100k_base")
 

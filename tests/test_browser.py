@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ ARTIFACTS = REPO / "test-artifacts"
 PROTECTED_FILL = "rgb(0, 114, 178)"  # charts.FATE_COLORS["protected"]
 
 sync_playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").sync_playwright
+from google.protobuf.message import DecodeError  # noqa: E402  (installed with streamlit)
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 if not Path(CHROMIUM).exists():
     pytest.skip(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)", allow_module_level=True)
 
@@ -73,16 +76,48 @@ def page(server):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.set_default_timeout(120_000)  # a loaded 2-core CI machine is slow on a cold first run
-        page.goto(server)
+        page.on("websocket", lambda socket: STREAMS.__setitem__(page, socket) if socket.url.endswith("/_stcore/stream") else None)
+        load(page, server)
         page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").wait_for()
-        settle(page)
         yield page
+        STREAMS.pop(page, None)
         browser.close()
 
 
-def settle(page) -> None:
-    """Wait for the script run that an interaction starts to finish."""
-    page.wait_for_timeout(300)
+# The app's websocket per page: the server says on it when each script run is over.
+STREAMS: dict = {}
+
+
+def _run_finished(payload: bytes | str) -> bool:
+    """Whether a frame from the server is Streamlit's ForwardMsg ``script_finished``."""
+    if not isinstance(payload, bytes):
+        return False
+    try:
+        return ForwardMsg.FromString(payload).WhichOneof("type") == "script_finished"
+    except DecodeError:
+        return False
+
+
+def load(page, url: str) -> None:
+    """Open a page and wait for its first script run to end.
+
+    A new document's app starts in the script state ``initial``, so ``notRunning`` can only
+    be the end of its first run.
+    """
+    page.goto(url)
+    page.wait_for_selector(READY)
+
+
+@contextmanager
+def script_run(page):
+    """Wait, after the block, until the script run that the block's interaction started has ended.
+
+    It waits on the app's own state, never on a sleep: the server's ``script_finished``
+    message on the app's websocket (the run may start after the interaction returns, and may
+    be over before the page ever shows it as running), then ``notRunning`` on the page.
+    """
+    with STREAMS[page].expect_event("framereceived", predicate=_run_finished):
+        yield
     page.wait_for_selector(READY)
 
 
@@ -101,12 +136,12 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     ]
     bundle = {"contextfit": "conversation", "messages": chat, "settings": {"contextLimit": 1500, "responseReserve": 1100}}
 
-    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    settle(page)
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
     box = page.get_by_role("textbox", name="Conversation")
     box.fill(json.dumps(bundle))
-    box.press("Control+Enter")
-    settle(page)
+    with script_run(page):
+        box.press("Control+Enter")
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
     charts.first.locator(".barlayer").wait_for()
@@ -124,8 +159,8 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     page.mouse.click(frame["x"] + 40, frame["y"] + 35 + 35 + 17)  # header row, then row 1, column "id"
     for _ in range(5):
         page.keyboard.press("ArrowRight")
-    page.keyboard.press(" ")
-    settle(page)
+    with script_run(page):
+        page.keyboard.press(" ")
     page.wait_for_function(
         """([fill]) => {
             const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[1];
@@ -139,26 +174,26 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
 
 
 def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
-    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    settle(page)
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
     box = page.get_by_role("textbox", name="Conversation")
     broken = '{"messages": [{"role": "user"'
     box.fill(broken)
-    box.press("Control+Enter")
-    settle(page)
-    alert = page.locator('[data-testid="stAlert"]').first
-    assert "INVALID_CONVERSATION" in alert.inner_text()
+    with script_run(page):
+        box.press("Control+Enter")
+    alert = page.locator('[data-testid="stAlert"]').filter(has_text="INVALID_CONVERSATION").first
+    alert.wait_for()  # drawn from this run's messages, which the page may still be applying
     assert box.input_value() == broken
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
 
 
 def test_pasted_html_is_shown_as_text(page):
-    page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    settle(page)
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
     box = page.get_by_role("textbox", name="Conversation")
     box.fill(json.dumps([{"role": "user", "content": '<img src=x onerror="window.hacked=1"> **bold**'}]))
-    box.press("Control+Enter")
-    settle(page)
+    with script_run(page):
+        box.press("Control+Enter")
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
     assert page.evaluate("window.hacked") is None
     assert page.locator('img[src="x"]').count() == 0
@@ -166,9 +201,8 @@ def test_pasted_html_is_shown_as_text(page):
 
 def test_every_page_renders(page, server):
     for path, title in (("/audit", "Audit"), ("/models", "Models & tokenizers"), ("/plugins", "Plugins")):
-        page.goto(server + path)
+        load(page, server + path)
         page.locator("h1").first.wait_for()
-        settle(page)
         assert page.locator("h1").first.inner_text().startswith(title)
         assert page.locator('[data-testid="stException"]').count() == 0
 
@@ -180,7 +214,7 @@ def test_the_dashboard_benchmark_times_an_upload_and_a_refit():
     result = bench_dashboard.measure(messages=200, runs=1)
     assert result["messages"] == 201 and len(result["uploads"]) == len(result["refits"]) == 1
     upload = result["uploads"][0]
-    assert 0 < upload["charts_drawn"] <= upload["idle"] < 120
-    assert 0 < result["refits"][0]["idle"] < 120
+    assert 0 < upload["charts_drawn"] <= upload["idle"]  # the order of events; how fast is the bench's to say
+    assert result["refits"][0]["idle"] > 0
     table = bench_dashboard.report(result)
     assert "| upload the conversation (tokenized, fitted 4 ways) |" in table and "201 messages" in table

@@ -7,9 +7,9 @@ import json
 import pytest
 
 import contextfit
-from contextfit import charts
-from contextfit.samples import load_sample
-from contextfit.settings import plan_options
+from contextfit.views import charts
+from contextfit.inputs.samples import load_sample
+from contextfit.engine.settings import plan_options
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 

@@ -9,9 +9,9 @@ from conftest import shared_path
 from conversations import groups, link_ids, protected_indices
 
 import contextfit
-from contextfit import results as r
-from contextfit.formats import load_conversation
-from contextfit.settings import plan_options
+from contextfit.engine import results as r
+from contextfit.inputs.formats import load_conversation
+from contextfit.engine.settings import plan_options
 
 OUTPUT = "def handler(request):\n    return compute(request.body)\n" * 40  # ~600 tokens of file text
 
@@ -43,7 +43,7 @@ def cleared_sources(result) -> list[int]:
 
 def test_it_is_a_builtin_the_dashboard_compares_by_default():
     assert "clear-tool-results" in contextfit.registry.names()
-    assert "clear-tool-results" in contextfit.pipeline.BUILTIN_STRATEGIES
+    assert "clear-tool-results" in contextfit.engine.pipeline.BUILTIN_STRATEGIES
 
 
 def test_a_prompt_that_fits_is_sent_as_it_is():

@@ -12,8 +12,8 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit import dashboard
-from contextfit.samples import SAMPLES, load_sample
+from contextfit.views import dashboard
+from contextfit.inputs.samples import SAMPLES, load_sample
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 

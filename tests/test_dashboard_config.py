@@ -14,8 +14,8 @@ import tomllib
 import pytest
 from conftest import REPO
 
-from contextfit.api.guard import LOOPBACK_HOSTS
-from contextfit.formats import DEFAULT_MAX_BYTES
+from contextfit.serving.api.guard import LOOPBACK_HOSTS
+from contextfit.inputs.formats import DEFAULT_MAX_BYTES
 
 CONFIG = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
 

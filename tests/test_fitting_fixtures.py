@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_path
+from conftest import SHARED_FIXTURES, shared_params, shared_path
 from conversations import groups, protected_indices
 
 import contextfit
+from contextfit.inputs.messages import link_states
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
-REQUESTS = sorted((SHARED_FIXTURES / "pydantic-ai").glob("*/*.request.json")) if SHARED_FIXTURES.exists() else []
+REQUESTS = shared_params(sorted((SHARED_FIXTURES / "pydantic-ai").glob("*/*.request.json")))
 
 
 def _messages(path) -> tuple[list[dict], str]:
@@ -72,8 +73,8 @@ def test_recorded_tool_traffic_clears_results_without_splitting_a_group(path):
         result = contextfit.shift_context(messages, counter, budget, strategy="clear-tool-results", keep=0,
                                           clear_inputs=True, interceptors=())
         assert counter(result.kept) <= budget
-        states = contextfit.messages.link_states(result.kept)
-        before = contextfit.messages.link_states(messages)
+        states = link_states(result.kept)
+        before = link_states(messages)
         assert all(state == before[link] for link, state in states.items()), f"{path.stem}: half a group at {budget}"
         cleared += len(result.truncated)
     if path.stem.startswith(("test_live_tool_search", "test_deepseek_deferred", "test_tool_use_failed")):

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit import results as r
-from contextfit.results import InsertedBlock
-from contextfit.strategies import BuiltinStrategy, Truncate
-from contextfit.template import render
+from contextfit.engine import results as r
+from contextfit.engine.results import InsertedBlock
+from contextfit.engine.strategies import BuiltinStrategy, Truncate
+from contextfit.tokens.template import render
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

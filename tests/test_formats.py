@@ -10,7 +10,7 @@ import pytest
 
 import contextfit
 from contextfit.errors import InvalidConversation
-from contextfit.formats import (
+from contextfit.inputs.formats import (
     FORMATS,
     CharacterCard,
     Conversation,
@@ -18,7 +18,7 @@ from contextfit.formats import (
     load_conversation,
     load_conversation_file,
 )
-from contextfit.messages import link_ids
+from contextfit.inputs.messages import link_ids
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 

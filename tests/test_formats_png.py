@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from contextfit.errors import InvalidConversation
-from contextfit.formats import detect_format, load_conversation
-from contextfit.formats import png as png_module
+from contextfit.inputs.formats import detect_format, load_conversation
+from contextfit.inputs.formats import png as png_module
 
 DATA = Path(__file__).resolve().parent / "data" / "formats"
 SIGNATURE = b"\x89PNG\r\n\x1a\n"

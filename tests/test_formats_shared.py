@@ -12,8 +12,8 @@ from dataclasses import fields
 import pytest
 from conftest import SHARED_FIXTURES, shared_path
 
-from contextfit.formats import Conversation, load_conversation
-from contextfit.messages import link_ids
+from contextfit.inputs.formats import Conversation, load_conversation
+from contextfit.inputs.messages import link_ids
 
 # file -> (format, number of messages, tool calls linked to their results)
 CONVERSATIONS = {

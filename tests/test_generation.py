@@ -20,14 +20,17 @@ from api_support import API_KEY, BODY_MARKER, LOCAL, snapshot
 from fastapi.testclient import TestClient
 
 import contextfit
-from contextfit.api import create_app
-from contextfit.generation import generate, send_conversation
-from contextfit.providers import EchoProvider, HttpPolicy, OpenAIProvider, ProviderReply
-from contextfit.store import Store, open_store
+from contextfit.serving.api import create_app
+from contextfit.serving.generation import generate, send_conversation
+from contextfit.serving.providers import EchoProvider, HttpPolicy, OpenAIProvider, ProviderReply
+from contextfit.serving.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
+# A short timeout only for the provider whose timeout is tested ("slow"); the others keep the
+# default timeouts, so a loaded machine cannot turn a success, a hold or a cancel into a timeout.
 FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=1, backoff=0, max_reply_bytes=2**20)
+PATIENT = HttpPolicy(retries=1, backoff=0, max_reply_bytes=2**20)
 FAILURES = {
     "huge": (502, "PROVIDER_ERROR"),  # a 256 MiB answer, over the 1 MiB cap
     "401": (502, "PROVIDER_AUTH"),
@@ -44,7 +47,8 @@ def providers_for(fake) -> dict:
     providers = {"echo": EchoProvider()}
     for behaviour in ("success", "hold", "surrogate", *FAILURES):
         name = f"openai-{behaviour}"
-        providers[name] = OpenAIProvider(base_url=fake.url(behaviour), api_key=API_KEY, policy=FAST, name=name)
+        policy = FAST if behaviour == "slow" else PATIENT
+        providers[name] = OpenAIProvider(base_url=fake.url(behaviour), api_key=API_KEY, policy=policy, name=name)
     return providers
 
 
@@ -277,7 +281,7 @@ def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data)
     assert audit == result.audit and [b.reason for b in plan.blocks] == [b.reason for b in audit.blocks]
     texts = {block.id: block.content for block in plan.blocks}
     assert texts["m0"] == "Tell me about the forest." and plan.prompt_tokens == audit.prompt_tokens
-    charts = pytest.importorskip("contextfit.charts")
+    charts = pytest.importorskip("contextfit.views.charts")
     charts.budget_figure(plan), charts.blocks_figure(plan)  # the Compare page's charts draw an audit too
 
 

@@ -9,8 +9,9 @@ import pytest
 from PIL import Image
 
 import contextfit
-from contextfit import images
-from contextfit.images import InvalidImage, image_size
+from contextfit.tokens import images
+from contextfit.errors import InvalidImage
+from contextfit.tokens.images import image_size
 
 
 def encoded(width: int, height: int, kind: str, **save) -> bytes:

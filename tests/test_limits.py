@@ -9,8 +9,8 @@ import pytest
 import contextfit
 from contextfit import limits
 from contextfit.errors import InvalidConversation
-from contextfit.formats import load as load_module
-from contextfit.lorebook import parse as parse_module
+from contextfit.inputs.formats import load as load_module
+from contextfit.inputs.lorebook import parse as parse_module
 
 
 def sillytavern_chat(messages: int) -> str:
@@ -83,8 +83,10 @@ def test_the_entry_limit_holds_for_character_books_and_plan_prompt(monkeypatch) 
 def test_the_readme_limits_tables_state_the_constants() -> None:
     from conftest import REPO
 
-    from contextfit import analysis, counting, relevance, text, tokenizers
-    from contextfit.strategies import summarize
+    from contextfit import text
+    from contextfit.engine import analysis, counting, relevance
+    from contextfit.tokens import tokenizers
+    from contextfit.engine.strategies import summarize
 
     section = (REPO / "README.md").read_text().split("## Limits\n", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[3].strip(): line.split("|")[2].strip() for line in section.splitlines()

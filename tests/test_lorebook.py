@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from contextfit import plan_prompt
 from contextfit.errors import InvalidConversation
-from contextfit.lorebook import (
+from contextfit.inputs.lorebook import (
     Activation,
     Lorebook,
     LorebookEntry,
@@ -23,7 +23,7 @@ from contextfit.lorebook import (
     lorebook_blocks,
     parse_world_info,
 )
-from contextfit.lorebook.matching import RegexLimits, regex_limits
+from contextfit.inputs.lorebook.matching import RegexLimits, regex_limits
 
 SILLYTAVERN = ("sillytavern",)
 CARD_FILES = (

@@ -8,12 +8,13 @@ import tracemalloc
 import pytest
 
 import contextfit
-from contextfit import analysis, relevance, text
-from contextfit.chat_counter import TokenCounter
-from contextfit.counting import counting_for
-from contextfit.memo import DIGEST_FROM, TextMemo, digest
-from contextfit.strategies import summarize
-from contextfit.tokenizers import PROFILES, Tokenizer, get_tokenizer
+from contextfit import text
+from contextfit.engine import analysis, relevance
+from contextfit.tokens.chat_counter import TokenCounter
+from contextfit.engine.counting import counting_for
+from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
+from contextfit.engine.strategies import summarize
+from contextfit.tokens.tokenizers import PROFILES, Tokenizer, get_tokenizer
 
 
 def distinct_texts(count: int, size: int) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 import tiktoken.model
 
 from contextfit.errors import ContextfitError, InvalidModelFile, UnknownModel
-from contextfit.models import (
+from contextfit.tokens.models import (
     ENV_VAR,
     PROVIDERS,
     ModelInfo,
@@ -22,8 +22,8 @@ from contextfit.models import (
     register_model,
     reload_models,
 )
-from contextfit.chat_counter import token_counter
-from contextfit.tokenizers import PROFILES
+from contextfit.tokens.chat_counter import token_counter
+from contextfit.tokens.tokenizers import PROFILES
 
 REQUIRED_SHORT_IDS = (
     "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4", "gpt-3.5-turbo", "o3",
@@ -265,6 +265,6 @@ def test_concurrent_registrations_all_land() -> None:
 
 def test_import_reads_no_files(tmp_path) -> None:
     env = {**os.environ, ENV_VAR: str(tmp_path / "does-not-exist.toml")}
-    code = "import contextfit.models as m, contextfit.tokenizers as t; assert m._STATE is None and not t._ENCODINGS"
+    code = "import contextfit.tokens.models as m, contextfit.tokens.vocabularies as v; assert m._STATE is None and not v._ENCODINGS"
     result = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr  # a missing $CONTEXTFIT_MODELS file only matters on lookup

@@ -16,13 +16,13 @@ import pytest
 from api_support import LOCAL, LockingProvider
 from fastapi.testclient import TestClient
 
-from contextfit.api import create_app
-from contextfit.audit import COMPLETED, FAILED, audit_from_plan
+from contextfit.serving.api import create_app
+from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
 from contextfit.errors import GenerationCancelled, ProviderTimeout, StoreUnavailable
-from contextfit.generation import generate
-from contextfit.outcomes import FinishQueue, FinishRetry
-from contextfit.pipeline import plan_prompt
-from contextfit.store import open_store
+from contextfit.serving.generation import generate
+from contextfit.serving.outcomes import FinishQueue, FinishRetry
+from contextfit.engine.pipeline import plan_prompt
+from contextfit.serving.store import open_store
 
 pytest_plugins = ["api_fixtures"]  # the database fixture: SQLite, and PostgreSQL when configured
 
@@ -112,9 +112,9 @@ sys.path.insert(0, sys.argv[1])
 import anyio
 from api_support import LOCAL, LockingProvider
 from contextfit.errors import StoreUnavailable
-from contextfit.generation import generate
-from contextfit.outcomes import FinishRetry
-from contextfit.store import open_store
+from contextfit.serving.generation import generate
+from contextfit.serving.outcomes import FinishRetry
+from contextfit.serving.store import open_store
 
 database, chat_id, release = sys.argv[2], sys.argv[3], sys.argv[4] == "release"
 store = open_store(database, lock_timeout=0.2, finish_retry=FinishRetry(attempts=2, backoff=0.05, max_backoff=0.2))
@@ -213,7 +213,7 @@ def test_close_tries_once_more_and_logs_what_it_could_not_record(caplog):
     queue = FinishQueue(flaky, FinishRetry(attempts=1, backoff=30))  # the background retry waits 30 s
     failed = pending_audit().finish(FAILED, GenerationCancelled())
     assert queue.settle(failed, 1) is None and queue.waiting() == [failed.generation_id]
-    with caplog.at_level(logging.ERROR, logger="contextfit.outcomes"):
+    with caplog.at_level(logging.ERROR, logger="contextfit.serving.outcomes"):
         assert queue.close() == [failed.generation_id]
     assert failed.generation_id in caplog.text and "INTERRUPTED" in caplog.text
     flaky.failing = False

@@ -6,11 +6,11 @@ import copy
 import os
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_path
+from conftest import SHARED_FIXTURES, shared_params, shared_path
 from conversations import groups
 
 import contextfit
-from contextfit.assembly import fill_macros
+from contextfit.engine.assembly import fill_macros
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 
@@ -174,10 +174,10 @@ def test_macros():
     assert fill_macros("<USER> and <BOT>, {{ char }}", {"user": "A", "char": "B"}) == "A and B, B"
 
 
-SHARED = sorted(
+SHARED = shared_params(sorted(
     p for p in SHARED_FIXTURES.rglob("*") if p.suffix in (".json", ".jsonl", ".png") and "jtokkit" not in p.parts
     and "openai-cookbook" not in p.parts and not p.name.endswith(".extracted.json")
-) if SHARED_FIXTURES.exists() else []
+))
 
 
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(SHARED_FIXTURES)))

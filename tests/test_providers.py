@@ -8,7 +8,7 @@ import pytest
 from api_support import API_KEY, BODY_MARKER, HUGE_BYTES
 
 from contextfit.errors import ProviderError
-from contextfit.providers import (
+from contextfit.serving.providers import (
     AnthropicProvider,
     EchoProvider,
     HttpPolicy,
@@ -20,7 +20,10 @@ from contextfit.providers import (
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
+# A short timeout only where the timeout is what is tested (the "slow" fake); every other call
+# gets the default timeouts, so a loaded machine cannot turn a success into PROVIDER_TIMEOUT.
 FAST = HttpPolicy(timeout=0.5, connect_timeout=0.5, retries=2, backoff=0)
+PATIENT = HttpPolicy(retries=2, backoff=0)
 REQUEST = ProviderRequest("gpt-4o", [{"role": "user", "content": "Hello"}], max_tokens=64, system="Be brief.")
 KINDS = {"openai": OpenAIProvider, "anthropic": AnthropicProvider}
 EXPECTED = {
@@ -34,7 +37,8 @@ EXPECTED = {
 
 
 def provider(kind: str, fake, behaviour: str):
-    return KINDS[kind](base_url=fake.url(behaviour, kind == "anthropic"), api_key=API_KEY, policy=FAST)
+    policy = FAST if behaviour == "slow" else PATIENT
+    return KINDS[kind](base_url=fake.url(behaviour, kind == "anthropic"), api_key=API_KEY, policy=policy)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -67,7 +71,7 @@ def test_every_failure_maps_to_its_code_without_the_body(kind, behaviour, fake_p
     assert caught.value.__cause__ is None and (caught.value.__context__ is None or caught.value.__suppress_context__)
 
 
-CAPPED = HttpPolicy(timeout=10, connect_timeout=1, retries=2, backoff=0, max_reply_bytes=2**20)
+CAPPED = HttpPolicy(retries=2, backoff=0, max_reply_bytes=2**20)
 
 
 def huge_call(fake, behaviour: str, policy: HttpPolicy = CAPPED) -> tuple[ProviderError, int]:
@@ -96,13 +100,13 @@ def test_an_error_answer_is_read_only_as_far_as_it_is_scanned(fake_provider):
 
 
 def test_a_reply_under_the_cap_is_read_whole(fake_provider):
-    small = HttpPolicy(timeout=5, retries=0, max_reply_bytes=4096)
+    small = HttpPolicy(retries=0, max_reply_bytes=4096)
     reply = asyncio.run(OpenAIProvider(base_url=fake_provider.url("success"), policy=small).complete(REQUEST))
     assert reply.message["content"] == "fake reply to: Hello"
 
 
 def test_a_refused_connection_is_unavailable():
-    closed = OpenAIProvider(base_url="http://127.0.0.1:9/v1", policy=HttpPolicy(retries=0, timeout=2))
+    closed = OpenAIProvider(base_url="http://127.0.0.1:9/v1", policy=HttpPolicy(retries=0))
     with pytest.raises(ProviderError) as caught:
         asyncio.run(closed.complete(REQUEST))
     assert caught.value.code == "PROVIDER_UNAVAILABLE"

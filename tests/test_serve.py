@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-import contextfit.api.serving
-from contextfit.cli import main
+import contextfit.serving.api.serving
+from contextfit.views.cli import main
 
 HEADER_SECONDS = 2
 MAX_CONNECTIONS = 3
@@ -175,7 +175,7 @@ def test_the_api_key_is_asked_of_every_request_of_a_served_process(tmp_path):
 
 def test_beyond_loopback_an_api_key_or_an_explicit_opt_out_is_required(tmp_path, monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(contextfit.api.serving, "run", lambda app, **kwargs: started.append(kwargs))
+    monkeypatch.setattr(contextfit.serving.api.serving, "run", lambda app, **kwargs: started.append(kwargs))
     monkeypatch.delenv("CONTEXTFIT_API_KEY", raising=False)
     db = ["--db", str(tmp_path / "x.db")]
     assert main(["serve", "--host", "0.0.0.0", *db]) == 2 and started == []

@@ -11,10 +11,11 @@ import sqlalchemy as sa
 from api_support import snapshot
 
 import contextfit
-from contextfit.audit import COMPLETED, FAILED, audit_from_plan
+from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
 from contextfit.errors import AuditNotFound, ChatNotFound, InvalidMessages, InvalidSettings, ProviderTimeout
-from contextfit.migrations import MIGRATIONS, applied_migrations
-from contextfit.store import Store, open_store, owner_is_gone, process_owner
+from contextfit.serving.migrations import MIGRATIONS, applied_migrations
+from contextfit.serving.liveness import owner_is_gone, process_owner
+from contextfit.serving.store import Store, open_store
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 

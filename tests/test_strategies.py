@@ -6,7 +6,7 @@ import pytest
 from conversations import word_count_counter as count
 
 import contextfit
-from contextfit.relevance import EmbeddingRelevance, LexicalRelevance
+from contextfit.engine.relevance import EmbeddingRelevance, LexicalRelevance
 
 
 def user(text, **extra):
@@ -202,7 +202,7 @@ def test_an_edited_dropped_message_changes_the_summary():
 
 
 def test_a_long_lived_chat_keeps_the_summary_cache_small():
-    from contextfit.counting import counting_for
+    from contextfit.engine.counting import counting_for
 
     chat = [STORY[0]] + [user(f"Turn {i} mentions router {i % 7} and firmware {i % 5}. Then more words.") for i in range(400)]
     counter = lambda ms: count(ms)  # noqa: E731  (one cache for this test)

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from test_fitting_properties import _budget, _check, _fit
 
 import contextfit
-from contextfit import results as r
-from contextfit.formats import load_conversation
+from contextfit.engine import results as r
+from contextfit.inputs.formats import load_conversation
 
 THOUGHT = "Let me think about which file holds the handler and why it fails. " * 30
 

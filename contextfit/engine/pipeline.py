@@ -1,0 +1,484 @@
+"""One prompt pipeline for the dashboard, the CLI, the preview endpoint and generation.
+
+Stages: persona → lorebook → memory (``assembly``) → template → tokenizer →
+fitting → interceptors → final fit (``fitting``). :func:`plan_prompt` runs
+them and returns a :class:`PromptPlan`: every block in prompt order with its
+kind, tokens, fate and reason, plus what is sent. Planning never writes
+anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import plugins
+from . import results as r
+from ..tokens import tool_defs
+from .assembly import assemble
+from ..tokens.chat_counter import TokenCounter, token_counter
+from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
+from .fitting import shift_context
+from .image_diagnostics import image_diagnostic
+from ..inputs.messages import message_text, refuse_lone_surrogates
+from ..tokens.models import ModelInfo, get_model
+from .results import FitResult
+from .settings import BY_NAME, SETTINGS
+from .strategies import is_trusted
+from ..tokens.template import TEMPLATES, SentCounter, sent_counter, trace
+
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerInfo:
+    """The tokenizer profile a plan was counted with."""
+
+    profile: str
+    approximate: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "approximate": self.approximate}
+
+
+@dataclass(slots=True)
+class PlanBlock:
+    """One block of the prompt: where it stands, what it costs, and its fate.
+
+    Not frozen, unlike the plan: a frozen dataclass pays a ``setattr`` call
+    per field, three times the cost of making 10,000 blocks. Treat it as
+    read-only all the same.
+    """
+
+    index: int
+    id: str
+    role: str
+    kind: str
+    content: str
+    tokens: int | None
+    included: bool
+    reason: str
+    group: int | None = None
+    origin: str = "input"
+    sources: tuple[int, ...] = ()
+    message: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def fate(self) -> str:
+        """How the dashboard colours it: protected, kept, summarized, compressed or excluded."""
+        return fate_of(self.reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "id": self.id,
+            "role": self.role,
+            "kind": self.kind,
+            "content": self.content,
+            "tokens": self.tokens,
+            "included": self.included,
+            "reason": self.reason,
+            "fate": self.fate,
+            "group": self.group,
+            "origin": self.origin,
+        }
+
+
+_FATES = {
+    "system": "protected",
+    "character": "protected",
+    "persona": "protected",
+    "required": "protected",
+    "pinned": "protected",
+    "current_input": "protected",
+    "restored": "protected",
+    "within_budget": "kept",
+    "summary": "summarized",
+    "summarized": "summarized",
+    "compressed": "compressed",
+}
+
+
+def fate_of(reason: str) -> str:
+    """The fate a reason stands for (``excluded`` for every exclusion but ``summarized``).
+
+    >>> fate_of("pinned"), fate_of("summary"), fate_of("low_relevance")
+    ('protected', 'summarized', 'excluded')
+    """
+    return _FATES.get(reason, "excluded")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPlan:
+    """What the model will see, and why (``to_dict`` gives the API's JSON)."""
+
+    model: str
+    strategy: str
+    blocks: list[PlanBlock]
+    provider_messages: list[dict]
+    provider_system: str | None
+    template: str
+    prompt_tokens: int
+    tools_tokens: int
+    budget: int
+    context_limit: int
+    response_reserve: int
+    tokenizer: TokenizerInfo
+    diagnostics: list[dict]
+    fit: FitResult = field(repr=False, compare=False)
+    #: tokens per tool definition, largest first, and whether they are exact (tool_defs.py)
+    tools_view: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def excluded(self) -> list[PlanBlock]:
+        """Blocks that are not sent."""
+        return [block for block in self.blocks if not block.included]
+
+    @property
+    def summary(self) -> PlanBlock | None:
+        """The summary block, when the strategy made one."""
+        return next((block for block in self.blocks if block.reason == "summary" and block.included), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "strategy": self.strategy,
+            "contextLimit": self.context_limit,
+            "responseReserve": self.response_reserve,
+            "budget": self.budget,
+            "promptTokens": self.prompt_tokens,
+            "toolsTokens": self.tools_tokens,
+            "tools": self.tools_view,
+            "tokenizer": self.tokenizer.to_dict(),
+            "template": self.template,
+            "blocks": [block.to_dict() for block in self.blocks],
+            "providerMessages": self.provider_messages,
+            "providerSystem": self.provider_system,
+            "diagnostics": self.diagnostics,
+        }
+
+
+def _whole(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidSettings(f"{name} must be a whole number of tokens of at least {minimum}, got {value!r}.")
+    return value
+
+
+def resolve_limits(info: ModelInfo, context_limit: Any = None, response_reserve: Any = None) -> tuple[int, int, int]:
+    """(context limit, response reserve, budget), defaulting from the catalog."""
+    limit = info.context_limit if context_limit is None else _whole("context_limit", context_limit, 1)
+    reserve = info.max_output if response_reserve is None else _whole("response_reserve", response_reserve, 0)
+    if reserve >= limit:
+        raise InvalidSettings(
+            f"response_reserve ({reserve}) must be smaller than context_limit ({limit}): nothing would be left for the prompt."
+        )
+    return limit, reserve, limit - reserve
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Everything before fitting, shared by every strategy: the assembled
+    blocks, their texts, the model, counters, limits and template.
+
+    ``counter`` counts blocks as the template sends them (what the fit uses);
+    ``tokenizer`` is the profile's plain counter (tool definitions, the plan's
+    tokenizer info)."""
+
+    info: ModelInfo
+    blocks: list[dict]
+    texts: list[str]
+    diagnostics: list[dict]
+    template: str
+    counter: SentCounter
+    tokenizer: TokenCounter
+    context_limit: int
+    response_reserve: int
+    budget: int
+    tools_tokens: int
+    tools: tuple = ()
+
+
+def prepare(
+    messages: Sequence[dict],
+    *,
+    model: str,
+    context_limit: int | None = None,
+    response_reserve: int | None = None,
+    character: Any = None,
+    persona: str | None = None,
+    lorebook: Any = None,
+    memory: Sequence[Any] | None = None,
+    tools: Sequence[dict] | None = None,
+    scan_depth: int | None = None,
+    user_name: str = "User",
+    char_name: str | None = None,
+    template: str | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Prepared:
+    """The stages before fitting (persona, lorebook, memory, template,
+    tokenizer); :func:`plan_prepared` fits the result with a strategy."""
+    info = get_model(model)
+    limit, reserve, budget = resolve_limits(info, context_limit, response_reserve)
+    shape = template or ("anthropic" if info.provider == "anthropic" else "openai")
+    if shape not in TEMPLATES:
+        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
+    if scan_depth is not None:
+        _whole("scan_depth", scan_depth, 0)
+    assembly = assemble(
+        messages,
+        character=character,
+        persona=persona,
+        lorebook=lorebook,
+        memory=memory,
+        user_name=user_name,
+        char_name=char_name,
+        scan_depth=scan_depth,
+        overrides=overrides,
+    )
+    tokenizer = token_counter(info.id)
+    refuse_lone_surrogates(tools, "tools")
+    extra = tokenizer.count_tools(tools)
+    if extra > budget:
+        raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
+    return Prepared(
+        info=info,
+        blocks=assembly.blocks,
+        texts=[message_text(block) for block in assembly.blocks],
+        diagnostics=assembly.diagnostics,
+        template=shape,
+        counter=sent_counter(tokenizer, shape),
+        tokenizer=tokenizer,
+        context_limit=limit,
+        response_reserve=reserve,
+        budget=budget,
+        tools_tokens=extra,
+        tools=tuple(tools or ()),
+    )
+
+
+def plan_prepared(
+    prepared: Prepared, context_strategy: str = "truncate", *, interceptors: Sequence[Any] | None = None, **options: Any
+) -> PromptPlan:
+    """Fit prepared blocks with one strategy, run the interceptors and the final fit.
+
+    ``prompt_tokens`` is the count of exactly what is sent: the provider
+    messages (and, for Anthropic, the system text as one system message),
+    the reply priming and the tool definitions. Raises ``INVALID_SETTINGS``
+    for a keyword that is neither a setting nor an option of the strategy.
+    """
+    check_options(context_strategy, options)
+    tools = prepared.tools_tokens
+    try:
+        fit = shift_context(
+            prepared.blocks,
+            prepared.counter,
+            prepared.budget - tools,
+            strategy=context_strategy,
+            interceptors=interceptors,
+            template=prepared.template,
+            **options,
+        )
+    except TokenBudgetExceeded as exc:
+        if not tools:
+            raise
+        raise TokenBudgetExceeded(
+            exc.protected_tokens + tools, prepared.budget,
+            f"The protected context and the tool definitions need {exc.prompt_tokens + tools} tokens but the "
+            f"budget is {prepared.budget}. Raise the context limit, lower the response reserve, or unpin or "
+            f"shorten protected messages.", blocks=exc.blocks, prompt_tokens=exc.prompt_tokens + tools,
+        ) from None
+    texts = prepared.texts
+    blocks = [tools_block(prepared)] if prepared.tools else []  # the request's tools come first
+    blocks += [
+        PlanBlock(position, ident, role, kind, texts[index] if index is not None else message_text(message),
+                  tokens, included, reason, group, origin, sources, message)
+        for position, (index, ident, role, kind, tokens, included, reason, group, origin, sources, message)
+        in enumerate(fit.decisions.rows(), start=len(blocks))
+    ]
+    traced = trace(fit.kept, prepared.template)
+    prompt = traced.prompt
+    tokenizer = prepared.tokenizer
+    unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
+    guessed = image_diagnostic(blocks, tokenizer.images)  # images of unknown size make the count approximate
+    return PromptPlan(
+        model=prepared.info.id,
+        strategy=fit.strategy,
+        blocks=blocks,
+        provider_messages=prompt.messages,
+        provider_system=prompt.system,
+        template=prepared.template,
+        prompt_tokens=fit.tokens + tools,
+        tools_tokens=prepared.tools_tokens,
+        budget=prepared.budget,
+        context_limit=prepared.context_limit,
+        response_reserve=prepared.response_reserve,
+        tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate or bool(guessed)),
+        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent, *guessed],
+        fit=fit,
+        tools_view=_tools_view(prepared),
+    )
+
+
+def _tools_view(prepared: Prepared) -> dict:
+    if not prepared.tools:
+        return {}
+    costs = tool_defs.tool_costs(prepared.tools, prepared.tokenizer)
+    return {"tokens": prepared.tools_tokens, "exact": tool_defs.is_exact(prepared.tokenizer),
+            "perTool": [cost.to_dict() for cost in costs]}
+
+
+def tools_block(prepared: Prepared) -> PlanBlock:
+    """The request's tool definitions as one protected block of kind ``tools``
+    (reason ``required``: they cannot be dropped without changing the request)."""
+    return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS, tool_defs.summary(prepared.tools),
+                     prepared.tools_tokens, True, r.REQUIRED, None, "request")
+
+
+def _unsent_diagnostic(unsent: dict[int, list[str]], kept: list[dict], blocks: list[PlanBlock]) -> list[dict]:
+    """``PARTS_NOT_SENT`` for kept blocks whose thinking the template leaves out."""
+    if not unsent:
+        return []
+    ids = {id(block.message): block.id for block in blocks if block.included}
+    parts = sorted({part for found in unsent.values() for part in found})
+    return [
+        {
+            "code": r.PARTS_NOT_SENT,
+            "blocks": [ids.get(id(kept[position]), str(position)) for position in sorted(unsent)],
+            "parts": parts,
+            "message": f"{', '.join(parts)} part(s) from another provider are not sent in this model's message shape; "
+            f"they are not counted.",
+        }
+    ]
+
+
+#: Options the built-in strategies read that are not settings (callables for ``vector-recall``).
+_BUILTIN_OPTIONS = ("scorer", "embed")
+#: Parameter names a strategy's signature has that are not options.
+_NOT_OPTIONS = frozenset({"self", "messages", "count_tokens", "budget", "view"})
+
+
+def accepted_keywords(context_strategy: Any = "truncate") -> list[str]:
+    """The keywords :func:`plan_prompt` takes with ``context_strategy``: its own,
+    the settings table's, the built-ins' options, and the keyword parameters a
+    plugin strategy names in its signature.
+
+    >>> accepted_keywords()[:4]
+    ['model', 'context_strategy', 'context_limit', 'response_reserve']
+    """
+    names = [name for name in inspect.signature(plan_prompt).parameters if name not in ("messages", "options")]
+    names += [s.keyword for s in SETTINGS if s.target == "plan" and s.keyword not in names]
+    names += _BUILTIN_OPTIONS
+    impl = plugins.registry.get(context_strategy) if isinstance(context_strategy, str) else context_strategy
+    if not is_trusted(impl):
+        target = getattr(impl, "propose", None) if callable(getattr(impl, "propose", None)) else impl
+        try:
+            parameters = inspect.signature(target).parameters.values()
+        except (TypeError, ValueError):  # a builtin or odd callable: no named options
+            parameters = ()
+        for parameter in parameters:
+            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+                if parameter.name not in _NOT_OPTIONS and parameter.name not in names:
+                    names.append(parameter.name)
+    return names
+
+
+def check_options(context_strategy: Any, options: Mapping[str, Any]) -> None:
+    """Raise ``INVALID_SETTINGS`` for a keyword :func:`plan_prompt` does not take."""
+    if not options:
+        return
+    accepted = accepted_keywords(context_strategy)
+    for name in options:
+        if name in accepted:
+            continue
+        setting = BY_NAME.get(name)
+        close = [setting.keyword] if setting is not None else difflib.get_close_matches(name, accepted, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidSettings(f"plan_prompt got an unknown keyword {name!r}{hint}. Accepted: {', '.join(accepted)}.")
+
+
+def plan_prompt(
+    messages: Sequence[dict],
+    *,
+    model: str,
+    context_strategy: str = "truncate",
+    context_limit: int | None = None,
+    response_reserve: int | None = None,
+    character: Any = None,
+    persona: str | None = None,
+    lorebook: Any = None,
+    memory: Sequence[Any] | None = None,
+    tools: Sequence[dict] | None = None,
+    scan_depth: int | None = None,
+    user_name: str = "User",
+    char_name: str | None = None,
+    template: str | None = None,
+    interceptors: Sequence[Any] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    **options: Any,
+) -> PromptPlan:
+    """Plan the prompt for ``messages`` on ``model`` with one strategy.
+
+    ``character`` is a :class:`~contextfit.CharacterCard` or card JSON,
+    ``lorebook`` a :class:`~contextfit.Lorebook` or World Info JSON,
+    ``memory`` strings or ``{"content", "relevance"}`` objects. ``overrides``
+    maps block ids to edits (``pinned``, ``manualExcluded``, ``relevance``).
+    Other keyword options go to the strategy (``summary_tokens``,
+    ``relevance_window``...).
+    Raises ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks do not fit.
+
+    >>> plan = plan_prompt([{"role": "system", "content": "Be brief."},
+    ...                     {"role": "user", "content": "Hello!"}], model="gpt-4o")
+    >>> plan.prompt_tokens, plan.budget, [b.reason for b in plan.blocks]
+    (16, 111616, ['system', 'current_input'])
+    """
+    prepared = prepare(
+        messages,
+        model=model,
+        context_limit=context_limit,
+        response_reserve=response_reserve,
+        character=character,
+        persona=persona,
+        lorebook=lorebook,
+        memory=memory,
+        tools=tools,
+        scan_depth=scan_depth,
+        user_name=user_name,
+        char_name=char_name,
+        template=template,
+        overrides=overrides,
+    )
+    return plan_prepared(prepared, context_strategy, interceptors=interceptors, **options)
+
+
+def compare_strategies(
+    messages: Sequence[dict], *, model: str, strategies: Sequence[str] = BUILTIN_STRATEGIES, **settings: Any
+) -> dict[str, PromptPlan | ContextfitError]:
+    """One plan per strategy for the same input; a strategy that cannot fit
+    (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
+
+    The blocks are assembled and counted once; every strategy fits the same
+    prepared blocks.
+    """
+    options = {key: settings.pop(key) for key in list(settings) if key not in _PREPARE_SETTINGS}
+    options.pop("context_strategy", None)
+    interceptors = options.pop("interceptors", None)
+    try:
+        prepared = prepare(messages, model=model, **settings)
+    except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
+        return {name: exc for name in strategies}
+    plans: dict[str, PromptPlan | ContextfitError] = {}
+    for name in strategies:
+        try:
+            plans[name] = plan_prepared(prepared, name, interceptors=interceptors, **options)
+        except TokenBudgetExceeded as exc:
+            plans[name] = exc
+    return plans
+
+
+_PREPARE_SETTINGS = frozenset(
+    {"context_limit", "response_reserve", "character", "persona", "lorebook", "memory", "tools", "scan_depth",
+     "user_name", "char_name", "template", "overrides"}
+)

@@ -1,0 +1,126 @@
+"""How relevant a lorebook or memory block is to the recent conversation.
+
+``vector-recall`` asks a :class:`RelevanceScorer` for one score in [0, 1]
+per block. The default, :class:`LexicalRelevance`, is a TF-IDF cosine over
+content words computed locally in microseconds with nothing to download.
+A real embedding model drops in through :class:`EmbeddingRelevance`::
+
+    from sentence_transformers import SentenceTransformer
+    model = SentenceTransformer("all-MiniLM-L6-v2")
+    shift_context(chat, count, budget, strategy="vector-recall",
+                  scorer=EmbeddingRelevance(model.encode))
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from ..tokens.memo import TextMemo
+from ..text import words
+
+#: Bytes the cached bags of words may hold (lorebook and memory texts repeat
+#: from fit to fit; long ones are keyed by a digest).
+BAGS_BYTES = 8 * 1024 * 1024
+
+
+@runtime_checkable
+class RelevanceScorer(Protocol):
+    """Scores documents against a query; higher is more relevant."""
+
+    name: str
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        """One score in [0, 1] per document."""
+        ...
+
+
+class LexicalRelevance:
+    """TF-IDF cosine similarity over content words (the default scorer).
+
+    Term weights are ``1 + log(tf)`` times a smoothed IDF computed over the
+    documents and the query together, so words every block shares (the
+    character's name, say) count for little and rare shared words for much.
+
+    >>> scorer = LexicalRelevance()
+    >>> a, b = scorer.score("Tell me about the Shadowfangs", ["The Shadowfangs are wolves.", "Bread recipe."])
+    >>> a > 0.3 and b == 0.0
+    True
+    """
+
+    name = "lexical-tfidf"
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        bags = [_bag(text) for text in documents]
+        query_bag = _bag(query)
+        if not query_bag:
+            return [0.0] * len(documents)
+        corpus = [*bags, query_bag]
+        document_frequency: Counter[str] = Counter()
+        for bag in corpus:
+            document_frequency.update(bag.keys())
+        total = len(corpus)
+        idf = {word: math.log((1 + total) / (1 + df)) + 1.0 for word, df in document_frequency.items()}
+
+        def weigh(bag: Counter[str]) -> dict[str, float]:
+            return {word: (1.0 + math.log(tf)) * idf[word] for word, tf in bag.items()}
+
+        query_vector = weigh(query_bag)
+        query_norm = math.sqrt(sum(v * v for v in query_vector.values()))
+        scores = []
+        for bag in bags:
+            vector = weigh(bag)
+            norm = math.sqrt(sum(v * v for v in vector.values()))
+            if not norm:
+                scores.append(0.0)
+                continue
+            dot = sum(weight * query_vector[word] for word, weight in vector.items() if word in query_vector)
+            scores.append(min(1.0, max(0.0, dot / (norm * query_norm))))
+        return scores
+
+
+def _count_words(text: str) -> Counter[str]:
+    return Counter(words(text))
+
+
+_BAGS: TextMemo[Counter[str]] = TextMemo(BAGS_BYTES)
+
+
+def _bag(text: str) -> Counter[str]:
+    """Content-word counts of a text (cached: lorebook and memory texts repeat
+    from fit to fit; callers only read them)."""
+    return _BAGS.memoize(text, _count_words, sys.getsizeof)
+
+
+class EmbeddingRelevance:
+    """Cosine similarity of embeddings from any ``embed(texts) -> vectors``.
+
+    Negative cosines are clipped to 0 so scores stay in [0, 1].
+
+    >>> fake = lambda texts: [[1.0, 0.0] if "wolf" in t else [0.0, 1.0] for t in texts]
+    >>> EmbeddingRelevance(fake).score("a wolf howls", ["wolf pack", "teapot"])
+    [1.0, 0.0]
+    """
+
+    def __init__(self, embed: Callable[[list[str]], Sequence[Sequence[float]]], name: str = "embedding") -> None:
+        self.embed = embed
+        self.name = name
+
+    def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        if not documents:
+            return []
+        vectors = [list(map(float, v)) for v in self.embed([query, *documents])]
+        query_vector = vectors[0]
+        query_norm = math.sqrt(sum(x * x for x in query_vector)) or 1.0
+        scores = []
+        for vector in vectors[1:]:
+            norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+            cosine = sum(a * b for a, b in zip(vector, query_vector)) / (norm * query_norm)
+            scores.append(min(1.0, max(0.0, cosine)))
+        return scores
+
+
+DEFAULT_SCORER = LexicalRelevance()

@@ -1,0 +1,47 @@
+"""Every environment variable contextfit reads, in one place.
+
+Nothing else in the package touches ``os.environ``: modules ask :func:`read`
+for one variable, or take :func:`snapshot` as the default of an ``env``
+mapping they accept (the providers do, so tests pass their own). README's
+"Environment variables" table lists exactly :data:`VARIABLES` (a test keeps
+them equal).
+
+>>> read("CONTEXTFIT_DB", {"CONTEXTFIT_DB": "chats.db"})
+'chats.db'
+>>> read("CONTEXTFIT_DB", {"CONTEXTFIT_DB": ""}) is None
+True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+#: name → what it sets (the README table says the same, with defaults).
+VARIABLES: dict[str, str] = {
+    "CONTEXTFIT_DB": "the database: a SQLite path or a SQLAlchemy URL",
+    "CONTEXTFIT_DB_LOCK_TIMEOUT": "seconds a statement waits for another connection's lock",
+    "CONTEXTFIT_MODELS": "a TOML file of extra or overriding models",
+    "CONTEXTFIT_API_KEY": "the bearer key `contextfit serve` requires",
+    "CONTEXTFIT_PROVIDER_MAX_REPLY_BYTES": "the largest provider reply read",
+    "OPENAI_API_KEY": "the `openai` provider's key",
+    "CONTEXTFIT_OPENAI_BASE_URL": "the `openai` provider's base URL (first choice)",
+    "OPENAI_BASE_URL": "the `openai` provider's base URL",
+    "CONTEXTFIT_OPENAI_MODEL": "the `openai` provider's default model",
+    "ANTHROPIC_API_KEY": "the `anthropic` provider's key",
+    "ANTHROPIC_BASE_URL": "the `anthropic` provider's base URL",
+    "CONTEXTFIT_ANTHROPIC_MODEL": "the `anthropic` provider's default model",
+}
+
+
+def snapshot() -> Mapping[str, str]:
+    """The process environment, for callers that take an ``env`` mapping."""
+    return os.environ
+
+
+def read(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The value of one of :data:`VARIABLES` (``None`` when unset or empty)."""
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not one of contextfit's environment variables; add it to VARIABLES and README.")
+    value = (snapshot() if env is None else env).get(name)
+    return value or None

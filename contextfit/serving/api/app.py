@@ -1,0 +1,294 @@
+"""The FastAPI app: ``create_app(store, providers)`` and the ``/api/v2`` routes (SPEC §6).
+
+Endpoints are a few lines each: they hand validated JSON to the package
+(``Store``, :mod:`contextfit.serving.generation`) and return what comes back. Every
+:class:`~contextfit.ContextfitError` becomes ``{"error": {"code", "message"}}``
+in one handler, with the status from :data:`STATUS`; any other failure is a
+500 in the same shape.
+
+In front of the routes (see ``guard`` and ``limits``): the host, origin and
+API-key checks, then the body size limit. Planning (fitting, tokenizing,
+lorebooks and their regex keys, card parsing) runs on the bounded
+:class:`~contextfit.serving.api.workers.WorkerPool`, never on the event loop. The
+documentation pages load nothing from the network: Swagger UI and ReDoc come
+from the ``fastapi-offline`` package.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
+from starlette.exceptions import HTTPException
+
+from ...errors import ContextfitError, GenerationCancelled
+from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
+from ..providers import Provider, default_providers
+from ...engine.settings import unknown_setting_message
+from ..store import Store
+from . import schemas as s
+from .guard import LOOPBACK_HOSTS, ContainFailures, RequestGuard
+from .limits import BodySizeLimit, ServerLimits
+from .workers import WorkerPool
+
+#: HTTP status per error code; other codes are 400.
+STATUS: dict[str, int] = {
+    "CHAT_NOT_FOUND": 404,
+    "AUDIT_NOT_FOUND": 404,
+    "REQUEST_TOO_LARGE": 413,
+    "HOST_NOT_ALLOWED": 400,
+    "UNAUTHORIZED": 401,
+    "CROSS_SITE_REQUEST": 403,
+    "SERVER_BUSY": 503,
+    "REQUEST_TIMEOUT": 503,
+    "TOKEN_BUDGET_EXCEEDED": 422,
+    "INVALID_REQUEST": 422,
+    "INVALID_SETTINGS": 422,
+    "INVALID_MESSAGES": 422,
+    "INVALID_CONVERSATION": 422,
+    "UNKNOWN_MODEL": 422,
+    "UNKNOWN_STRATEGY": 422,
+    "UNKNOWN_PROVIDER": 422,
+    "TOKENIZER_UNAVAILABLE": 422,
+    "CANCELLED": 409,
+    "PROVIDER_AUTH": 502,
+    "PROVIDER_BAD_REQUEST": 502,
+    "PROVIDER_CONTEXT_OVERFLOW": 502,
+    "PROVIDER_ERROR": 502,
+    "PROVIDER_RATE_LIMITED": 429,
+    "PROVIDER_UNAVAILABLE": 503,
+    "PROVIDER_TIMEOUT": 504,
+    "STORE_UNAVAILABLE": 503,
+}
+_HTTP_CODES = {400: "INVALID_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route can answer (422 always: a bad request)."""
+    return {
+        status: {"model": s.ErrorResponse, "description": "An error with a stable code"}
+        for status in sorted({*statuses, 422})
+    }
+
+
+def _settings(model: Any) -> dict[str, Any] | None:
+    return None if model is None else model.model_dump(exclude_none=True)
+
+
+def create_app(
+    store: Store,
+    providers: Mapping[str, Provider] | None = None,
+    *,
+    max_body_bytes: int | None = None,
+    limits: ServerLimits | None = None,
+    hosts: Iterable[str] = LOOPBACK_HOSTS,
+    api_key: str | None = None,
+) -> FastAPI:
+    """The HTTP API over ``store``, generating with ``providers`` (default: echo, openai, anthropic).
+
+    The store must be migrated already (:func:`~contextfit.serving.store.open_store` does it).
+    ``hosts`` are the ``Host`` names answered (default: the loopback names);
+    with ``api_key`` every request but the documentation pages must carry it.
+    ``limits`` (:class:`~contextfit.serving.api.limits.ServerLimits`) bound the body
+    size, the worker pool and the regex keys; ``max_body_bytes`` overrides its body size.
+    """
+    providers = default_providers() if providers is None else dict(providers)
+    limits = limits or ServerLimits()
+    if max_body_bytes is not None:
+        limits = dataclasses.replace(limits, max_body_bytes=max_body_bytes)
+    running = RunningGenerations()
+    pool = WorkerPool(limits)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        pool.close()
+
+    app = FastAPIOffline(
+        title="contextfit",
+        version="2.0.0",
+        description="See exactly what an LLM will see: chats, generation with a context audit, and previews.",
+        lifespan=lifespan,
+        swagger_ui_parameters={"validatorUrl": None},  # Swagger UI would send the document to a public validator
+    )
+    app.state.limits, app.state.pool = limits, pool
+    # The last added runs first: failures contained, then who is asking, then how much they send.
+    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
+    app.add_middleware(RequestGuard, hosts=hosts, api_key=api_key)
+    app.add_middleware(ContainFailures)
+    _handle_errors(app)
+    api = APIRouter(prefix="/api/v2")
+
+    @api.post("/chats", status_code=201, response_model=s.ChatCreated, operation_id="createChat",
+              tags=["chats"], responses=_errors(413, 503))  # fmt: skip
+    async def create_chat(body: s.ChatCreate) -> dict:
+        """Create a chat (title, model, settings, messages); settings every generation would refuse are refused now."""
+        settings = _settings(body.settings)
+        await pool.run(check_chat_settings, body.model, settings)
+        chat = await anyio.to_thread.run_sync(
+            lambda: store.create_chat(
+                title=body.title, model=body.model, settings=settings, messages=s.messages_json(body.messages)
+            )
+        )
+        return {"id": chat.id}
+
+    @api.get("/chats", response_model=s.ChatList, operation_id="listChats", tags=["chats"], responses=_errors())
+    def list_chats() -> dict:
+        """Every chat, most recently updated first, with its audit status."""
+        return {"chats": [chat.to_dict() for chat in store.list_chats()]}
+
+    @api.get("/chats/{chat_id}", response_model=s.Chat, operation_id="getChat", tags=["chats"], responses=_errors(404))
+    def get_chat(chat_id: str) -> dict:
+        """The chat with its messages, in order."""
+        return store.get_chat(chat_id).to_dict()
+
+    @api.patch("/chats/{chat_id}", response_model=s.Chat, operation_id="updateChat", tags=["chats"],
+               responses=_errors(404, 413, 503))  # fmt: skip
+    async def update_chat(chat_id: str, body: s.ChatUpdate) -> dict:
+        """Change the title, model or settings (settings are replaced whole, and checked as at creation)."""
+        changes = body.model_dump(exclude_unset=True)
+        if "settings" in changes:
+            changes["settings"] = _settings(body.settings) or {}
+        if {"model", "settings"} & set(changes):
+            chat = await anyio.to_thread.run_sync(store.get_chat, chat_id)
+            await pool.run(
+                check_chat_settings, changes.get("model", chat.model), changes.get("settings", chat.settings)
+            )
+        updated = await anyio.to_thread.run_sync(lambda: store.update_chat(chat_id, **changes))
+        return updated.to_dict()
+
+    @api.post("/chats/{chat_id}/messages", response_model=s.Chat, operation_id="appendMessages", tags=["chats"],
+              responses=_errors(404, 413))  # fmt: skip
+    def append_messages(chat_id: str, body: s.MessagesAppend) -> dict:
+        """Append messages to the chat; returns the chat."""
+        return store.append_messages(chat_id, s.messages_json(body.messages)).to_dict()
+
+    @api.delete("/chats/{chat_id}", status_code=204, operation_id="deleteChat", tags=["chats"], responses=_errors(404))
+    def delete_chat(chat_id: str) -> Response:
+        """Delete the chat, its messages and its audit."""
+        store.delete_chat(chat_id)
+        return Response(status_code=204)
+
+    @api.post("/chats/{chat_id}/generate", response_model=s.Generated, operation_id="generate", tags=["generation"],
+              responses=_errors(404, 409, 413, 429, 502, 503, 504))  # fmt: skip
+    async def generate_reply(chat_id: str, request: Request, body: s.GenerateRequest | None = None) -> dict:
+        """Plan the prompt, record the audit, call the provider (echo by default) and store the reply.
+
+        The audit is finalized ``completed``, ``failed`` (the error's code) or
+        ``cancelled`` (the client disconnected, or ``/cancel`` was called).
+        """
+        body = body or s.GenerateRequest()
+
+        async def work() -> GenerationResult:
+            return await generate(
+                store, providers, chat_id, provider=body.provider, model=body.model, settings=_settings(body.settings),
+                offload=pool.run,
+            )
+
+        return (await _until_done_or_gone(request, running, chat_id, work)).to_dict()
+
+    @api.post("/chats/{chat_id}/cancel", response_model=s.Cancelled, operation_id="cancelGeneration",
+              tags=["generation"], responses=_errors(404))  # fmt: skip
+    async def cancel(chat_id: str) -> dict:
+        """Cancel the chat's running generations (their audits end ``cancelled``)."""
+        await anyio.to_thread.run_sync(store.get_chat, chat_id)
+        return {"cancelled": running.cancel(chat_id)}  # cancel scopes belong to the event loop's thread
+
+    @api.get("/chats/{chat_id}/context-audit", response_model=s.ContextAudit, operation_id="getContextAudit",
+             tags=["generation"], responses=_errors(404))  # fmt: skip
+    def context_audit(chat_id: str) -> dict:
+        """The latest finalized audit: 404 ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND`` otherwise."""
+        return store.get_audit(chat_id).to_dict()
+
+    @api.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
+              responses=_errors(404, 413, 503))  # fmt: skip
+    async def context_preview(body: s.PreviewRequest) -> dict:
+        """The plan generation would send, for a chat or inline messages. Writes nothing."""
+        extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
+
+        def plan() -> dict:
+            return preview(
+                store,
+                providers,
+                chat_id=body.chatId,
+                messages=s.messages_json(body.messages),
+                provider=body.provider,
+                model=body.model,
+                settings={**(_settings(body.settings) or {}), **extra},
+            ).to_dict()
+
+        return await pool.run(plan)
+
+    app.include_router(api)
+    return app
+
+
+async def _until_done_or_gone(
+    request: Request, running: RunningGenerations, chat_id: str, work: Callable[[], Awaitable[GenerationResult]]
+) -> GenerationResult:
+    """Run ``work`` in a cancel scope that a client disconnect or ``/cancel`` cancels."""
+    outcome: dict[str, Any] = {}
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        with running.track(chat_id) as scope:
+            group.start_soon(watch, scope)
+            try:
+                outcome["result"] = await work()
+            except Exception as exc:  # re-raised below, outside the task group
+                outcome["error"] = exc
+        group.cancel_scope.cancel()
+    if "error" in outcome:
+        raise outcome["error"]
+    if "result" not in outcome:
+        raise GenerationCancelled()
+    return outcome["result"]
+
+
+def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
+
+
+def _handle_errors(app: FastAPI) -> None:
+    @app.exception_handler(ContextfitError)
+    async def contextfit_error(_request: Request, exc: ContextfitError) -> JSONResponse:
+        detail = exc.to_dict()
+        response = _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            response.headers["Retry-After"] = str(retry_after)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "INVALID_REQUEST", "; ".join(_describe(error) for error in exc.errors()[:5]))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, _HTTP_CODES.get(exc.status_code, "HTTP_ERROR"), str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def internal_error(_request: Request, _exc: Exception) -> JSONResponse:
+        return _error(500, "INTERNAL_ERROR", "An unexpected error occurred; it was logged by the server.")
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    """One validation error as ``where: what`` (``settings.contextLimit: Input should be ...``)."""
+    location = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path")]
+    if error.get("type") in (s.LONE_SURROGATE, s.TOO_DEEP):
+        return str(error.get("msg"))
+    if error.get("type") == "extra_forbidden" and location[-2:-1] == ["settings"]:
+        return unknown_setting_message(location[-1])
+    where = ".".join(location) or "body"
+    return f"{where}: {error.get('msg', 'invalid value')}"

@@ -1,0 +1,139 @@
+"""Connecting to the database: SQLite by default, PostgreSQL by URL.
+
+``database_url`` turns what a user types (``contextfit.db``, ``:memory:``,
+``postgresql://user@host/db``) into a SQLAlchemy URL; ``create_database_engine``
+makes an engine whose SQLite connections enforce foreign keys, use WAL, wait
+for locks instead of failing, and take the write lock up front in write
+transactions (``BEGIN IMMEDIATE``), so concurrent writers queue instead of
+failing on a lock upgrade. How long a statement waits for another
+connection's lock (SQLite's busy timeout, PostgreSQL's ``lock_timeout``) is
+:func:`lock_timeout`: 30 s unless ``$CONTEXTFIT_DB_LOCK_TIMEOUT`` or the
+caller says otherwise. Nothing connects until the first query.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import StaticPool
+
+from .. import environment
+from ..errors import InvalidSettings
+
+#: Environment variable naming the default database (a path or a URL).
+ENV_VAR = "CONTEXTFIT_DB"
+DEFAULT_DATABASE = "contextfit.db"
+#: Environment variable overriding :data:`LOCK_TIMEOUT_SECONDS`.
+LOCK_TIMEOUT_VAR = "CONTEXTFIT_DB_LOCK_TIMEOUT"
+#: Seconds a statement waits for another connection's lock before it fails.
+LOCK_TIMEOUT_SECONDS = 30.0
+_WRITE = "contextfit_write"
+
+
+def default_database() -> str:
+    """``$CONTEXTFIT_DB``, else ``contextfit.db`` in the working directory."""
+    return environment.read(ENV_VAR) or DEFAULT_DATABASE
+
+
+def database_url(database: str | os.PathLike | None = None) -> str:
+    """A SQLAlchemy URL for a path, ``:memory:`` or a URL (PostgreSQL uses psycopg 3).
+
+    >>> database_url("data/chats.db")
+    'sqlite:///data/chats.db'
+    >>> database_url("postgresql://cf:secret@127.0.0.1/cf")
+    'postgresql+psycopg://cf:secret@127.0.0.1/cf'
+    >>> database_url(":memory:")
+    'sqlite://'
+    """
+    text = os.fspath(database if database is not None else default_database())
+    if text == ":memory:":
+        return "sqlite://"
+    if "://" not in text:
+        return f"sqlite:///{text}"
+    for prefix in ("postgres://", "postgresql://"):
+        if text.startswith(prefix):
+            return "postgresql+psycopg://" + text[len(prefix) :]
+    return text
+
+
+def lock_timeout(seconds: float | None = None) -> float:
+    """Seconds to wait for another connection's lock: ``seconds``, else
+    ``$CONTEXTFIT_DB_LOCK_TIMEOUT``, else :data:`LOCK_TIMEOUT_SECONDS`.
+
+    >>> lock_timeout(2)
+    2.0
+    >>> lock_timeout(-1)
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidSettings: The database lock timeout must be a number of seconds above 0, got -1.
+    """
+    value: object = seconds if seconds is not None else environment.read(LOCK_TIMEOUT_VAR) or LOCK_TIMEOUT_SECONDS
+    try:
+        timeout = float(value)  # type: ignore[arg-type]
+    except ValueError:
+        timeout = -1.0
+    if not 0 < timeout < float("inf"):
+        source = f" (${LOCK_TIMEOUT_VAR})" if seconds is None else ""
+        raise InvalidSettings(f"The database lock timeout{source} must be a number of seconds above 0, got {value}.")
+    return timeout
+
+
+def create_database_engine(database: str | os.PathLike | None = None, *, timeout: float | None = None) -> Engine:
+    """An engine for ``database`` (see :func:`database_url`) whose statements wait
+    :func:`lock_timeout` seconds for a lock; connects lazily."""
+    url = sa.engine.make_url(database_url(database))
+    wait = lock_timeout(timeout)
+    if url.get_backend_name() != "sqlite":
+        engine = sa.create_engine(url, pool_pre_ping=True)
+        if url.get_backend_name() == "postgresql":
+
+            @event.listens_for(engine, "connect")
+            def _on_pg_connect(dbapi_connection, _record) -> None:
+                # By default PostgreSQL waits forever for a row lock; wait as long as SQLite does.
+                with dbapi_connection.cursor() as cursor:
+                    cursor.execute(f"SET lock_timeout = {max(1, round(wait * 1000))}")
+                dbapi_connection.commit()
+
+        return engine
+    memory = url.database in (None, "", ":memory:")
+    engine = sa.create_engine(
+        url,
+        connect_args={"timeout": wait, "check_same_thread": False},
+        **({"poolclass": StaticPool} if memory else {}),
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None  # transactions are begun below, not by the driver
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        if not memory:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        write = connection.get_execution_options().get(_WRITE)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+@contextmanager
+def transaction(engine: Engine, *, write: bool = False) -> Iterator[Connection]:
+    """One transaction, committed on success and rolled back on error.
+
+    ``write=True`` takes SQLite's write lock at the start, so a transaction
+    that reads and then writes never fails halfway on a busy database.
+    """
+    with engine.connect() as connection:
+        if write:
+            connection = connection.execution_options(**{_WRITE: True})
+        with connection.begin():
+            yield connection

@@ -1,0 +1,317 @@
+"""Counting chat messages as a provider receives them.
+
+:class:`TokenCounter` is the ``count_tokens(messages)`` callable the fitting
+engine takes: a profile's tokenizer plus its chat-format overhead (OpenAI: 3
+tokens per message, 1 per ``name``, 3 to prime the reply; other families as
+documented on each profile in ``profiles.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_for
+from contextfit.tokens.models import get_model
+from contextfit.tokens.profiles import PROFILES
+from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
+
+__all__ = ["TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
+
+#: Tokens for one tool call, besides its name, arguments and id: the call wrapper
+#: and delimiters. OpenAI documents no formula; hmarr/openai-chat-tokens measured
+#: about 3 for a function call, so 8 over-counts on purpose.
+TOOL_CALL_TOKENS = 8
+
+
+
+_ROLE_AND_CONTENT = frozenset(("role", "content"))
+_LINK_KEYS = frozenset(("tool_call_id", "toolCallId", "callId"))
+_TEXT_KEYS = frozenset(("refusal", "reasoning_content", "reasoning", "reasoning_details"))
+_TEXT_PARTS = frozenset(("text", "input_text", "output_text"))
+_IMAGE_PARTS = IMAGE_PARTS
+_MAX_DEPTH = 32
+
+
+class TokenCounter:
+    """``count_tokens(messages)`` for one profile, chat-format overhead included.
+
+    Only what a provider receives is counted: ``role``, ``content`` (text, image,
+    tool and thinking parts), ``name``, the tool-call link id (once, under any of
+    ``tool_call_id`` / ``toolCallId`` / ``callId``), ``tool_calls``,
+    ``function_call``, ``refusal`` and reasoning text. contextfit's own keys
+    (``meta``, ``pinned``, ``id``) are not. The engine relies on
+    ``counter(messages) == counter.base_tokens + sum(map(counter.count_message, messages))``.
+
+    >>> counter = token_counter("gpt-4o")
+    >>> counter.base_tokens, counter.count_message({"role": "user", "content": "Hello world!"})
+    (3, 7)
+    >>> counter([{"role": "user", "content": "Hello world!"}])
+    10
+    """
+
+    # __weakref__: the engine keeps per-counter state in a WeakKeyDictionary
+    __slots__ = ("__weakref__", "_count", "_per_message", "_role_costs", "base_tokens", "chat", "images", "tokenizer")
+
+    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None) -> None:
+        self.tokenizer = tokenizer
+        # image parts are counted from their dimensions (contextfit/tokens/images.py)
+        self.images = images if images is not None else profile_rule(tokenizer.name)
+        self.chat = tokenizer.profile.chat
+        self.base_tokens: int = self.chat.reply_priming
+        self._count = tokenizer.count
+        self._per_message = self.chat.per_message
+        self._role_costs: dict[str, int] = {}
+
+    @property
+    def profile(self) -> str:
+        """The tokenizer profile name."""
+        return self.tokenizer.name
+
+    @property
+    def approximate(self) -> bool:
+        """True when the counts are estimates."""
+        return self.tokenizer.approximate
+
+    def __repr__(self) -> str:
+        return f"TokenCounter(profile={self.profile!r}, approximate={self.approximate})"
+
+    def __call__(self, messages: Iterable[Any]) -> int:
+        """Tokens of ``messages`` as sent, reply priming included."""
+        if messages is None:
+            return self.base_tokens
+        if isinstance(messages, (Mapping, str, bytes)) or not isinstance(messages, Iterable):
+            messages = (messages,)  # one message where a list was expected
+        return self.base_tokens + sum(map(self.count_message, messages))
+
+    def count_message(self, message: Any) -> int:
+        """Tokens one message adds to a request; never raises.
+
+        >>> token_counter("gpt-4o").count_message({"role": "user", "name": "ann", "content": "Hi"})
+        7
+        """
+        if message.__class__ is not dict:
+            try:
+                as_dict = dict(message) if isinstance(message, Mapping) else None
+            except Exception:  # noqa: BLE001 - a broken Mapping is still a message
+                as_dict = None
+            if as_dict is None:  # a bare string, number, list...: its text is the content
+                return self._per_message + self._count(_as_text(message))
+            message = as_dict
+        role = message.get("role")
+        content = message.get("content")
+        tokens = self._per_message
+        if role.__class__ is str:
+            cost = self._role_costs.get(role)
+            tokens += cost if cost is not None else self._role_cost(role)
+        elif role is not None and self.chat.role_is_text:
+            tokens += self._count(_as_text(role))
+        if content.__class__ is str:
+            tokens += self._count(content)
+        elif content is not None:
+            tokens += self._guarded(self._content_tokens, content)
+        if len(message) > 2 or not _ROLE_AND_CONTENT.issuperset(message):
+            tokens += self._guarded(self._field_tokens, message)
+        return tokens
+
+    # -- the slow path: anything but a plain {"role", "content": str} message
+
+    def _role_cost(self, role: str) -> int:
+        cost = self._count(role) if self.chat.role_is_text else 0
+        if len(self._role_costs) < 64 and len(role) <= 64:  # a handful of real roles; don't grow on junk
+            self._role_costs[role] = cost
+        return cost
+
+    def _guarded(self, count_part: Any, value: Any) -> int:
+        try:
+            return count_part(value)
+        except Exception:  # noqa: BLE001 - odd shapes are counted, never raised
+            return self._count(_json(value))
+
+    def _value_tokens(self, value: Any) -> int:
+        if value.__class__ is str:
+            return self._count(value)
+        return 0 if value is None else self._count(_as_text(value))
+
+    def _field_tokens(self, message: dict[Any, Any]) -> int:
+        tokens = 0
+        linked = False
+        for key, value in message.items():
+            if key == "name":
+                if value is not None:
+                    tokens += self.chat.per_name + self._value_tokens(value)
+            elif key in _LINK_KEYS:
+                # one link id, whichever spelling carries it; providers get tool_call_id
+                if value is not None and not linked and self.chat.ids_are_text:
+                    tokens += self._value_tokens(value)
+                    linked = True
+            elif key in _TEXT_KEYS:
+                tokens += self._value_tokens(value)
+            elif key == "tool_calls":
+                calls = value if isinstance(value, (list, tuple)) else (value,)
+                tokens += sum(self._tool_call_tokens(call) for call in calls if call is not None)
+            elif key == "function_call":
+                tokens += self._function_tokens(value)
+            # role and content are counted by the caller; meta, pinned, id, ... are not sent
+        return tokens
+
+    def _tool_call_tokens(self, call: Any) -> int:
+        if not isinstance(call, Mapping):
+            return self.chat.per_call + self._value_tokens(call)
+        ident = self._value_tokens(call.get("id")) if self.chat.ids_are_text else 0
+        return self._function_tokens(call.get("function")) + ident
+
+    def _function_tokens(self, function: Any) -> int:
+        if function is None:
+            return 0
+        if not isinstance(function, Mapping):
+            return self.chat.per_call + self._value_tokens(function)
+        return (
+            self.chat.per_call
+            + self._value_tokens(function.get("name"))
+            + self._value_tokens(function.get("arguments"))
+        )
+
+    def count_tools(self, tools: Any) -> int:
+        """Tokens that tool definitions add to a request.
+
+        For OpenAI the definitions are rendered the way the model sees them (a
+        TypeScript ``namespace functions`` block, as reverse-engineered by
+        hmarr/openai-chat-tokens) plus 9; elsewhere their JSON is counted.
+        Never raises.
+
+        >>> weather = {"type": "function", "function": {"name": "weather", "description": "Weather now.",
+        ...            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+        >>> token_counter("gpt-4o").count_tools([weather])
+        33
+        """
+        if not tools:
+            return 0
+        if self.chat.tools_format != "typescript":
+            return self._count(_json(tools))
+        try:
+            return self._count(typescript_namespace(tools)) + 9
+        except Exception:  # noqa: BLE001 - odd definitions are counted as JSON
+            return self._count(_json(tools))
+
+    def _content_tokens(self, content: Any, depth: int = 0) -> int:
+        if isinstance(content, (list, tuple)):
+            return sum(self._part_tokens(part, depth) for part in content)
+        return self._part_tokens(content, depth)
+
+    def _part_tokens(self, part: Any, depth: int) -> int:
+        if part.__class__ is str:
+            return self._count(part)
+        if not isinstance(part, Mapping) or depth > _MAX_DEPTH:
+            return self._value_tokens(part)
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            return self._value_tokens(part.get("text"))
+        if kind in _IMAGE_PARTS:
+            return self.images.count(part)[0]
+        ids = self.chat.ids_are_text
+        if kind in ("tool_use", "server_tool_use"):
+            return (
+                self.chat.per_call
+                + self._value_tokens(part.get("name"))
+                + (self._value_tokens(part.get("id")) if ids else 0)
+                + self._count(_json(part.get("input")))
+            )
+        if kind == "tool_result":
+            inner = part.get("content")
+            inner_tokens = 0 if inner is None else self._content_tokens(inner, depth + 1)
+            return self.chat.per_call + (self._value_tokens(part.get("tool_use_id")) if ids else 0) + inner_tokens
+        if kind == "thinking":
+            return self._value_tokens(part.get("thinking"))
+        if kind == "redacted_thinking":
+            return self._value_tokens(part.get("data"))
+        if kind == "refusal":
+            return self._value_tokens(part.get("refusal"))
+        return self._count(_json(part))  # unknown part: all of it, an over-count
+
+
+_COUNTERS: dict[tuple[str, str], TokenCounter] = {}
+
+
+def token_counter(model: str) -> TokenCounter:
+    """The ``count_tokens(messages)`` callable for a model id, alias or profile name.
+
+    Model ids resolve through the catalog (:func:`contextfit.tokens.models.get_model`).
+    Counters are cached per profile, so the same key always returns the same
+    object (the engine caches per counter). Profile names win over model ids.
+
+    >>> token_counter("gpt-4o") is token_counter("o200k_base")
+    True
+    >>> token_counter("claude-sonnet-4").approximate
+    True
+    """
+    if isinstance(model, str) and model.strip().lower() in PROFILES:
+        name = model.strip().lower()
+        images = profile_rule(name)
+    else:
+        info = get_model(model)
+        name, images = info.tokenizer, rule_for(info.id, info.provider)
+    key = (name, images.name)  # one counter per profile and image rule
+    counter = _COUNTERS.get(key)
+    if counter is None:
+        tokenizer = get_tokenizer(name)
+        with _LOCK:
+            counter = _COUNTERS.get(key)
+            if counter is None:
+                counter = _COUNTERS[key] = TokenCounter(tokenizer, images)
+    return counter
+
+
+def typescript_namespace(tools: Any) -> str:
+    """OpenAI tool definitions as the model reads them: TypeScript types.
+
+    >>> print(typescript_namespace([{"type": "function", "function": {"name": "ping", "parameters": {}}}]))
+    namespace functions {
+    <BLANKLINE>
+    type ping = () => any;
+    <BLANKLINE>
+    } // namespace functions
+    """
+    lines = ["namespace functions {", ""]
+    for tool in tools:
+        function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
+        if function.get("description"):
+            lines.append(f"// {function['description']}")
+        parameters = function.get("parameters") or {}
+        if parameters.get("properties"):
+            lines.append(f"type {function.get('name', 'tool')} = (_: {{")
+            lines.append(_ts_properties(parameters, 0))
+            lines.append("}) => any;")
+        else:
+            lines.append(f"type {function.get('name', 'tool')} = () => any;")
+        lines.append("")
+    lines.append("} // namespace functions")
+    return "\n".join(lines)
+
+
+def _ts_properties(schema: Mapping, indent: int) -> str:
+    required = schema.get("required") or ()
+    lines = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, Mapping) else {}
+        if prop.get("description"):
+            lines.append(f"// {prop['description']}")
+        mark = "" if name in required else "?"
+        lines.append(f"{name}{mark}: {_ts_type(prop, indent)},")
+    return "\n".join(" " * indent + line for line in lines)
+
+
+def _ts_type(prop: Mapping, indent: int) -> str:
+    kind = prop.get("type")
+    if prop.get("enum"):
+        return " | ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in prop["enum"])
+    if kind in ("number", "integer"):
+        return "number"
+    if kind in ("string", "boolean", "null"):
+        return kind
+    if kind == "object":
+        return "\n".join(["{", _ts_properties(prop, indent + 2), "}"])
+    if kind == "array":
+        items = prop.get("items")
+        return f"{_ts_type(items, indent)}[]" if isinstance(items, Mapping) else "any[]"
+    return "any"

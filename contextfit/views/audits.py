@@ -1,0 +1,55 @@
+"""Reading stored audits for the dashboard (the audit itself is :mod:`contextfit.serving.audit`).
+
+::
+
+    chats = contextfit.audit.list_audited_chats()          # newest first
+    audit, plan = contextfit.audit.load_audit_plan(chats[0].id)
+    charts.budget_figure(plan)                             # the Compare page's charts
+
+``contextfit.audit`` is this module; the audit's own names (``PromptContextAudit``,
+``AuditBlock``, the statuses) are here too, so one name reaches both.
+"""
+
+from __future__ import annotations
+
+from ..engine.pipeline import PromptPlan
+from ..serving.audit import (  # noqa: F401 - re-exported: contextfit.audit reaches the value too
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    PENDING,
+    TERMINAL,
+    AuditBlock,
+    PromptContextAudit,
+    audit_from_plan,
+)
+from ..serving.store import ChatSummary, Store
+from ..serving.store_cache import shared_store
+
+
+def _store(store: Store | str | None) -> Store:
+    return store if store is not None and not isinstance(store, str) else shared_store(store)
+
+
+def list_audited_chats(store: Store | str | None = None) -> list[ChatSummary]:
+    """Chats that have an audit, most recently finished first.
+
+    ``store`` is a :class:`~contextfit.serving.store.Store`, a database path or URL,
+    or ``None`` for the default database (``$CONTEXTFIT_DB`` or ``contextfit.db``).
+    Each summary has ``id``, ``title``, ``model``, ``message_count`` and the
+    audit's ``audit_status``, ``audit_error_code`` and ``audit_finished_at``.
+    """
+    chats = [chat for chat in _store(store).list_chats() if chat.audit_status is not None]
+    return sorted(chats, key=lambda chat: chat.audit_finished_at or "", reverse=True)
+
+
+def load_audit(chat_id: str, store: Store | str | None = None) -> PromptContextAudit:
+    """The latest audit of a chat; raises ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND``."""
+    return _store(store).get_audit(chat_id)
+
+
+def load_audit_plan(chat_id: str, store: Store | str | None = None) -> tuple[PromptContextAudit, PromptPlan]:
+    """The latest audit of a chat, and the same as a plan with the chat's text (for the charts)."""
+    opened = _store(store)
+    audit = opened.get_audit(chat_id)
+    return audit, audit.as_plan(opened.get_chat(chat_id).messages)

@@ -1,0 +1,34 @@
+"""Ships the dashboard inside the package: everything else is in pyproject.toml.
+
+``app.py``, ``pages/`` and ``.streamlit/config.toml`` stay at the top of the
+checkout (where ``streamlit run app.py`` and ``make run`` expect them); a built
+wheel carries copies in ``contextfit/views/app/``, which ``contextfit dashboard``
+runs when the package is installed rather than checked out.
+"""
+
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+DASHBOARD = ["app.py", "pages", ".streamlit/config.toml"]
+
+
+class BuildWithDashboard(build_py):
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:  # an editable install runs the checkout's own app.py
+            return
+        target = Path(self.build_lib) / "contextfit" / "views" / "app"
+        for name in DASHBOARD:
+            source, destination = HERE / name, target / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir():
+                shutil.copytree(source, destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(source, destination)
+
+
+setup(cmdclass={"build_py": BuildWithDashboard})

@@ -1,0 +1,195 @@
+"""The package's layers import downward only, and no two modules import each other.
+
+Every ``import`` statement in ``contextfit/`` counts — at module level, inside
+functions, under ``if TYPE_CHECKING`` — with relative imports resolved, so a
+function-level import cannot hide a cycle. The layer order lives here, once;
+README's "Project layout" describes it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "contextfit"
+
+#: Lowest first. A module may import its own layer and the layers before it.
+#: The package root (``contextfit/__init__.py``, ``__main__``) is the facade
+#: above all of them; ``contextfit.data`` holds files only.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "base",
+        (
+            "contextfit.errors",
+            "contextfit.environment",
+            "contextfit.text",
+            "contextfit.limits",
+            "contextfit.jsonpath",
+            "contextfit.data",
+        ),
+    ),
+    ("inputs", ("contextfit.inputs",)),
+    ("tokens", ("contextfit.tokens",)),
+    ("engine", ("contextfit.engine",)),
+    ("serving", ("contextfit.serving",)),
+    ("views", ("contextfit.views",)),
+    ("facade", ("contextfit", "contextfit.__main__")),
+)
+
+
+def module_names(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
+    """Every module of the package: dotted name → (file, is a package ``__init__``)."""
+    found = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        found[".".join(parts)] = (path, is_package)
+    return found
+
+
+def imports_of(name: str, path: Path, is_package: bool, modules: dict) -> set[str]:
+    """The package modules ``name`` imports anywhere in its file (relative ones resolved)."""
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            # ``from pkg import mod`` imports the module; ``from mod import name`` the module
+            candidates = [f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in modules else origin for alias in node.names]
+        else:
+            continue
+        for target in candidates:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+    return targets
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    modules = module_names(package)
+    return {name: imports_of(name, path, is_pkg, modules) for name, (path, is_pkg) in modules.items()}
+
+
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + ".") and prefix != "contextfit":
+                if best is None or len(prefix) > best[0]:
+                    best = (len(prefix), index)
+    return None if best is None else best[1]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module, targets in sorted(graph.items()):
+        here = layer_of(module)
+        for target in sorted(targets):
+            there = layer_of(target)
+            if here is not None and there is not None and there > here:
+                problems.append(f"{module} ({LAYERS[here][0]}) imports {target} ({LAYERS[there][0]})")
+    return problems
+
+
+def test_every_module_belongs_to_a_layer():
+    unplaced = sorted(name for name in import_graph() if layer_of(name) is None)
+    assert unplaced == [], f"modules outside every layer of tests/test_imports.py: {unplaced}"
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_layers_import_downward_only():
+    assert upward_imports(import_graph()) == []
+
+
+# ------------------------------------------------------------------ the checker itself
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "contextfit" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "contextfit"
+
+
+def test_checker_sees_a_cycle_hidden_in_a_function(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "engine/__init__.py": "",
+            "engine/a.py": "from . import b\n",
+            "engine/b.py": "def late():\n    from .a import thing\n",
+        },
+    )
+    assert cycles(import_graph(package)) == [["contextfit.engine.a", "contextfit.engine.b"]]
+
+
+def test_checker_sees_an_upward_import(tmp_path):
+    package = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "tokens/__init__.py": "",
+            "tokens/count.py": "import typing\nif typing.TYPE_CHECKING:\n    from ..views.charts import Figure\n",
+            "views/__init__.py": "",
+            "views/charts.py": "from contextfit.tokens import count\n",
+        },
+    )
+    graph = import_graph(package)
+    assert graph["contextfit.views.charts"] == {"contextfit.tokens.count"}
+    assert upward_imports(graph) == ["contextfit.tokens.count (tokens) imports contextfit.views.charts (views)"]
+
+
+@pytest.mark.parametrize("module", ["contextfit", "contextfit.__main__"])
+def test_the_facade_is_the_top_layer(module):
+    assert layer_of(module) == len(LAYERS) - 1
