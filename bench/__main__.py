@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from time import perf_counter
 
-from . import report
+from . import clearing, report
 from .run import Options, Runner, full, machine, quick, save_json, to_json
 
 
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "make bench" + (f" ARGS={shlex.quote(' '.join(argv if argv is not None else sys.argv[1:]))}"
                               if (argv if argv is not None else sys.argv[1:]) else "")
     text = report.markdown(options, cases, info, found, command)
+    text += "\n\n" + clearing.markdown(options.use_fixtures)  # what clear-tool-results keeps (issue 15)
     data = to_json(options, cases, info, found)
     for case_data, case in zip(data["cases"], cases):
         for row_data, row in zip(case_data["rows"], case.rows):

@@ -156,6 +156,12 @@ class InvalidCounter(ContextfitError):
     code = "INVALID_COUNTER"
 
 
+class InvalidImage(ContextfitError):
+    """An image's header is missing, cut short or impossible."""
+
+    code = "INVALID_IMAGE"
+
+
 class InvalidModelFile(ContextfitError):
     """A model catalog file (TOML) or a model definition has a bad value.
 

@@ -169,3 +169,17 @@ def test_fast_engine_targets_are_medians_of_paired_ratios():
     speed = found["contextfit truncate cold: >= 3x faster than LangChain memoized"]
     assert speed["measured"] == 4.0 and speed["met"] is True  # ratios 10, 4, 2.5
     assert found["contextfit summarize cold: >= 3x faster than LangChain memoized"]["met"] is None
+
+
+def test_the_clearing_section_compares_clear_tool_results_with_truncate():
+    from bench import clearing
+
+    rows = clearing.measure(synthetic(600))
+    by = {(row["share"], row["strategy"]): row for row in rows}
+    for share in clearing.SHARES:
+        cleared, truncated = by[(share, "clear-tool-results")], by[(share, "truncate")]
+        assert cleared["tokens"] <= cleared["budget"] and truncated["tokens"] <= truncated["budget"]
+        # clearing old results keeps more of the conversation, and older parts of it
+        assert cleared["cleared"] > 0 and cleared["messages"] > truncated["messages"]
+        assert cleared["oldest"] < truncated["oldest"]
+    assert "| chat | budget | strategy |" in clearing.markdown(use_fixtures=False)

@@ -145,7 +145,7 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
     charts.first.locator(".barlayer").wait_for()
-    assert charts.count() == 9  # a budget bar and a block chart per strategy, then the fate matrix
+    assert charts.count() == 11  # a budget bar and a block chart per strategy (five), then the fate matrix
     truncate_blocks = charts.nth(1)
     assert len(bars(truncate_blocks)) == len(chat)
     before = protected_bars(truncate_blocks)

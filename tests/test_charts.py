@@ -11,7 +11,7 @@ from contextfit.views import charts
 from contextfit.inputs.samples import load_sample
 from contextfit.engine.plan_settings import conversation_model
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 
 
 def plans_for(key="support_chat", **settings):
@@ -94,7 +94,7 @@ def test_fate_matrix_rows_follow_each_plan():
         assert [fate for fate in row if fate is not None] == [fates[c] for c in columns if c in fates]
     # The summary column exists only for summarize.
     summary = columns.index("summary")
-    assert [row[summary] for row in rows] == [None, "summarized", None, None]
+    assert [row[summary] for row in rows] == [None, "summarized", None, None, None]
 
 
 def test_fate_matrix_figure_uses_the_fate_colours():

@@ -15,7 +15,7 @@ import contextfit
 from contextfit.views import dashboard
 from contextfit.inputs.samples import SAMPLES, load_sample
 
-STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
 
 def decode(values):
@@ -137,12 +137,12 @@ def app() -> AppTest:
     return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
 
 
-def test_first_load_compares_a_sample_under_all_four_strategies():
+def test_first_load_compares_a_sample_under_every_builtin_strategy():
     at = app().run()
     assert not at.exception and not at.error
-    assert [s.value for s in at.subheader][:4] == list(STRATEGIES)
+    assert [s.value for s in at.subheader][:5] == list(STRATEGIES)
     charts = at.get("plotly_chart")
-    assert len(charts) == 2 * 4 + 1  # budget bar and block chart per strategy, then the fate matrix
+    assert len(charts) == 2 * len(STRATEGIES) + 1  # budget bar and block chart per strategy, then the fate matrix
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
     for number, name in enumerate(STRATEGIES):
@@ -182,7 +182,7 @@ def test_a_pasted_conversation_is_compared():
     at.sidebar.number_input(key="limit").set_value(1500).run()
     at.sidebar.number_input(key="reserve").set_value(1100).run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 9
+    assert len(at.get("plotly_chart")) == 11
     assert any("400-token budget" in caption.value for caption in at.caption)
 
 
@@ -190,7 +190,7 @@ def test_an_impossible_budget_is_shown_per_strategy():
     at = app().run()
     at.sidebar.number_input(key="reserve").set_value(1800).run()
     assert not at.exception
-    assert len(at.error) == 4 and all("TOKEN_BUDGET_EXCEEDED" in e.value for e in at.error)
+    assert len(at.error) == 5 and all("TOKEN_BUDGET_EXCEEDED" in e.value for e in at.error)
 
 
 def test_a_pasted_lorebook_with_catastrophic_regex_keys_is_compared_with_a_note():

@@ -16,7 +16,7 @@ from contextfit.engine.results import InsertedBlock
 from contextfit.engine.strategies import BuiltinStrategy, Truncate
 from contextfit.tokens.template import render
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -56,9 +56,19 @@ def _check(messages, counter, budget, strategy, result):
     kept_index = set(next(i for i, x in enumerate(messages) if x is m) for m in kept_inputs)
     # Nothing protected is lost.
     assert protected <= kept_index
+    # A compressed block that stands for one input (a cleared tool result) keeps
+    # its place and its tool links, so its group is whole with it.
+    standing = set()
+    for decision in result.decisions:
+        if decision.index is None and decision.reason == r.COMPRESSED and len(decision.sources) == 1:
+            source = decision.sources[0]
+            assert source not in protected and source not in kept_index
+            assert link_ids(decision.message) == link_ids(messages[source])
+            standing.add(source)
+    sent = kept_index | standing
     # No group is split.
     for group in groups(messages):
-        assert group <= kept_index or not (group & kept_index), f"group {sorted(group)} split"
+        assert group <= sent or not (group & sent), f"group {sorted(group)} split"
     # Added blocks are marked and counted.
     for block in result.kept:
         if not any(block is x for x in messages):

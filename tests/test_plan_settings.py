@@ -26,7 +26,7 @@ from contextfit.serving.store import open_store
 
 from api_support import LOCAL
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 ROLEPLAY = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
 #: Settings the role-play bundle suggests beyond its limit and reserve (the dashboard once ignored them).
 SUGGESTED = {"contextLimit": 1500, "responseReserve": 400, "summaryTokens": 80, "scanDepth": 3, "relevanceWindow": 3}

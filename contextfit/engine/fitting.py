@@ -303,10 +303,17 @@ def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
     """Drop the oldest unprotected kept units (inserted blocks included) until
     ``total`` fits ``target``; returns the new total."""
     reasons = proposal.reasons
+    # A compressed block that stands for one input message (a cleared tool
+    # result) goes with that message's unit: dropping one without the other
+    # would send half a tool group.
+    stand_ins = {block.sources[0]: block for block in proposal.inserted
+                 if block.reason == r.COMPRESSED and len(block.sources) == 1}
     units: list[tuple[float, Any]] = [
-        (float(unit[0]), unit) for unit in view.units_oldest_first() if reasons[unit[0]] is None
+        (float(unit[0]), unit) for unit in view.units_oldest_first()
+        if reasons[unit[0]] is None or any(index in stand_ins for index in unit)
     ]
-    units += [(block.before - 0.5, block) for block in proposal.inserted]
+    attached = {id(stand_ins[index]) for _, unit in units for index in unit if index in stand_ins}
+    units += [(block.before - 0.5, block) for block in proposal.inserted if id(block) not in attached]
     units.sort(key=lambda pair: pair[0])
     count = view.count
     for _, unit in units:
@@ -317,8 +324,13 @@ def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
             total -= unit.tokens
         else:
             for index in unit:
+                block = stand_ins.get(index)
+                if block is not None and block in proposal.inserted:
+                    proposal.inserted.remove(block)
+                    total -= block.tokens
+                elif reasons[index] is None:
+                    total -= count(index)
                 reasons[index] = r.OVER_BUDGET
-                total -= count(index)
     return total
 
 

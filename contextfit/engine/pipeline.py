@@ -17,10 +17,12 @@ from typing import Any
 
 from . import plugins
 from . import results as r
+from ..tokens import tool_defs
 from .assembly import Assembly, assemble
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .fitting import shift_context
+from .image_diagnostics import image_diagnostic
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
 from .plan_settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
@@ -29,7 +31,7 @@ from .settings import BY_NAME, SETTINGS
 from .strategies import is_trusted
 from ..tokens.template import TEMPLATES, SentCounter, sent_counter, trace
 
-BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,8 @@ class PromptPlan:
     tokenizer: TokenizerInfo
     diagnostics: list[dict]
     fit: FitResult = field(repr=False, compare=False)
+    #: tokens per tool definition, largest first, and whether they are exact (tool_defs.py)
+    tools_view: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def excluded(self) -> list[PlanBlock]:
@@ -148,6 +152,7 @@ class PromptPlan:
             "budget": self.budget,
             "promptTokens": self.prompt_tokens,
             "toolsTokens": self.tools_tokens,
+            "tools": self.tools_view,
             "tokenizer": self.tokenizer.to_dict(),
             "template": self.template,
             "blocks": [block.to_dict() for block in self.blocks],
@@ -194,6 +199,7 @@ class Prepared:
     response_reserve: int
     budget: int
     tools_tokens: int
+    tools: tuple = ()
 
 
 def assembled(messages: Sequence[dict], settings: PlanSettings) -> Assembly:
@@ -239,6 +245,7 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
         response_reserve=reserve,
         budget=budget,
         tools_tokens=extra,
+        tools=tuple(settings.tools or ()),
     )
 
 
@@ -275,16 +282,18 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
             f"shorten protected messages.", blocks=exc.blocks, prompt_tokens=exc.prompt_tokens + tools,
         ) from None
     texts = prepared.texts
-    blocks = [
+    blocks = [tools_block(prepared)] if prepared.tools else []  # the request's tools come first
+    blocks += [
         PlanBlock(position, ident, role, kind, texts[index] if index is not None else message_text(message),
                   tokens, included, reason, group, origin, sources, message)
         for position, (index, ident, role, kind, tokens, included, reason, group, origin, sources, message)
-        in enumerate(fit.decisions.rows())
+        in enumerate(fit.decisions.rows(), start=len(blocks))
     ]
     traced = trace(fit.kept, prepared.template)
     prompt = traced.prompt
     tokenizer = prepared.tokenizer
     unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
+    guessed = image_diagnostic(blocks, tokenizer.images)  # images of unknown size make the count approximate
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,
@@ -297,10 +306,26 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
         budget=prepared.budget,
         context_limit=prepared.context_limit,
         response_reserve=prepared.response_reserve,
-        tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate),
-        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent],
+        tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate or bool(guessed)),
+        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent, *guessed],
         fit=fit,
+        tools_view=_tools_view(prepared),
     )
+
+
+def _tools_view(prepared: Prepared) -> dict:
+    if not prepared.tools:
+        return {}
+    costs = tool_defs.tool_costs(prepared.tools, prepared.tokenizer)
+    return {"tokens": prepared.tools_tokens, "exact": tool_defs.is_exact(prepared.tokenizer),
+            "perTool": [cost.to_dict() for cost in costs]}
+
+
+def tools_block(prepared: Prepared) -> PlanBlock:
+    """The request's tool definitions as one protected block of kind ``tools``
+    (reason ``required``: they cannot be dropped without changing the request)."""
+    return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS, tool_defs.summary(prepared.tools),
+                     prepared.tools_tokens, True, r.REQUIRED, None, "request")
 
 
 def _unsent_diagnostic(unsent: dict[int, list[str]], kept: list[dict], blocks: list[PlanBlock]) -> list[dict]:

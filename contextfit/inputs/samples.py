@@ -32,7 +32,7 @@ SAMPLES = (
     Sample(
         "coding_agent",
         "Coding agent with parallel tool calls",
-        "Three parallel reads whose results arrive out of order: calls and results are never split.",
+        "Three parallel reads whose results arrive out of order: calls and results are never split; clear-tool-results keeps every call and clears the oldest outputs.",
         "coding_agent.json",
     ),
     Sample(

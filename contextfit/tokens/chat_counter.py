@@ -12,30 +12,26 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from contextfit.caches import register
+from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_for
 from contextfit.tokens.models import get_model
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
 from contextfit.tokens.templates import TEMPLATES
 
-__all__ = ["IMAGE_TOKENS", "TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
+__all__ = ["TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
 
 #: Tokens for one tool call, besides its name, arguments and id: the call wrapper
 #: and delimiters. OpenAI documents no formula; hmarr/openai-chat-tokens measured
 #: about 3 for a function call, so 8 over-counts on purpose.
 TOOL_CALL_TOKENS = 8
 
-#: Tokens for one image part, whatever its size: a fixed over-estimate. It covers
-#: GPT-4o high detail at its largest (85 + 8 tiles x 170 = 1,445), Claude's
-#: ~1,600 (width x height / 750, images are scaled to about 1.15 megapixels) and
-#: Gemini's 258 per tile. (GPT-4o mini bills images at a higher multiple.)
-IMAGE_TOKENS = 1_700
 
 
 _ROLE_AND_CONTENT = frozenset(("role", "content"))
 _LINK_KEYS = frozenset(("tool_call_id", "toolCallId", "callId"))
 _TEXT_KEYS = frozenset(("refusal", "reasoning_content", "reasoning", "reasoning_details"))
 _TEXT_PARTS = frozenset(("text", "input_text", "output_text"))
-_IMAGE_PARTS = frozenset(("image_url", "image", "input_image", "image_file"))
+_IMAGE_PARTS = IMAGE_PARTS
 _MAX_DEPTH = 32
 
 
@@ -60,11 +56,14 @@ class TokenCounter:
 
     # __weakref__: the engine keeps per-counter state in a WeakKeyDictionary
     __slots__ = (
-        "__weakref__", "_count", "_per_message", "_role_costs", "_template", "additive", "base_tokens", "chat", "tokenizer",
+        "__weakref__", "_count", "_per_message", "_role_costs", "_template", "additive", "base_tokens", "chat",
+        "images", "tokenizer",
     )
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None) -> None:
         self.tokenizer = tokenizer
+        # image parts are counted from their dimensions (contextfit/tokens/images.py)
+        self.images = images if images is not None else profile_rule(tokenizer.name)
         self.chat = tokenizer.profile.chat
         self._count = tokenizer.count
         # An exact open-model profile counts with its family's chat template
@@ -248,7 +247,7 @@ class TokenCounter:
         if kind in _TEXT_PARTS:
             return self._value_tokens(part.get("text"))
         if kind in _IMAGE_PARTS:
-            return IMAGE_TOKENS
+            return self.images.count(part)[0]
         ids = self.chat.ids_are_text
         if kind in ("tool_use", "server_tool_use"):
             return (
@@ -270,7 +269,7 @@ class TokenCounter:
         return self._count(_json(part))  # unknown part: all of it, an over-count
 
 
-_COUNTERS: dict[str, TokenCounter] = {}
+_COUNTERS: dict[tuple[str, str], TokenCounter] = {}
 
 
 def _forget_counters() -> None:
@@ -297,15 +296,18 @@ def token_counter(model: str) -> TokenCounter:
     """
     if isinstance(model, str) and model.strip().lower() in PROFILES:
         name = model.strip().lower()
+        images = profile_rule(name)
     else:
-        name = get_model(model).tokenizer
-    counter = _COUNTERS.get(name)
+        info = get_model(model)
+        name, images = info.tokenizer, rule_for(info.id, info.provider)
+    key = (name, images.name)  # one counter per profile and image rule
+    counter = _COUNTERS.get(key)
     if counter is None:
         tokenizer = get_tokenizer(name)
         with _LOCK:
-            counter = _COUNTERS.get(name)
+            counter = _COUNTERS.get(key)
             if counter is None:
-                counter = _COUNTERS[name] = TokenCounter(tokenizer)
+                counter = _COUNTERS[key] = TokenCounter(tokenizer, images)
     return counter
 
 

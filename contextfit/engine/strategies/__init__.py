@@ -1,12 +1,13 @@
 """The built-in strategies; they register through the same door as plugins."""
 
 from .base import BuiltinStrategy, ContextStrategy, Proposal
+from .clear_tool_results import ClearToolResults
 from .manual import Manual
 from .recall import VectorRecall
 from .summarize import Summarize
 from .truncate import Truncate
 
-BUILTINS: tuple[BuiltinStrategy, ...] = (Truncate(), Summarize(), VectorRecall(), Manual())
+BUILTINS: tuple[BuiltinStrategy, ...] = (Truncate(), Summarize(), VectorRecall(), Manual(), ClearToolResults())
 
 
 def is_trusted(strategy: object) -> bool:
@@ -20,4 +21,4 @@ def is_trusted(strategy: object) -> bool:
     return any(strategy is builtin for builtin in BUILTINS)
 
 
-__all__ = ["BUILTINS", "BuiltinStrategy", "ContextStrategy", "Manual", "Proposal", "Summarize", "Truncate", "VectorRecall", "is_trusted"]
+__all__ = ["BUILTINS", "BuiltinStrategy", "ClearToolResults", "ContextStrategy", "Manual", "Proposal", "Summarize", "Truncate", "VectorRecall", "is_trusted"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..analysis import FitView
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
+from .thinking import fit_thinning
 
 
 class Truncate(BuiltinStrategy):
@@ -15,6 +16,9 @@ class Truncate(BuiltinStrategy):
     description = "Drops the oldest unprotected groups (a tool call with all its results counts as one) until the prompt fits."
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
+        thinned = fit_thinning(view, budget, options)  # keep_thinking: older turns' reasoning goes first
+        if thinned is not None:
+            return thinned
         reasons = start_reasons(view)
         fill_newest(view, reasons, room_left(view, budget))
         return Proposal(reasons)

@@ -1,0 +1,259 @@
+"""``clear-tool-results``: old tool output gives way before whole turns do.
+
+Agents spend most of their window on tool output that mattered once. Like
+Anthropic's context editing (``clear_tool_uses``), LangChain's
+``ClearToolUsesEdit`` and the Vercel AI SDK's ``pruneMessages``, this
+strategy keeps every call and its result in place but replaces the content
+of old results with a short placeholder that says what was cleared (the tool
+and its original size), so each call still has its answer and no tool group
+is split.
+
+When the prompt does not fit:
+
+1. the unprotected tool results older than the newest ``keep`` (default 3)
+   are cleared, oldest first, skipping tools named in ``exclude_tools``,
+   until the prompt fits; with ``clear_at_least`` the tokens saved are
+   rounded up to a multiple of it, so a chat that grows turn by turn clears
+   in steps and keeps a stable prompt prefix (cache hits) in between;
+2. ``clear_inputs`` also empties the arguments of the calls whose results
+   were all cleared;
+3. if clearing is not enough it continues like ``truncate``: the oldest
+   unprotected groups are dropped until the prompt fits.
+
+A cleared message is a new block marked ``meta.compressed`` (reason
+``compressed``, in ``FitResult.truncated``) standing where the original
+stood; the original is excluded with reason ``summarized``, as for any block
+whose content went into an added one. Nothing fits without need: a prompt
+under budget is sent as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...inputs import messages as msg
+from .. import results as r
+from ..analysis import FitView
+from ...errors import InvalidSettings
+from ..results import InsertedBlock
+from .base import BuiltinStrategy, Proposal
+from .thinking import drop_old_reasoning, drop_oldest_units, keep_thinking_option, with_replacements
+
+DEFAULT_KEEP = 3
+DEFAULT_PLACEHOLDER = "[tool result cleared: {tool} returned {tokens} tokens]"
+CLEARED_ARGUMENTS = "{}"
+
+
+def _option_int(options: dict, name: str, default: int) -> int:
+    value = options.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidSettings(f"clear-tool-results: {name} must be a whole number of at least 0, got {value!r}.")
+    return value
+
+
+def _option_names(options: dict) -> frozenset[str]:
+    value = options.get("exclude_tools")
+    if value is None:
+        return frozenset()
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)) or not all(
+        isinstance(name, str) for name in value
+    ):
+        raise InvalidSettings(f"clear-tool-results: exclude_tools must be a list of tool names, got {value!r}.")
+    return frozenset(value)
+
+
+def _option_placeholder(options: dict) -> str:
+    value = options.get("placeholder")
+    if value is None:
+        return DEFAULT_PLACEHOLDER
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidSettings(f"clear-tool-results: placeholder must be a non-empty string, got {value!r}.")
+    return value
+
+
+def placeholder_text(template: str, tool: str, tokens: int) -> str:
+    """The placeholder for one cleared result; ``{tool}`` and ``{tokens}`` are
+    filled in (plain replacement: other braces in a user's text stay as they are).
+
+    >>> placeholder_text(DEFAULT_PLACEHOLDER, "read_file", 1200)
+    '[tool result cleared: read_file returned 1200 tokens]'
+    """
+    return template.replace("{tool}", tool).replace("{tokens}", str(tokens))
+
+
+def tool_names(messages: Sequence[dict]) -> dict[str, str]:
+    """Tool name by call id, from OpenAI ``tool_calls`` and Anthropic ``tool_use`` parts.
+
+    >>> tool_names([{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "ls"}}]}])
+    {'c1': 'ls'}
+    """
+    names: dict[str, str] = {}
+    for message in messages:
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(call.get("id"), str):
+                names[call["id"]] = str(function.get("name", "tool"))
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and str(part.get("type", "")).endswith("tool_use") and isinstance(part.get("id"), str):
+                names[part["id"]] = str(part.get("name", "tool"))
+    return names
+
+
+def _result_sites(message: dict) -> list[tuple[int | None, str]]:
+    """The tool results a message holds: (content part index or ``None`` for
+    the whole message, link id)."""
+    content = message.get("content")
+    if msg.role_of(message) in msg.TOOL_RESULT_ROLES:
+        ids, _ = msg.link_ids(message)
+        return [(None, ids[0] if ids else "")]
+    sites = []
+    for position, part in enumerate(content if isinstance(content, list) else ()):
+        if isinstance(part, dict) and str(part.get("type", "")).endswith("tool_result"):
+            sites.append((position, str(part.get("tool_use_id", ""))))
+    return sites
+
+
+def _result_tool(message: dict, link: str, names: dict[str, str]) -> str:
+    found = names.get(link)
+    if found is None and isinstance(message.get("name"), str):
+        found = message["name"]  # a legacy ``function`` message names its tool
+    return found or "tool"
+
+
+def _cleared(message: dict, cleared: dict[int | None, str]) -> dict:
+    """A copy of ``message`` whose chosen results say ``cleared[site]`` instead."""
+    copy = msg.clone(message)
+    if None in cleared:
+        copy["content"] = cleared[None]
+    else:
+        for position, text in cleared.items():
+            copy["content"][position] = {**copy["content"][position], "content": text}
+    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    return copy
+
+
+def _without_inputs(message: dict, links: set[str]) -> dict | None:
+    """A copy of a call message with the arguments of the calls in ``links``
+    emptied, or ``None`` when it has none of them."""
+    copy = msg.clone(message)
+    changed = False
+    calls = copy.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and call.get("id") in links and function.get("arguments") not in (None, CLEARED_ARGUMENTS):
+            function["arguments"] = CLEARED_ARGUMENTS
+            changed = True
+    content = copy.get("content")
+    for position, part in enumerate(content if isinstance(content, list) else ()):
+        if isinstance(part, dict) and str(part.get("type", "")).endswith("tool_use") and part.get("id") in links:
+            if part.get("input") not in (None, {}):
+                content[position] = {**part, "input": {}}
+                changed = True
+    if not changed:
+        return None
+    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    return copy
+
+
+class ClearToolResults(BuiltinStrategy):
+    """Replaces old tool results with placeholders, then truncates if needed."""
+
+    name = "clear-tool-results"
+    description = (
+        "Keeps the newest `keep` tool results (default 3) and replaces older ones with a short placeholder "
+        "naming the tool and its size, so every call keeps its result; then drops the oldest groups like "
+        "truncate if more room is needed."
+    )
+
+    def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
+        keep = _option_int(options, "keep", DEFAULT_KEEP)
+        step = _option_int(options, "clear_at_least", 0)
+        excluded_tools = _option_names(options)
+        template = _option_placeholder(options)
+        clear_inputs = options.get("clear_inputs", False)
+        if not isinstance(clear_inputs, bool):
+            raise InvalidSettings(f"clear-tool-results: clear_inputs must be true or false, got {clear_inputs!r}.")
+        keep_thinking = keep_thinking_option(options)
+        reasons: list[str | None] = [None] * view.n
+        costs = [view.count(index) for index in range(view.n)]
+        total = view.base_tokens + sum(costs)
+        replaced: dict[int, InsertedBlock] = {}
+        # older turns' reasoning first (keep_thinking), then old tool results
+        total = drop_old_reasoning(view, budget, keep_thinking, costs, replaced, total)
+        if total > budget:
+            total = self._clear(view, total - budget, step, keep, excluded_tools, template, clear_inputs, costs, replaced)
+        # Not enough: drop the oldest unprotected units, as truncate does.
+        drop_oldest_units(view, budget, reasons, costs, replaced, total)
+        return Proposal(reasons, with_replacements(reasons, replaced))
+
+    def _clear(
+        self,
+        view: FitView,
+        need: int,
+        step: int,
+        keep: int,
+        excluded_tools: frozenset[str],
+        template: str,
+        clear_inputs: bool,
+        costs: list[int],
+        replaced: dict[int, InsertedBlock],
+    ) -> int:
+        """Clear old results oldest first until ``need`` tokens (rounded up to a
+        multiple of ``step``) are saved; fills ``replaced`` and ``costs``,
+        returns the new total."""
+        messages, protect = view.messages, view.protect
+        names = tool_names(messages)
+        sites = [
+            (index, site, link)
+            for index in range(view.n)
+            if protect[index] is None
+            for site, link in _result_sites(messages[index])
+        ]
+        candidates = sites[: max(len(sites) - keep, 0)]
+        target = -(-need // step) * step if step else need
+        saved = 0
+        chosen: dict[int, dict[int | None, str]] = {}
+        cleared_links: set[str] = set()
+        for index, site, link in candidates:
+            if saved >= target:
+                break
+            message = messages[index]
+            tool = _result_tool(message, link, names)
+            if tool in excluded_tools:
+                continue
+            # the result's own tokens: the message as it is, less the message with this result emptied
+            size = max(view.count(index) - view.count_block(_cleared(message, {site: ""})), 0)
+            text = placeholder_text(template, tool, size)
+            trial = {**chosen.get(index, {}), site: text}
+            copy = _cleared(message, trial)
+            tokens = view.count_block(copy)
+            if tokens >= costs[index]:
+                continue  # already shorter than its placeholder
+            saved += costs[index] - tokens
+            costs[index] = tokens
+            chosen[index] = trial
+            cleared_links.add(link)
+            replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+        if clear_inputs and cleared_links:
+            for index in range(view.n):
+                if protect[index] is not None:
+                    continue
+                ids, is_result = msg.link_ids(messages[index])
+                links = cleared_links.intersection(ids)
+                if is_result or not links:
+                    continue
+                # a call message may already stand without its reasoning (keep_thinking)
+                copy = _without_inputs(replaced[index].message if index in replaced else messages[index], links)
+                if copy is None:
+                    continue
+                tokens = view.count_block(copy)
+                if tokens < costs[index]:
+                    saved += costs[index] - tokens
+                    costs[index] = tokens
+                    replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+        return view.base_tokens + sum(costs)

@@ -1,0 +1,163 @@
+"""``keep_thinking``: reasoning of older turns goes before whole turns do.
+
+Providers do not need the reasoning of earlier turns: Anthropic strips the
+``thinking`` / ``redacted_thinking`` blocks of previous assistant turns
+itself and requires only those of the current tool-use turn (the assistant
+message whose ``tool_use`` the last ``tool_result`` answers); OpenAI keeps
+reasoning items only across the tool calls of one turn; DeepSeek refuses
+``reasoning_content`` sent back. The current tool-use turn is protected by
+the engine (it is in the current input's group), so what is dropped here is
+always the reasoning of older turns.
+
+``keep_thinking`` (for ``truncate`` and ``clear-tool-results``):
+
+* ``None`` (default, what the providers require): when the prompt does not
+  fit, the reasoning of older assistant turns is dropped first, oldest
+  first, only as far as needed, before any turn is dropped;
+* ``False``: the reasoning of every older turn is dropped, fit or not;
+* ``True``: reasoning is kept like any other content.
+
+An assistant message without its reasoning is a ``compressed`` block
+(``meta.compressed``) in the original's place; the original is
+``summarized``, as with a cleared tool result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...inputs import messages as msg
+from .. import results as r
+from ..analysis import FitView
+from ...errors import InvalidSettings
+from ..results import InsertedBlock
+
+#: Content parts that hold reasoning, and message keys that carry it.
+REASONING_PARTS = frozenset(("thinking", "redacted_thinking", "reasoning"))
+REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+def keep_thinking_option(options: dict) -> bool | None:
+    """The validated ``keep_thinking`` option (``None``: what the provider requires)."""
+    value = options.get("keep_thinking")
+    if value is not None and not isinstance(value, bool):
+        raise InvalidSettings(f"keep_thinking must be true, false or unset, got {value!r}.")
+    return value
+
+
+def without_reasoning(message: dict) -> dict | None:
+    """A copy of an assistant message without its reasoning, or ``None`` when it has none.
+
+    >>> without_reasoning({"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+    ...                                                     {"type": "text", "text": "Yes."}]})
+    {'role': 'assistant', 'content': [{'type': 'text', 'text': 'Yes.'}], 'meta': {'compressed': True}}
+    """
+    content = message.get("content")
+    parts = content if isinstance(content, list) else []
+    kept = [part for part in parts if not (isinstance(part, dict) and part.get("type") in REASONING_PARTS)]
+    keys = [key for key in REASONING_KEYS if message.get(key) not in (None, "", [])]
+    if len(kept) == len(parts) and not keys:
+        return None
+    copy = {key: value for key, value in message.items() if key not in keys}
+    if isinstance(content, list):
+        copy["content"] = msg.clone(kept)
+    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    return copy
+
+
+def drop_old_reasoning(
+    view: FitView, budget: int, keep: bool | None, costs: list[int], replaced: dict[int, InsertedBlock], total: int
+) -> int:
+    """Drop the reasoning of unprotected assistant messages, oldest first (all of
+    it with ``keep=False``, as far as the budget needs with ``None``); fills
+    ``replaced`` and ``costs`` and returns the new total."""
+    if keep is True or (keep is None and total <= budget):
+        return total
+    protect, messages = view.protect, view.messages
+    for index in reasoning_indices(view):
+        if keep is None and total <= budget:
+            break
+        if protect[index] is not None:
+            continue
+        current = replaced[index].message if index in replaced else messages[index]
+        copy = without_reasoning(current)
+        if copy is None:
+            continue
+        tokens = view.count_block(copy)
+        if tokens >= costs[index]:
+            continue
+        total -= costs[index] - tokens
+        costs[index] = tokens
+        replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+    return total
+
+
+_SCANNED = ("reasoning", -1)  # facts.derived key: (messages scanned, assistant messages with reasoning)
+
+
+def reasoning_indices(view: FitView) -> list[int]:
+    """The assistant messages that carry reasoning, oldest first. Kept in the
+    facts' ``derived`` cache, so a chat that grows by one message scans one."""
+    derived = view.facts.derived
+    scanned, found = derived.get(_SCANNED, (0, ()))  # type: ignore[misc]
+    if scanned > view.n:
+        scanned, found = 0, ()
+    if scanned < view.n:
+        roles, messages = view.facts.roles, view.messages
+        new = [index for index in range(scanned, view.n) if roles[index] == "assistant" and _has_reasoning(messages[index])]
+        found = (*found, *new)
+        derived[_SCANNED] = (view.n, found)
+    return list(found)
+
+
+def _has_reasoning(message: dict) -> bool:
+    content = message.get("content")
+    if type(content) is list and any(type(part) is dict and part.get("type") in REASONING_PARTS for part in content):
+        return True
+    return any(message.get(key) not in (None, "", []) for key in REASONING_KEYS)
+
+
+def drop_oldest_units(
+    view: FitView, budget: int, reasons: list[str | None], costs: list[int], replaced: dict[int, InsertedBlock], total: int
+) -> int:
+    """Truncate on top of replacements: drop the oldest unprotected units (with
+    the blocks standing for their members) until ``total`` fits; returns it."""
+    for unit in view.units_oldest_first():
+        if total <= budget:
+            break
+        for index in unit:
+            reasons[index] = r.OVER_BUDGET
+            total -= costs[index]
+            replaced.pop(index, None)
+    return total
+
+
+def with_replacements(reasons: list[str | None], replaced: dict[int, InsertedBlock]) -> list[InsertedBlock]:
+    """Mark each replaced original ``summarized``; the replacements in prompt order."""
+    for index in replaced:
+        reasons[index] = r.SUMMARIZED
+    return sorted(replaced.values(), key=lambda block: block.before)
+
+
+def fit_thinning(view: FitView, budget: int, options: dict[str, Any]):
+    """``truncate`` with ``keep_thinking``: a :class:`Proposal`, or ``None`` when no
+    reasoning was dropped (the caller's plain path then gives the same answer)."""
+    from .base import Proposal
+
+    keep = keep_thinking_option(options)
+    if keep is True:
+        return None
+    counted = view.facts.counted_total
+    if keep is None and (counted is None or view.base_tokens + counted <= budget):
+        return None  # it fits (or the caller asked not to count everything): nothing to drop
+    if not reasoning_indices(view):
+        return None
+    costs = [view.count(index) for index in range(view.n)]
+    total = view.base_tokens + sum(costs)
+    replaced: dict[int, InsertedBlock] = {}
+    total = drop_old_reasoning(view, budget, keep, costs, replaced, total)
+    if not replaced:
+        return None
+    reasons: list[str | None] = [None] * view.n
+    drop_oldest_units(view, budget, reasons, costs, replaced, total)
+    return Proposal(reasons, with_replacements(reasons, replaced))

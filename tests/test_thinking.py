@@ -1,0 +1,127 @@
+"""``keep_thinking``: older turns' reasoning is dropped before whole turns (issue 15)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from conftest import shared_path
+from conversations import conversations, word_count_counter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_fitting_properties import _budget, _check, _fit
+
+import contextfit
+from contextfit.engine import results as r
+from contextfit.inputs.formats import load_conversation
+
+THOUGHT = "Let me think about which file holds the handler and why it fails. " * 30
+
+
+def claude_chat(turns: int = 5) -> list[dict]:
+    chat = [{"role": "system", "content": "You are an agent."}]
+    for i in range(turns):
+        chat += [
+            {"role": "user", "content": f"Question {i}: where is the bug?"},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT, "signature": "sig"},
+                                              {"type": "text", "text": f"Answer {i}: in handler {i}."}]},
+        ]
+    # the current tool-use turn: its thinking must be sent back with the tool result
+    chat += [
+        {"role": "user", "content": "Fix it."},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT, "signature": "sig"},
+                                          {"type": "tool_use", "id": "t1", "name": "edit", "input": {"file": "h.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]},
+    ]
+    return chat
+
+
+COUNTER = contextfit.token_counter("claude-sonnet-4")
+
+
+def fit(chat, budget, strategy="truncate", **options):
+    return contextfit.shift_context(chat, COUNTER, budget, strategy=strategy, interceptors=(), template="anthropic", **options)
+
+
+def thinking_parts(messages) -> int:
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for p in m["content"] if p.get("type") in ("thinking", "redacted_thinking"))
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "clear-tool-results"])
+def test_by_default_older_reasoning_goes_before_any_turn(strategy):
+    chat = claude_chat()
+    total = COUNTER(chat)
+    one_thought = COUNTER.count_message({"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT}]})
+    result = fit(chat, total - 2 * one_thought, strategy)
+    assert result.excluded == [chat[2], chat[4], chat[6]] or len(result.excluded) <= 3
+    assert all(d.reason != r.OVER_BUDGET for d in result.decisions)  # no turn was dropped
+    assert thinking_parts(result.kept) < thinking_parts(chat)
+    # the oldest reasoning went first, and the current tool-use turn kept its thinking
+    stripped = [d.sources[0] for d in result.decisions if d.index is None and d.reason == r.COMPRESSED]
+    assert stripped == sorted(stripped) and stripped[0] == 2
+    assert result.kept[-2] is chat[-2] and thinking_parts([chat[-2]]) == 1
+    assert COUNTER(result.kept) <= total - 2 * one_thought
+
+
+def test_keep_thinking_true_drops_turns_as_before():
+    chat = claude_chat()
+    one_thought = COUNTER.count_message({"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT}]})
+    result = fit(chat, COUNTER(chat) - 2 * one_thought, keep_thinking=True)
+    assert result.truncated == [] and any(d.reason == r.OVER_BUDGET for d in result.decisions)
+
+
+def test_keep_thinking_false_drops_all_older_reasoning_even_when_it_fits():
+    chat = claude_chat()
+    result = fit(chat, COUNTER(chat), keep_thinking=False)
+    assert thinking_parts(result.kept) == 1  # only the current tool-use turn's
+    assert all(d.reason != r.OVER_BUDGET for d in result.decisions)
+    plan = contextfit.plan_prompt(chat, model="claude-sonnet-4", keep_thinking=False)
+    sent = [p for m in plan.provider_messages for p in m["content"] if p.get("type") == "thinking"]
+    assert len(sent) == 1
+
+
+def test_bad_keep_thinking_is_refused():
+    with pytest.raises(contextfit.ContextfitError) as caught:
+        fit(claude_chat(), 10_000, keep_thinking="yes")
+    assert caught.value.code == "INVALID_SETTINGS"
+
+
+def test_deepseek_reasoning_content_of_older_turns_is_not_sent():
+    lines = shared_path("llama-factory", "reason_tool_use_demo_50.jsonl").read_text().splitlines()
+    messages = [*load_conversation(lines[1]).messages, {"role": "user", "content": "Thanks. And the next one?"}]
+    assert sum(1 for m in messages if m.get("reasoning_content")) == 4
+    counter = contextfit.token_counter("deepseek-v3")
+    result = contextfit.shift_context(messages, counter, counter(messages), keep_thinking=False, interceptors=())
+    assert not any(m.get("reasoning_content") for m in result.kept)
+    assert len(result.kept) == len(messages) and counter(result.kept) < counter(messages)
+    tight = contextfit.shift_context(messages, counter, counter(messages) - 50, interceptors=())
+    assert all(d.reason != "over_budget" for d in tight.decisions)  # by default the reasoning went first
+
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def chats_with_reasoning(draw):
+    messages = copy.deepcopy(draw(conversations()))
+    for message in messages:
+        if message.get("role") == "assistant" and draw(st.booleans()):
+            if draw(st.booleans()):
+                message["reasoning_content"] = "thinking " * draw(st.integers(1, 30))
+            else:
+                text = message.get("content")
+                parts = text if isinstance(text, list) else ([{"type": "text", "text": text}] if text else [])
+                message["content"] = [{"type": "thinking", "thinking": "hmm " * draw(st.integers(1, 30))}, *parts]
+    return messages
+
+
+@SETTINGS
+@given(chats_with_reasoning(), st.floats(-0.15, 1.1), st.sampled_from(["truncate", "clear-tool-results"]),
+       st.sampled_from([None, False, True]))
+def test_keep_thinking_keeps_every_promise(messages, share, strategy, keep):
+    budget = _budget(messages, share)
+    before = copy.deepcopy(messages)
+    result = _fit(messages, word_count_counter, budget, strategy, keep_thinking=keep)
+    assert messages == before
+    _check(messages, word_count_counter, budget, strategy, result)
