@@ -291,11 +291,11 @@ def test_a_process_refuses_a_database_migrated_by_a_newer_contextfit(database):
     assert "SCHEMA_TOO_NEW" in serve.stderr and "upgrade contextfit" in serve.stderr and "Traceback" not in serve.stderr
 
 
-# -- contextfit serve --processes N -------------------------------------------------------------
+# -- contextfit serve --workers N (alias --processes) ---------------------------------------
 
 
 def test_serve_processes_runs_n_children_on_one_port_and_replaces_a_dead_one(database, holding, tmp_path):
-    servers = cluster(database, 1, holding, tmp_path, "--processes", "2")
+    servers = cluster(database, 1, holding, tmp_path, "--workers", "2")
     try:
         url = servers.url(0)
         children = _api_children(servers.processes[0].pid)

@@ -188,4 +188,4 @@ def test_beyond_loopback_an_api_key_or_an_explicit_opt_out_is_required(tmp_path,
     err = capsys.readouterr().err
     assert "every request needs the API key" in err and "chat.lan" in err and "from-the-environment" not in err
     assert [kwargs["host"] for kwargs in started] == ["0.0.0.0", "0.0.0.0"]
-    assert main(["serve", "--workers", "0", *db]) == 2 and "workers" in capsys.readouterr().err
+    assert main(["serve", "--threads", "0", *db]) == 2 and "workers" in capsys.readouterr().err

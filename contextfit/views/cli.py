@@ -184,7 +184,7 @@ def _serve(args: argparse.Namespace, out: TextIO) -> int:
 
 #: ``contextfit serve``'s limit flags: flag, type, the ``ServerLimits`` field (``regex_`` ones: ``RegexLimits``'), help.
 _LIMIT_FLAGS = (
-    ("--workers", int, "workers", "threads for fitting, tokenizing and lorebooks, per process (not --processes)"),
+    ("--threads", int, "workers", "planning threads (fitting, tokenizing, lorebooks) in each process"),
     ("--queue", int, "queue", "requests waiting for a worker before 503 SERVER_BUSY"),
     ("--request-timeout", float, "request_seconds", "seconds of work per request before 503 REQUEST_TIMEOUT"),
     ("--regex-key-timeout", float, "regex_key_seconds", "seconds one lorebook regex key may run"),
@@ -225,8 +225,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     serve.add_argument("--db", help="SQLite file or database URL (default: $CONTEXTFIT_DB, else contextfit.db)")
-    serve.add_argument("--processes", type=int, default=1, metavar="N",
-                       help="API processes sharing the port (default 1; --workers is the planning threads of each)")  # fmt: skip
+    serve.add_argument("--workers", "--processes", dest="processes", type=int, default=1, metavar="N",
+                       help="API worker processes sharing the port (default 1; --threads is the planning threads of each)")  # fmt: skip
     serve.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                        help="another Host name to answer (repeatable); 127.0.0.1, localhost, [::1] and --host always are")  # fmt: skip
     serve.add_argument("--api-key", help="require this key on every request (prefer $CONTEXTFIT_API_KEY: "

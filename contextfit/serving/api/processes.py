@@ -1,4 +1,4 @@
-"""``contextfit serve --processes N``: N API processes sharing one listening socket.
+"""``contextfit serve --workers N`` (alias ``--processes``): N API processes sharing one listening socket.
 
 The parent binds the address once, then starts N children (``spawn``: a
 fresh interpreter each, nothing inherited but the socket) that each open the
@@ -10,7 +10,7 @@ SIGTERM stops them all.
 Nothing is shared between the children but the database: the audits, the
 cancel flags and the generation leases all live there
 (:mod:`contextfit.serving.cancellation`, :mod:`contextfit.serving.liveness`), so N processes
-behave as one — on one machine with ``--processes``, or on several machines
+behave as one — on one machine with ``--workers``, or on several machines
 with one ``contextfit serve`` each behind a load balancer.
 """
 
