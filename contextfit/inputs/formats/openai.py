@@ -10,11 +10,11 @@ from typing import Any
 
 from contextfit.errors import InvalidConversation
 
+from ..messages import ROLES  # one list of the roles SPEC 3.2 allows
 from .conversation import Conversation, with_meta
 from .fields import as_model, child, describe, expect_dict, expect_role, plural, wrong_type
 from .source import Parsed
 
-ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _FAST_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 # Request parameters worth a word: they decide the response reserve, which the user sets.
 _RESERVE_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
