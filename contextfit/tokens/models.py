@@ -21,6 +21,7 @@ import time; the first lookup loads the catalog.
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import os
 import re
@@ -33,6 +34,7 @@ from typing import Any
 
 from contextfit import environment
 from contextfit.errors import InvalidModelFile, UnknownModel
+from contextfit.tokens.prices import PRICE_FIELDS, Prices, price_problem
 from contextfit.tokens.profiles import PROFILES
 
 import tomllib
@@ -75,10 +77,17 @@ class ModelInfo:
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
+    #: Published prices (US dollars per million tokens), or None when the catalog has none.
+    prices: Prices | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.aliases, (list, set, frozenset)):
             object.__setattr__(self, "aliases", tuple(self.aliases))
+        if isinstance(self.prices, Mapping):
+            problem = price_problem(self.prices)
+            if problem:
+                raise ValueError(f"ModelInfo {self.id!r}: prices {problem}")
+            object.__setattr__(self, "prices", Prices(**self.prices))
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         for name, value in values.items():
             problem = _field_problem(name, value, values)
@@ -118,6 +127,12 @@ def _field_problem(name: str, value: Any, values: Mapping[str, Any]) -> str | No
         return None if ok else f"must be a list of non-empty strings; got {value!r}"
     if name in ("source", "notes"):
         return None if isinstance(value, str) else f"must be a string; got {value!r}"
+    if name == "prices":
+        if value is None or isinstance(value, Prices):
+            return None
+        if isinstance(value, Mapping):
+            return price_problem(value)
+        return f"must be a table of {', '.join(PRICE_FIELDS)}; got {value!r}"
     return f"is not a model field; use {', '.join(_FILE_FIELDS)}"
 
 
@@ -241,6 +256,8 @@ def _apply(catalog: _Catalog, entries: list[tuple[str, dict[str, Any]]], path: o
             values["id"] = existing.id
             if isinstance(table.get("aliases"), list):  # aliases add up rather than replace
                 values["aliases"] = [*existing.aliases, *table["aliases"]]
+            if isinstance(table.get("prices"), dict) and existing.prices is not None:  # a price override keeps the rest
+                values["prices"] = {**existing.prices.to_dict(), **table["prices"]}
         else:
             missing = [name for name in _REQUIRED_FOR_NEW if name not in table]
             if missing:
@@ -249,13 +266,18 @@ def _apply(catalog: _Catalog, entries: list[tuple[str, dict[str, Any]]], path: o
                     f"(an override must use an id or alias the catalog already has).",
                     path=path, model=model_id, field=missing[0],
                 )
-            values = {"id": model_id, "provider": "custom", "aliases": (), "source": str(path or ""), "notes": ""}
+            values = {"id": model_id, "provider": "custom", "aliases": (), "source": str(path or ""), "notes": "",
+                      "prices": None}
             values.update(table)
+        if isinstance(values.get("prices"), dict) and isinstance(values["prices"].get("date"), datetime.date):
+            values["prices"] = {**values["prices"], "date": values["prices"]["date"].isoformat()}  # TOML's bare date
         for name in ("id", *_FILE_FIELDS):
             problem = _field_problem(name, values[name], values)
             if problem:
                 raise InvalidModelFile(f"{problem}.", path=path, model=model_id, field=name)
         values["aliases"] = tuple(dict.fromkeys(values["aliases"]))
+        if isinstance(values.get("prices"), dict):
+            values["prices"] = Prices(**values["prices"])
         catalog = catalog.with_model(ModelInfo(**values))
     return catalog
 
