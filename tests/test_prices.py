@@ -1,5 +1,7 @@
 """Prices in the model catalog and the cost of a request (issue 17's prices, issue 14's verdict)."""
 
+import datetime
+
 import pytest
 
 from contextfit.errors import InvalidModelFile
@@ -86,3 +88,83 @@ def test_a_new_model_may_bring_prices_and_a_bad_table_is_refused(tmp_path):
             load_models_file(bad)
     finally:
         models.reload_models()
+
+
+# -- the built-in catalog's prices --------------------------------------------------------
+
+#: Where each provider publishes its prices: a built-in price must cite the provider's own page.
+PRICE_PAGES = {
+    "openai": ("https://platform.openai.com/docs/pricing", "https://developers.openai.com/api/docs/pricing"),
+    "anthropic": ("https://platform.claude.com/docs/en/about-claude/pricing",),
+    "google": ("https://ai.google.dev/gemini-api/docs/pricing",),
+    "mistral": ("https://mistral.ai/pricing",),
+    "deepseek": ("https://api-docs.deepseek.com/quick_start/pricing",),
+}
+
+#: Built-in models of those providers left without prices, on purpose (models.toml's section
+#: comments say the same). A new model of these providers needs prices or a line here.
+UNPRICED = {
+    # Google: shut down on the Gemini API on 2026-06-01.
+    "gemini-2.0-flash": "shut down",
+    # Google: no longer on the pricing page (replaced by gemini-3.1-pro).
+    "gemini-3-pro-preview": "not on the pricing page",
+    # Mistral: La Plateforme's page lists its current models, not these snapshots, and its
+    # figures could not be read from the provider (third-party copies disagree).
+    "mistral-large-2411": "snapshot not priced by the provider page",
+    "mistral-medium-2505": "deprecated 2026-05-22",
+    "mistral-small-2506": "snapshot not priced by the provider page",
+    "codestral-2501": "snapshot not priced by the provider page",
+    "open-mistral-nemo": "snapshot not priced by the provider page",
+    # DeepSeek: the deepseek-chat / deepseek-reasoner API ids were retired on 2026-07-24.
+    "deepseek-chat": "API id retired",
+    "deepseek-reasoner": "API id retired",
+}
+
+
+def built_in_models():
+    models.reload_models()  # the package's catalog only, whatever a test loaded before
+    return [info for info in models.list_models()]
+
+
+def test_every_built_in_price_cites_its_providers_page_and_a_real_date():
+    priced = [info for info in built_in_models() if info.prices is not None]
+    assert len(priced) >= 30
+    for info in priced:
+        assert info.prices.source in PRICE_PAGES[info.provider], (info.id, info.prices.source)
+        assert datetime.date.fromisoformat(info.prices.date) <= datetime.date(2026, 12, 3), info.id
+
+
+def test_every_model_of_a_pricing_provider_has_prices_or_is_knowingly_unpriced():
+    catalog = {info.id: info for info in built_in_models()}
+    missing = [model_id for model_id, info in catalog.items()
+               if info.provider in PRICE_PAGES and info.prices is None and model_id not in UNPRICED]
+    assert missing == [], f"price these models or list them in UNPRICED with the reason: {missing}"
+    stale = [model_id for model_id in UNPRICED if model_id not in catalog or catalog[model_id].prices is not None]
+    assert stale == [], f"UNPRICED lists models that are gone or now priced: {stale}"
+
+
+@pytest.mark.parametrize("model_id, field, dollars", [
+    ("gpt-4.1", "input", 2.00),
+    ("gpt-4.1-nano", "cached_input", 0.025),
+    ("o4-mini", "cached_input", 0.275),
+    ("gpt-5.5", "output", 30.00),
+    ("claude-opus-4-1", "cache_write", 18.75),
+    ("claude-sonnet-5-5", "cached_input", 0.10),  # cut from 0.20 on 2026-10-07
+    ("claude-opus-5-5", "cache_write", 5.00),
+    ("claude-haiku-5-5", "input", 0.10),
+    ("gemini-2.5-pro", "cached_input", 0.125),
+    ("gemini-2.5-flash", "output", 2.50),
+])
+def test_spot_checks_against_the_providers_figures(model_id, field, dollars):
+    prices = {info.id: info.prices for info in built_in_models()}[model_id]
+    assert getattr(prices, field) == pytest.approx(dollars)
+
+
+def test_openai_and_gemini_charge_no_cache_write_and_anthropic_does():
+    for info in built_in_models():
+        if info.prices is None:
+            continue
+        if info.provider in ("openai", "google"):
+            assert info.prices.cache_write is None, info.id
+        if info.provider == "anthropic":
+            assert info.prices.cache_write == pytest.approx(1.25 * info.prices.input), info.id
