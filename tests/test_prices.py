@@ -168,3 +168,64 @@ def test_openai_and_gemini_charge_no_cache_write_and_anthropic_does():
             assert info.prices.cache_write is None, info.id
         if info.provider == "anthropic":
             assert info.prices.cache_write == pytest.approx(1.25 * info.prices.input), info.id
+
+
+# -- long-context tiers ------------------------------------------------------------------
+
+
+def test_a_prompt_over_the_threshold_is_billed_at_the_long_prices_worked_by_hand():
+    prices = {info.id: info.prices for info in built_in_models()}["claude-haiku-5-5"]
+    # Up to 100,000 prompt tokens: 30,000 plain x 0.10 + 60,000 cached x 0.01 + 10,000 written x 0.125
+    # + 2,000 output x 0.50, all / 1e6.
+    short = prices.cost(100_000, cached_input_tokens=60_000, cache_write_tokens=10_000, output_tokens=2_000)
+    assert (short.input, short.cached_input, short.cache_write, short.output) == pytest.approx(
+        (0.003, 0.0006, 0.00125, 0.001))
+    # One token more and every token of the request, output included, is billed 5x.
+    long = prices.cost(100_001, cached_input_tokens=60_000, cache_write_tokens=10_000, output_tokens=2_000)
+    assert (long.input, long.cached_input, long.cache_write, long.output) == pytest.approx(
+        (30_001 * 0.5 / 1e6, 0.003, 0.00625, 0.005))
+    assert long.total == pytest.approx(0.0292505)
+    assert not prices.is_long(100_000) and prices.is_long(100_001)
+
+
+def test_gemini_pro_long_prompts_and_one_tier_models():
+    catalog = {info.id: info.prices for info in built_in_models()}
+    assert catalog["gemini-2.5-pro"].rates(200_000) == (1.25, 10.0, 0.125, 1.25)
+    assert catalog["gemini-2.5-pro"].rates(200_001) == (2.50, 15.0, 0.25, 2.50)
+    assert catalog["gpt-4.1"].rates(1_000_000) == catalog["gpt-4.1"].rates(0)  # no tier: one set of prices
+
+
+@pytest.mark.parametrize("values, fragment", [
+    ({"input": 1, "output": 1, "long_input": 2, "long_output": 2}, "without long_context_threshold"),
+    ({"input": 1, "output": 1, "long_context_threshold": 1000}, "no long_input, long_output"),
+    ({"input": 1, "output": 1, "cached_input": 0.1, "long_context_threshold": 1000, "long_input": 2,
+      "long_output": 2}, "no long_cached_input"),
+    ({"input": 1, "output": 1, "cache_write": 1.25, "long_context_threshold": 1000, "long_input": 2,
+      "long_output": 2}, "no long_cache_write"),
+    ({"input": 1, "output": 1, "long_context_threshold": 0, "long_input": 2, "long_output": 2}, "positive whole"),
+    ({"input": 1, "output": 1, "long_context_threshold": True, "long_input": 2, "long_output": 2}, "positive whole"),
+    ({"input": 1, "output": 1, "long_context_threshold": 1e5, "long_input": 2, "long_output": 2}, "positive whole"),
+    ({"input": 1, "output": 1, "long_context_threshold": 10, "long_input": -2, "long_output": 2}, "long_input must"),
+])
+def test_a_half_given_tier_is_refused_with_its_name(values, fragment):
+    assert fragment in price_problem(values)
+    with pytest.raises(ValueError, match=fragment):
+        Prices(**values)
+
+
+def test_a_user_file_can_add_a_tier_and_an_override_keeps_one(tmp_path):
+    path = tmp_path / "models.toml"
+    path.write_text('[models."gpt-5.4".prices]\nlong_context_threshold = 272000\nlong_input = 5.0\n'
+                    'long_cached_input = 0.5\nlong_output = 22.5\n'
+                    '[models."claude-haiku-5-5".prices]\ninput = 0.08\n', encoding="utf-8")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[models."gpt-4.1".prices]\nlong_context_threshold = 100000\nlong_input = 4.0\n', encoding="utf-8")
+    try:
+        load_models_file(path)
+        assert get_model("gpt-5.4").prices.rates(272_001) == (5.0, 22.5, 0.5, 5.0)
+        haiku = get_model("claude-haiku-5-5").prices
+        assert haiku.input == 0.08 and haiku.rates(100_001) == (0.50, 2.50, 0.05, 0.625)
+        with pytest.raises(InvalidModelFile, match="no long_output, long_cached_input"):
+            load_models_file(bad)
+    finally:
+        models.reload_models()
