@@ -5,6 +5,7 @@ import streamlit as st
 
 import contextfit
 from contextfit.tokens import fast
+from contextfit.views.catalog import price_row, price_rows
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")
@@ -20,11 +21,26 @@ st.dataframe(
                 "tokenizer": info.tokenizer,
                 "approximate": profiles[info.tokenizer].approximate,
                 "band": profiles[info.tokenizer].band or ("exact" if not profiles[info.tokenizer].approximate else ""),
+                "input $/M": price_row(info)["input $/M"],
+                "output $/M": price_row(info)["output $/M"],
                 "source": info.source,
             }
             for info in contextfit.list_models()
         ]
     ),
+    hide_index=True,
+    width="stretch",
+    column_config={"source": st.column_config.LinkColumn("source")},
+)
+
+st.subheader("Prices")
+st.caption(
+    "US dollars per million tokens, as each provider's pricing page gave them on the date shown. "
+    "Cached input is a prompt-cache read; a cache write costs the input price unless listed. Models without "
+    "a row have no first-party price (open weights, retired ids). Override or add prices in your models file."
+)
+st.dataframe(
+    pd.DataFrame(price_rows(contextfit.list_models())),
     hide_index=True,
     width="stretch",
     column_config={"source": st.column_config.LinkColumn("source")},

@@ -17,6 +17,21 @@ absent, writing costs the plain input price (OpenAI and Gemini's implicit
 caching). A user's catalog file overrides any field, for example a negotiated
 rate: ``[models."gpt-4o".prices]`` with ``input = 2.0`` keeps the other fields.
 
+Some providers bill a long prompt at higher prices for the whole request
+(Gemini 2.5 Pro over 200,000 prompt tokens, Claude Haiku 5.5 over 100,000).
+``long_context_threshold`` is the largest prompt billed at the base prices;
+``long_input`` and ``long_output`` (and ``long_cached_input`` /
+``long_cache_write`` where the base tier has those) are the prices above it::
+
+    [models."gemini-2.5-pro".prices]
+    input = 1.25
+    cached_input = 0.125
+    output = 10.00
+    long_context_threshold = 200000
+    long_input = 2.50
+    long_cached_input = 0.25
+    long_output = 15.00
+
 >>> prices = Prices(input=3.0, output=15.0, cached_input=0.30, cache_write=3.75)
 >>> cost = prices.cost(input_tokens=10_000, cached_input_tokens=8_000, output_tokens=500)
 >>> round(cost.total, 6), round(cost.input, 6), round(cost.cached_input, 6)
@@ -33,8 +48,14 @@ from typing import Any
 
 __all__ = ["PRICE_FIELDS", "Prices", "RequestCost", "price_problem"]
 
-#: Fields of a ``prices`` table; the four numbers are US dollars per million tokens.
-PRICE_FIELDS = ("input", "output", "cached_input", "cache_write", "source", "date")
+#: Fields of a ``prices`` table; every price is US dollars per million tokens.
+PRICE_FIELDS = ("input", "output", "cached_input", "cache_write", "source", "date",
+                "long_context_threshold", "long_input", "long_output", "long_cached_input", "long_cache_write")
+_AMOUNTS = ("input", "output", "cached_input", "cache_write", "long_input", "long_output", "long_cached_input",
+            "long_cache_write")
+#: The long-context price that must accompany each base price a table gives.
+_LONG_OF = {"input": "long_input", "output": "long_output", "cached_input": "long_cached_input",
+            "cache_write": "long_cache_write"}
 _PER_TOKEN = 1_000_000
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -70,6 +91,13 @@ class Prices:
     cache_write: float | None = None
     source: str = ""
     date: str = ""
+    #: The largest prompt (in tokens, cached and cache-write tokens included) billed at the
+    #: prices above; a longer prompt is billed at the ``long_*`` prices. None: one tier.
+    long_context_threshold: int | None = None
+    long_input: float | None = None
+    long_output: float | None = None
+    long_cached_input: float | None = None
+    long_cache_write: float | None = None
 
     def __post_init__(self) -> None:
         problem = price_problem({f.name: getattr(self, f.name) for f in fields(self)})
@@ -81,10 +109,15 @@ class Prices:
         """The cost of a request whose prompt has ``input_tokens`` tokens in all.
 
         ``cached_input_tokens`` and ``cache_write_tokens`` are the parts of
-        that prompt read from and written to the prompt cache.
+        that prompt read from and written to the prompt cache. A prompt longer
+        than ``long_context_threshold`` is billed at the long-context prices,
+        output included.
 
         >>> Prices(input=2.5, output=10.0).cost(1_000_000).total
         2.5
+        >>> tiered = Prices(input=1.0, output=2.0, long_context_threshold=100, long_input=5.0, long_output=10.0)
+        >>> [round(tiered.cost(prompt, output_tokens=10).total * 1e6, 6) for prompt in (100, 101)]
+        [120.0, 605.0]
         """
         for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
                             ("cached_input_tokens", cached_input_tokens), ("cache_write_tokens", cache_write_tokens)):
@@ -95,15 +128,39 @@ class Prices:
                 f"cached ({cached_input_tokens}) and cache-write ({cache_write_tokens}) tokens are part of the "
                 f"prompt, so together they cannot exceed input_tokens ({input_tokens})"
             )
-        cached_price = self.input if self.cached_input is None else self.cached_input
-        write_price = self.input if self.cache_write is None else self.cache_write
+        input_price, output_price, cached_price, write_price = self.rates(input_tokens)
         plain = input_tokens - cached_input_tokens - cache_write_tokens
         return RequestCost(
-            input=plain * self.input / _PER_TOKEN,
+            input=plain * input_price / _PER_TOKEN,
             cached_input=cached_input_tokens * cached_price / _PER_TOKEN,
             cache_write=cache_write_tokens * write_price / _PER_TOKEN,
-            output=output_tokens * self.output / _PER_TOKEN,
+            output=output_tokens * output_price / _PER_TOKEN,
         )
+
+    def is_long(self, prompt_tokens: int) -> bool:
+        """Whether a prompt of ``prompt_tokens`` tokens is billed at the long-context prices.
+
+        >>> Prices(input=1.0, output=2.0, long_context_threshold=100, long_input=5.0, long_output=10.0).is_long(101)
+        True
+        """
+        return self.long_context_threshold is not None and prompt_tokens > self.long_context_threshold
+
+    def rates(self, prompt_tokens: int = 0) -> tuple[float, float, float, float]:
+        """The (input, output, cached input, cache write) prices that bill a prompt of that length.
+
+        Without a cache price the provider bills cached and written tokens as
+        plain input (OpenAI and Gemini's implicit caching).
+
+        >>> Prices(input=3.0, output=15.0, cached_input=0.3).rates()
+        (3.0, 15.0, 0.3, 3.0)
+        """
+        if self.is_long(prompt_tokens):
+            base = (self.long_input, self.long_output, self.long_cached_input, self.long_cache_write)
+        else:
+            base = (self.input, self.output, self.cached_input, self.cache_write)
+        input_price, output_price, cached_price, write_price = base
+        return (input_price, output_price, input_price if cached_price is None else cached_price,
+                input_price if write_price is None else write_price)
 
     def to_dict(self) -> dict[str, Any]:
         return {name: value for name, value in asdict(self).items() if value not in (None, "")}
@@ -123,17 +180,38 @@ def price_problem(values: Mapping[str, Any]) -> str | None:
     for name in ("input", "output"):
         if values.get(name) is None:
             return f"needs {name} (US dollars per million tokens)"
-    for name in ("input", "output", "cached_input", "cache_write"):
+    for name in _AMOUNTS:
         value = values.get(name)
-        if value is None and name in ("cached_input", "cache_write"):
+        if value is None and name not in ("input", "output"):
             continue
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
         if not ok:
             return f"{name} must be a price of 0 or more (US dollars per million tokens); got {value!r}"
+    problem = _tier_problem(values)
+    if problem:
+        return problem
     for name in ("source", "date"):
         if not isinstance(values.get(name, ""), str):
             return f"{name} must be a string; got {values[name]!r}"
     date = values.get("date", "")
     if date and not _DATE.fullmatch(date):
         return f"date must be written YYYY-MM-DD; got {date!r}"
+    return None
+
+
+def _tier_problem(values: Mapping[str, Any]) -> str | None:
+    """What is wrong with a table's long-context tier, or None (no tier is fine)."""
+    threshold = values.get("long_context_threshold")
+    long_given = [name for name in _LONG_OF.values() if values.get(name) is not None]
+    if threshold is None:
+        if long_given:
+            return (f"gives {', '.join(long_given)} without long_context_threshold "
+                    "(the largest prompt billed at the base prices)")
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
+        return f"long_context_threshold must be a positive whole number of prompt tokens; got {threshold!r}"
+    # A long tier names every kind of token the base tier prices, so no long price is a guess.
+    needed = [long for name, long in _LONG_OF.items() if values.get(name) is not None and values.get(long) is None]
+    if needed:
+        return f"has long_context_threshold but no {', '.join(needed)} (the price above the threshold)"
     return None

@@ -107,16 +107,22 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
 
 def _models(args: argparse.Namespace, out: TextIO) -> int:
     from ..tokens.models import list_models
+    from .catalog import price_row
 
-    print(f"{'model':<34} {'provider':<10} {'context':>10} {'max output':>10}  tokenizer", file=out)
+    print(f"{'model':<34} {'provider':<10} {'context':>10} {'max output':>10} {'in $/M':>8} {'out $/M':>8}  tokenizer",
+          file=out)
     for info in list_models():
         from ..tokens.tokenizers import get_tokenizer
 
         approximate = " (approximate)" if get_tokenizer(info.tokenizer).approximate else ""
+        prices = price_row(info)
         print(
-            f"{info.id:<34} {info.provider:<10} {info.context_limit:>10,} {info.max_output:>10,}  {info.tokenizer}{approximate}",
+            f"{info.id:<34} {info.provider:<10} {info.context_limit:>10,} {info.max_output:>10,} "
+            f"{prices['input $/M']:>8} {prices['output $/M']:>8}  {info.tokenizer}{approximate}",
             file=out,
         )
+    print("Prices: US dollars per million tokens from the catalog, base tier (— = none in the catalog). "
+          "Sources, dates and cache prices: the Models page, or get_model(id).prices.", file=out)
     return 0
 
 
