@@ -8,10 +8,13 @@ import json
 
 import pytest
 from conftest import shared_path
-from test_thinking import THOUGHT, claude_chat
+from hypothesis import given
+from hypothesis import strategies as st
+from test_thinking import SETTINGS, THOUGHT, chats_with_reasoning, claude_chat
 
 import contextfit
 from contextfit.engine import results as r
+from contextfit.inputs.messages import message_id
 from contextfit.inputs.formats import load_conversation
 from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
@@ -29,6 +32,12 @@ def sent_tokens(plan) -> int:
 def thinking_sent(plan) -> int:
     return sum(1 for m in plan.provider_messages if isinstance(m.get("content"), list)
                for p in m["content"] if p.get("type") in ("thinking", "redacted_thinking"))
+
+
+def thinking_parts(message) -> int:
+    content = message.get("content")
+    return sum(1 for p in content if isinstance(p, dict) and p.get("type") in ("thinking", "redacted_thinking")) \
+        if isinstance(content, list) else 0
 
 
 def rows(plan, kind="reasoning"):
@@ -158,3 +167,38 @@ def test_odd_reasoning_values_do_not_break_a_plan():
     assert reasoning.strip_reasoning({"role": "assistant", "content": "x"}) is None
     assert reasoning.current_turn_start([]) == 0
     assert reasoning.current_turn_start([{"role": "assistant", "content": "x"}]) == 0
+
+
+@SETTINGS
+@given(chats_with_reasoning(), st.floats(0.3, 1.1), st.sampled_from(["claude-sonnet-4", "claude-opus-4-5", "gpt-4o", "deepseek-v3"]),
+       st.sampled_from(["truncate", "summarize", "clear-tool-results"]), st.sampled_from([None, False, True]))
+def test_plans_with_reasoning_keep_every_promise(messages, share, model, strategy, keep):
+    full = contextfit.plan_prompt(messages, model=model)
+    limit = max(int(full.prompt_tokens * share), 50) + 1000
+    try:
+        plan = contextfit.plan_prompt(messages, model=model, context_strategy=strategy, context_limit=limit,
+                                      response_reserve=1000, keep_thinking=keep)
+    except contextfit.TokenBudgetExceeded:
+        return
+    # what is counted is exactly what is sent, within the budget
+    assert plan.prompt_tokens == sent_tokens(plan) <= plan.budget
+    assert [b.index for b in plan.blocks] == list(range(len(plan.blocks)))
+    found = rows(plan)
+    # one reasoning row per input message that carries reasoning (and per compressed copy that still does)
+    with_reasoning = sum(1 for m in messages if m.get("role") == "assistant" and reasoning.has_reasoning(m))
+    assert len(found) >= with_reasoning
+    for row in found:
+        assert plan.blocks[row.index + 1].id == row.id.removesuffix(":reasoning")
+        assert row.tokens is None or row.tokens >= 0
+        if row.reason == r.NOT_SENT:
+            assert not row.included
+    # a reasoning row is included exactly when its message is sent with it
+    sent_reasoning = sum(1 for m in plan.provider_messages if reasoning.has_reasoning(m))
+    if plan.template == "openai":
+        assert sent_reasoning == sum(1 for b in found if b.included)
+    else:  # Claude: every thinking part sent belongs to an included row's message
+        assert thinking_sent(plan) == sum(thinking_parts(plan.blocks[b.index + 1].message) for b in found if b.included)
+    if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(contextfit.get_model(model))):
+        start = reasoning.current_turn_start(messages)
+        earlier = {message_id(m, i) for i, m in enumerate(messages[:start])}
+        assert not any(b.included for b in found if b.id.removesuffix(":reasoning") in earlier)
