@@ -156,7 +156,9 @@ def _contextfit(strategy: str, warm: bool, count_excluded: bool) -> Contender:
             return Outcome(error=f"{type(result).__name__}: {getattr(result, 'code', '')}")
         where = {id(message): index for index, message in enumerate(state[0])}
         kept = [where[id(message)] for message in result.kept if id(message) in where]
-        return Outcome(kept=kept, sent=list(result.kept))
+        # a result cleared by clear-tool-results is sent changed, in its original's place
+        altered = sorted(d.sources[0] for d in result.decisions if d.index is None and d.reason == "compressed" and d.sources)
+        return Outcome(kept=kept, altered=altered, sent=list(result.kept))
 
     name = strategy + ("" if count_excluded else " lazy")
     return Contender(
@@ -365,7 +367,7 @@ def _litellm_outcome(state: Any, result: Any) -> Outcome:
 
 # -- the line-up ----------------------------------------------------------------
 
-STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
 
 def all_contenders() -> list[Contender]:
