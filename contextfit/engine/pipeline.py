@@ -203,6 +203,8 @@ class Prepared:
     tools: tuple = ()
     #: blocks whose reasoning the provider drops (tokens/reasoning.py): the original, by id of the block fitted
     reasoning_originals: dict = field(default_factory=dict)
+    #: whether any block carries reasoning (then plans get ``reasoning`` rows)
+    has_reasoning: bool = False
 
 
 def assembled(messages: Sequence[dict], settings: PlanSettings) -> Assembly:
@@ -252,6 +254,7 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
         tools_tokens=extra,
         tools=tuple(settings.tools or ()),
         reasoning_originals=originals,
+        has_reasoning=bool(originals) or any(map(reasoning.has_reasoning, blocks)),
     )
 
 
@@ -295,7 +298,8 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
         for position, (index, ident, role, kind, tokens, included, reason, group, origin, sources, message)
         in enumerate(fit.decisions.rows(), start=len(blocks))
     ]
-    blocks = with_reasoning_rows(blocks, prepared.counter, prepared.tokenizer, prepared.reasoning_originals, PlanBlock)
+    if prepared.has_reasoning:
+        blocks = with_reasoning_rows(blocks, prepared.counter, prepared.tokenizer, prepared.reasoning_originals, PlanBlock)
     traced = trace(fit.kept, prepared.template)
     prompt = traced.prompt
     tokenizer = prepared.tokenizer

@@ -33,8 +33,6 @@ def with_reasoning_rows(blocks: list, counter, tokenizer, originals: Mapping[int
     row's ``index`` renumbered. ``counter`` counts as sent, ``tokenizer`` plainly;
     ``originals`` maps ``id`` of a fitted block to the message it was made from;
     ``plan_block`` makes a row (the pipeline's ``PlanBlock``)."""
-    if not originals and not any(block.message and has_reasoning(block.message) for block in blocks):
-        return blocks
     out = []
     for block in blocks:
         row = _row(block, counter, tokenizer, originals, plan_block)
