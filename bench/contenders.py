@@ -156,7 +156,9 @@ def _contextfit(strategy: str, warm: bool, count_excluded: bool) -> Contender:
             return Outcome(error=f"{type(result).__name__}: {getattr(result, 'code', '')}")
         where = {id(message): index for index, message in enumerate(state[0])}
         kept = [where[id(message)] for message in result.kept if id(message) in where]
-        return Outcome(kept=kept, sent=list(result.kept))
+        # a result cleared by clear-tool-results is sent changed, in its original's place
+        altered = sorted(d.sources[0] for d in result.decisions if d.index is None and d.reason == "compressed" and d.sources)
+        return Outcome(kept=kept, altered=altered, sent=list(result.kept))
 
     name = strategy + ("" if count_excluded else " lazy")
     return Contender(
@@ -366,13 +368,16 @@ def _litellm_outcome(state: Any, result: Any) -> Outcome:
 # -- the line-up ----------------------------------------------------------------
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
+#: The main tables time clear-tool-results too (issue 15); the fast-engine and
+#: overhead benches keep issue 19's and issue 6's four.
+TIMED_STRATEGIES = (*STRATEGIES, "clear-tool-results")
 
 
 def all_contenders() -> list[Contender]:
     """Every contender, in the order the tables list them."""
     line_up = [Contender("floor (tiktoken)", "floor", _floor_prepare, _floor_run, None)]
     for warm in (False, True):
-        line_up += [_contextfit(strategy, warm, True) for strategy in STRATEGIES]
+        line_up += [_contextfit(strategy, warm, True) for strategy in TIMED_STRATEGIES]
         line_up.append(_contextfit("truncate", warm, False))
     line_up += [_langchain(memoized=False), _langchain(memoized=True)]
     line_up.append(Contender("litellm trim_messages", "litellm", _litellm_prepare, _litellm_run, _litellm_outcome, capped=True))

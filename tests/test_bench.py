@@ -26,7 +26,7 @@ def test_smoke_run_writes_results_and_finds_contextfit_correct(tmp_path, capsys)
     data = json.loads((tmp_path / "bench-quick.json").read_text())
     rows = [row for case in data["cases"] for row in case["rows"]]
     fits = [row for row in rows if row["family"] == "contextfit"]
-    assert len(fits) == 2 * 10 and all(row["seconds"] for row in rows)
+    assert len(fits) == 2 * 12 and all(row["seconds"] for row in rows)  # 2 budgets x (5 strategies + lazy truncate) x cold, warm
     for row in fits:
         verdict = row["verdict"]
         assert verdict["error"] is None and not verdict["over_budget"], row

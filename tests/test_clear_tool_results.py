@@ -46,6 +46,23 @@ def test_it_is_a_builtin_the_dashboard_compares_by_default():
     assert "clear-tool-results" in contextfit.engine.pipeline.BUILTIN_STRATEGIES
 
 
+def test_the_coding_agent_sample_shows_it_at_work():
+    from contextfit.inputs.samples import load_sample
+    from contextfit.views import dashboard
+
+    sample = load_sample("coding_agent")
+    plans = dashboard.plan_all(sample, dashboard.suggested_setup(sample))
+    clearing, truncate = plans["clear-tool-results"], plans["truncate"]
+    compressed = [b for b in clearing.blocks if b.reason == r.COMPRESSED]
+    assert compressed and all(b.role == "tool" and "[tool result cleared:" in b.content for b in compressed)
+    # every call is still sent, each with its (cleared) result, where truncate drops them
+    sent_calls = lambda plan: {c["id"] for m in plan.provider_messages for c in m.get("tool_calls") or []}
+    sent_results = lambda plan: {m["tool_call_id"] for m in plan.provider_messages if m.get("role") == "tool"}
+    assert sent_calls(clearing) == sent_results(clearing) and len(sent_calls(clearing)) > len(sent_calls(truncate))
+    assert not any(b.reason == r.OVER_BUDGET for b in clearing.blocks)
+    assert clearing.prompt_tokens <= clearing.budget
+
+
 def test_a_prompt_that_fits_is_sent_as_it_is():
     chat = agent_chat()
     result = fit(chat, COUNTER(chat))

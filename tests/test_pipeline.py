@@ -231,17 +231,38 @@ def test_prompt_tokens_count_exactly_what_is_sent(name, model, strategy):
 def test_thinking_from_another_provider_is_neither_sent_nor_counted():
     path = shared_path("pydantic-ai", "anthropic_messages", "test_anthropic_model_thinking_part_redacted.request.json")
     conversation = contextfit.load_conversation_file(path)
-    plan = contextfit.plan_prompt(conversation.messages, model="gpt-4o")
+    # The thinking stands in the current turn (after the last user message): Claude needs it.
+    current = conversation.messages[:2]
+    plan = contextfit.plan_prompt(current, model="gpt-4o")
     assert "redacted_thinking" not in str(plan.provider_messages)
     assert plan.prompt_tokens == sent_tokens(plan) < 200  # the signed blob is ~700 tokens
-    thinking = next(b for b in plan.blocks if "redacted_thinking" in str(b.message))
-    assert thinking.tokens < 100
+    answer = next(b for b in plan.blocks if b.kind == "history" and "redacted_thinking" in str(b.message))
+    thinking = plan.blocks[answer.index - 1]
+    assert (thinking.kind, thinking.included, thinking.reason, thinking.id) == ("reasoning", False, "not_sent", f"{answer.id}:reasoning")
     unsent = next(d for d in plan.diagnostics if d["code"] == "PARTS_NOT_SENT")
-    assert unsent["blocks"] == [thinking.id] and unsent["parts"] == ["redacted_thinking"]
+    assert unsent["blocks"] == [answer.id] and unsent["parts"] == ["redacted_thinking"]
     # For Claude the same parts are sent, and counted.
-    claude = contextfit.plan_prompt(conversation.messages, model="claude-sonnet-4")
+    claude = contextfit.plan_prompt(current, model="claude-sonnet-4")
     assert "redacted_thinking" in str(claude.provider_messages) and claude.prompt_tokens > 700
     assert all(d["code"] != "PARTS_NOT_SENT" for d in claude.diagnostics)
+    row = next(b for b in claude.blocks if b.kind == "reasoning")
+    assert row.included and row.tokens > 600 and claude.prompt_tokens == sent_tokens(claude)
+
+
+def test_earlier_turns_thinking_is_sent_only_to_models_that_keep_it():
+    path = shared_path("pydantic-ai", "anthropic_messages", "test_anthropic_model_thinking_part_redacted.request.json")
+    messages = contextfit.load_conversation_file(path).messages  # user, assistant (thinking), user
+    # Claude Sonnet 4 strips an earlier turn's thinking and does not count it (docs/tokenizers.md, Reasoning).
+    sonnet = contextfit.plan_prompt(messages, model="claude-sonnet-4")
+    assert "redacted_thinking" not in str(sonnet.provider_messages)
+    assert sonnet.prompt_tokens == sent_tokens(sonnet) < 200
+    row = next(b for b in sonnet.blocks if b.kind == "reasoning")
+    assert (row.included, row.reason) == (False, "not_sent") and row.tokens > 600  # what it would have cost
+    # Claude Opus 4.5 keeps the thinking of every turn: sent and counted.
+    opus = contextfit.plan_prompt(messages, model="claude-opus-4-5")
+    assert "redacted_thinking" in str(opus.provider_messages) and opus.prompt_tokens == sent_tokens(opus) > 700
+    row = next(b for b in opus.blocks if b.kind == "reasoning")
+    assert row.included and row.reason == "within_budget"
 
 
 @pytest.mark.parametrize("model", ["gpt-4o", "claude-sonnet-4"])

@@ -48,7 +48,7 @@ def thinking_parts(messages) -> int:
                for p in m["content"] if p.get("type") in ("thinking", "redacted_thinking"))
 
 
-@pytest.mark.parametrize("strategy", ["truncate", "clear-tool-results"])
+@pytest.mark.parametrize("strategy", ["truncate", "summarize", "clear-tool-results"])
 def test_by_default_older_reasoning_goes_before_any_turn(strategy):
     chat = claude_chat()
     total = COUNTER(chat)
@@ -79,6 +79,37 @@ def test_keep_thinking_false_drops_all_older_reasoning_even_when_it_fits():
     plan = contextfit.plan_prompt(chat, model="claude-sonnet-4", keep_thinking=False)
     sent = [p for m in plan.provider_messages for p in m["content"] if p.get("type") == "thinking"]
     assert len(sent) == 1
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "summarize"])
+def test_keep_thinking_false_drops_older_reasoning_for_each_strategy(strategy):
+    chat = claude_chat()
+    result = fit(chat, COUNTER(chat), strategy, keep_thinking=False)
+    assert thinking_parts(result.kept) == 1 and not any(d.reason == r.OVER_BUDGET for d in result.decisions)
+    assert [d.reason for d in result.decisions if d.index is None] == [r.COMPRESSED] * 5
+
+
+def test_summarize_summarizes_what_still_does_not_fit_without_the_reasoning():
+    chat = claude_chat(8)
+    for i, message in enumerate(chat[1:17]):  # sentences worth quoting in a summary
+        if message["role"] == "user":
+            message["content"] = f"Question {i}: why does the ledger parser reject the date column of export {i}?"
+        else:
+            message["content"][1]["text"] = f"Answer {i}: the parser expects four digit years in export {i}."
+    one_thought = COUNTER.count_message({"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT}]})
+    thinned = COUNTER(chat) - 8 * one_thought  # every older turn's reasoning gone: it would just fit
+    result = fit(chat, thinned - 150, "summarize", summary_tokens=80)
+    assert COUNTER(result.kept) <= thinned - 150
+    assert thinking_parts(result.kept) == 1  # all older reasoning went first
+    summary = next(m for m in result.kept if contextfit.inputs.messages.kind_of(m) == "summary")
+    assert "thinking" not in str(summary) and "Let me think" not in summary["content"]
+    summarized = [d.index for d in result.decisions if d.reason == r.SUMMARIZED and d.index is not None]
+    compressed = [d.sources[0] for d in result.decisions if d.reason == r.COMPRESSED]
+    assert compressed and set(compressed) <= set(summarized)  # a message sent without its reasoning
+    assert any(i not in compressed for i in summarized)  # and history folded into the summary
+    # the same with keep_thinking=True: no message loses its reasoning, turns are summarized whole
+    whole = fit(chat, thinned - 150, "summarize", summary_tokens=80, keep_thinking=True)
+    assert not any(d.reason == r.COMPRESSED for d in whole.decisions)
 
 
 def test_bad_keep_thinking_is_refused():
@@ -117,7 +148,7 @@ def chats_with_reasoning(draw):
 
 
 @SETTINGS
-@given(chats_with_reasoning(), st.floats(-0.15, 1.1), st.sampled_from(["truncate", "clear-tool-results"]),
+@given(chats_with_reasoning(), st.floats(-0.15, 1.1), st.sampled_from(["truncate", "summarize", "clear-tool-results"]),
        st.sampled_from([None, False, True]))
 def test_keep_thinking_keeps_every_promise(messages, share, strategy, keep):
     budget = _budget(messages, share)

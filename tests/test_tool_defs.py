@@ -131,3 +131,19 @@ def test_image_and_tool_blocks_keep_the_plan_promises(tools, parts, turns, model
         assert plan.tokenizer.approximate
     if not counter.approximate and not sent_unknown:
         assert not plan.tokenizer.approximate
+
+
+def test_tool_rows_list_each_tool_largest_first_for_the_dashboard():
+    from contextfit.views.tools import tool_rows
+
+    small = {"name": "ping", "input_schema": {"type": "object"}}
+    big = {"name": "search", "description": "Search the web for pages about a topic. " * 10,
+           "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}}
+    chat = [{"role": "user", "content": "Hi"}]
+    plan = contextfit.plan_prompt(chat, model="claude-sonnet-4", tools=[small, big])
+    rows = tool_rows(plan)
+    assert [row["tool"] for row in rows] == ["search", "ping"]
+    assert rows[0]["tokens"] > rows[1]["tokens"] > 0 and not rows[0]["exact"]  # estimated outside OpenAI
+    assert sum(row["share"] for row in rows) <= 1.0 and sum(row["tokens"] for row in rows) <= plan.tools_tokens
+    assert [(row["tool"], row["tokens"]) for row in rows] == [(c["name"], c["tokens"]) for c in plan.to_dict()["tools"]["perTool"]]
+    assert tool_rows(contextfit.plan_prompt(chat, model="gpt-4o")) == []

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import plugins
 from . import results as r
-from ..tokens import tool_defs
+from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, assemble
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
@@ -25,6 +25,7 @@ from .fitting import shift_context
 from .image_diagnostics import image_diagnostic
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
+from .reasoning_rows import with_reasoning_rows
 from .plan_settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .settings import BY_NAME, SETTINGS
@@ -200,6 +201,10 @@ class Prepared:
     budget: int
     tools_tokens: int
     tools: tuple = ()
+    #: blocks whose reasoning the provider drops (tokens/reasoning.py): the original, by id of the block fitted
+    reasoning_originals: dict = field(default_factory=dict)
+    #: whether any block carries reasoning (then plans get ``reasoning`` rows)
+    has_reasoning: bool = False
 
 
 def assembled(messages: Sequence[dict], settings: PlanSettings) -> Assembly:
@@ -228,6 +233,8 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
     if shape not in TEMPLATES:
         raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
     assembly = assembled(messages, settings)
+    # Earlier turns' reasoning the provider strips is not sent, so not counted.
+    blocks, originals = reasoning.provider_view(assembly.blocks, reasoning.keeps_earlier_reasoning(info.id, info.provider))
     tokenizer = token_counter(info.id)
     refuse_lone_surrogates(settings.tools, "tools")
     extra = tokenizer.count_tools(settings.tools)
@@ -235,8 +242,8 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
         raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
     return Prepared(
         info=info,
-        blocks=assembly.blocks,
-        texts=[message_text(block) for block in assembly.blocks],
+        blocks=blocks,
+        texts=[message_text(block) for block in blocks],
         diagnostics=assembly.diagnostics,
         template=shape,
         counter=sent_counter(tokenizer, shape),
@@ -246,6 +253,8 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
         budget=budget,
         tools_tokens=extra,
         tools=tuple(settings.tools or ()),
+        reasoning_originals=originals,
+        has_reasoning=bool(originals) or any(map(reasoning.has_reasoning, blocks)),
     )
 
 
@@ -289,6 +298,8 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
         for position, (index, ident, role, kind, tokens, included, reason, group, origin, sources, message)
         in enumerate(fit.decisions.rows(), start=len(blocks))
     ]
+    if prepared.has_reasoning:
+        blocks = with_reasoning_rows(blocks, prepared.counter, prepared.tokenizer, prepared.reasoning_originals, PlanBlock)
     traced = trace(fit.kept, prepared.template)
     prompt = traced.prompt
     tokenizer = prepared.tokenizer

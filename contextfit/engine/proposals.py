@@ -200,7 +200,15 @@ def insertions(reasons: list[str | None], inserted: list[InsertedBlock]) -> list
     its input position, after the kept messages in front of it and the blocks
     inserted before it."""
     ordered = sorted(inserted, key=lambda block: block.before)
-    return [(reasons[: block.before].count(None) + k, block) for k, block in enumerate(ordered)]
+    # One running count of the kept messages: counting a prefix per block was
+    # quadratic (257 ms of a 10,000-message clear-tool-results refit).
+    found, kept, upto = [], 0, 0
+    for k, block in enumerate(ordered):
+        if block.before > upto:
+            kept += reasons[upto: block.before].count(None)
+            upto = block.before
+        found.append((kept + k, block))
+    return found
 
 
 def prompt_items(view: FitView, proposal: Proposal) -> list[tuple[dict, int | InsertedBlock]]:

@@ -87,7 +87,7 @@ SETTINGS: tuple[Setting, ...] = (
         "keepThinking",
         "keep_thinking",
         "bool",
-        "truncate, clear-tool-results: false drops older turns' reasoning; unset drops it first when needed.",
+        "truncate, summarize, clear-tool-results: false drops older turns' reasoning; unset drops it first when needed.",
     ),
     Setting("scanDepth", "scan_depth", "int", "Lorebook: how many recent messages are scanned for keys.", 0),
     Setting("userName", "user_name", "str", "The name that fills {{user}}."),

@@ -42,6 +42,7 @@ from ..results import InsertedBlock
 from ...text import SENTENCE_END, sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
 from .recall import recent_indices
+from .thinking import merge_replacements, thin, thinned_view, with_replacements
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -168,8 +169,9 @@ class Summarize(BuiltinStrategy):
     summary placed just before the current user input.
 
     Options: ``summary_tokens`` (the summary's maximum size; default a tenth
-    of the budget between 64 and 1,000) and ``summary_scan_chars`` (how much
-    of the most recent dropped history is read; default 20,000 characters).
+    of the budget between 64 and 1,000), ``summary_scan_chars`` (how much
+    of the most recent dropped history is read; default 20,000 characters)
+    and ``keep_thinking`` (older turns' reasoning goes first, as in truncate).
     """
 
     name = "summarize"
@@ -179,6 +181,17 @@ class Summarize(BuiltinStrategy):
     )
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
+        thinned = thin(view, budget, options)  # keep_thinking: older turns' reasoning goes first
+        if thinned is None:
+            return self._propose(view, budget, **options)
+        _, replaced, total = thinned
+        if total <= budget:
+            reasons: list[str | None] = [None] * view.n
+            return Proposal(reasons, with_replacements(reasons, replaced))
+        # Still over: summarize the history as it stands without that reasoning.
+        return merge_replacements(self._propose(thinned_view(view, replaced), budget, **options), replaced)
+
+    def _propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         room = room_left(view, budget)
         counted = view.facts.counted_total
         if counted is None and None not in view.facts.tokens:

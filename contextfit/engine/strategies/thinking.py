@@ -9,7 +9,7 @@ reasoning items only across the tool calls of one turn; DeepSeek refuses
 the engine (it is in the current input's group), so what is dropped here is
 always the reasoning of older turns.
 
-``keep_thinking`` (for ``truncate`` and ``clear-tool-results``):
+``keep_thinking`` (for ``truncate``, ``summarize`` and ``clear-tool-results``):
 
 * ``None`` (default, what the providers require): when the prompt does not
   fit, the reasoning of older assistant turns is dropped first, oldest
@@ -31,10 +31,7 @@ from .. import results as r
 from ..analysis import FitView
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
-
-#: Content parts that hold reasoning, and message keys that carry it.
-REASONING_PARTS = frozenset(("thinking", "redacted_thinking", "reasoning"))
-REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
+from ...tokens.reasoning import has_reasoning, strip_reasoning
 
 
 def keep_thinking_option(options: dict) -> bool | None:
@@ -52,15 +49,9 @@ def without_reasoning(message: dict) -> dict | None:
     ...                                                     {"type": "text", "text": "Yes."}]})
     {'role': 'assistant', 'content': [{'type': 'text', 'text': 'Yes.'}], 'meta': {'compressed': True}}
     """
-    content = message.get("content")
-    parts = content if isinstance(content, list) else []
-    kept = [part for part in parts if not (isinstance(part, dict) and part.get("type") in REASONING_PARTS)]
-    keys = [key for key in REASONING_KEYS if message.get(key) not in (None, "", [])]
-    if len(kept) == len(parts) and not keys:
+    copy = strip_reasoning(message)
+    if copy is None:
         return None
-    copy = {key: value for key, value in message.items() if key not in keys}
-    if isinstance(content, list):
-        copy["content"] = msg.clone(kept)
     copy["meta"] = {**msg.meta_of(message), "compressed": True}
     return copy
 
@@ -104,32 +95,52 @@ def reasoning_indices(view: FitView) -> list[int]:
         scanned, found = 0, ()
     if scanned < view.n:
         roles, messages = view.facts.roles, view.messages
-        new = [index for index in range(scanned, view.n) if roles[index] == "assistant" and _has_reasoning(messages[index])]
+        new = [index for index in range(scanned, view.n) if roles[index] == "assistant" and has_reasoning(messages[index])]
         found = (*found, *new)
         derived[_SCANNED] = (view.n, found)
     return list(found)
-
-
-def _has_reasoning(message: dict) -> bool:
-    content = message.get("content")
-    if type(content) is list and any(type(part) is dict and part.get("type") in REASONING_PARTS for part in content):
-        return True
-    return any(message.get(key) not in (None, "", []) for key in REASONING_KEYS)
 
 
 def drop_oldest_units(
     view: FitView, budget: int, reasons: list[str | None], costs: list[int], replaced: dict[int, InsertedBlock], total: int
 ) -> int:
     """Truncate on top of replacements: drop the oldest unprotected units (with
-    the blocks standing for their members) until ``total`` fits; returns it."""
-    for unit in view.units_oldest_first():
-        if total <= budget:
-            break
-        for index in unit:
-            reasons[index] = r.OVER_BUDGET
-            total -= costs[index]
-            replaced.pop(index, None)
-    return total
+    the blocks standing for their members) until ``total`` fits; returns it.
+
+    Dropping the oldest units until the rest fits keeps the longest run of
+    recent units that fits, so this walks newest first, as
+    :func:`~contextfit.engine.strategies.base.fill_newest` does, and stops at the
+    first unit that does not fit: the work follows what is kept, not what is
+    dropped (most of a clear-tool-results refit when the budget is a small
+    share of a long chat). A group is as old as its first member.
+    """
+    if total <= budget:
+        return total
+    protect, group_of, members = view.protect, view.facts.group_of, view.facts.members
+    over = r.OVER_BUDGET
+    reasons[:] = [over if reason is None else None for reason in protect]
+    room = budget - view.base_tokens - sum(costs[index] for index in view.protected)
+    for index in range(view.n - 1, -1, -1):
+        if protect[index] is not None:
+            continue
+        root = group_of.get(index)
+        if root is None:
+            cost = costs[index]
+            if cost > room:
+                break
+            room -= cost
+            reasons[index] = None
+        elif root == index:  # protection covers a whole group or none of it
+            unit = members[root]
+            cost = sum(costs[member] for member in unit)
+            if cost > room:
+                break
+            room -= cost
+            for member in unit:
+                reasons[member] = None
+    for index in [index for index in replaced if reasons[index] is not None]:
+        del replaced[index]
+    return budget - room
 
 
 def with_replacements(reasons: list[str | None], replaced: dict[int, InsertedBlock]) -> list[InsertedBlock]:
@@ -139,11 +150,10 @@ def with_replacements(reasons: list[str | None], replaced: dict[int, InsertedBlo
     return sorted(replaced.values(), key=lambda block: block.before)
 
 
-def fit_thinning(view: FitView, budget: int, options: dict[str, Any]):
-    """``truncate`` with ``keep_thinking``: a :class:`Proposal`, or ``None`` when no
-    reasoning was dropped (the caller's plain path then gives the same answer)."""
-    from .base import Proposal
-
+def thin(view: FitView, budget: int, options: dict[str, Any]) -> tuple[list[int], dict[int, InsertedBlock], int] | None:
+    """Older turns' reasoning dropped as ``keep_thinking`` asks: ``(costs,
+    replaced, total)``, or ``None`` when nothing was dropped (the plain path
+    then gives the same answer)."""
     keep = keep_thinking_option(options)
     if keep is True:
         return None
@@ -156,8 +166,44 @@ def fit_thinning(view: FitView, budget: int, options: dict[str, Any]):
     total = view.base_tokens + sum(costs)
     replaced: dict[int, InsertedBlock] = {}
     total = drop_old_reasoning(view, budget, keep, costs, replaced, total)
-    if not replaced:
+    return (costs, replaced, total) if replaced else None
+
+
+def fit_thinning(view: FitView, budget: int, options: dict[str, Any]):
+    """``truncate`` with ``keep_thinking``: a :class:`Proposal`, or ``None`` when no
+    reasoning was dropped (the caller's plain path then gives the same answer)."""
+    from .base import Proposal
+
+    thinned = thin(view, budget, options)
+    if thinned is None:
         return None
+    costs, replaced, total = thinned
     reasons: list[str | None] = [None] * view.n
     drop_oldest_units(view, budget, reasons, costs, replaced, total)
     return Proposal(reasons, with_replacements(reasons, replaced))
+
+
+def thinned_view(view: FitView, replaced: dict[int, InsertedBlock]) -> FitView:
+    """A view of the same fit where each replaced message stands as its
+    replacement (its tokens too): what ``summarize`` fits after ``keep_thinking``
+    dropped reasoning. Its facts are a copy: nothing reaches the cached analysis."""
+    messages = list(view.messages)
+    facts = view.facts.copy()
+    for index, block in replaced.items():
+        messages[index] = block.message
+        facts.tokens[index] = block.tokens
+    if None not in facts.tokens:
+        facts.counted_total = sum(facts.tokens)  # type: ignore[arg-type]
+    return FitView(messages, facts, view.counting)
+
+
+def merge_replacements(proposal, replaced: dict[int, InsertedBlock]):
+    """A proposal made over :func:`thinned_view` for the real view: a kept
+    replacement is sent in its original's place (the original ``summarized``);
+    a dropped or summarized one keeps the reason the strategy gave it."""
+    reasons = list(proposal.reasons)
+    kept = {index: block for index, block in replaced.items() if reasons[index] is None}
+    inserted = [*with_replacements(reasons, kept), *proposal.inserted]
+    proposal.reasons = reasons
+    proposal.inserted = sorted(inserted, key=lambda block: block.before)
+    return proposal

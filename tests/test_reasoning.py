@@ -1,0 +1,204 @@
+"""Reasoning as its own kind: sent, dropped and counted as each provider does (issue 15)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import shared_path
+from hypothesis import given
+from hypothesis import strategies as st
+from test_thinking import SETTINGS, THOUGHT, chats_with_reasoning, claude_chat
+
+import contextfit
+from contextfit.engine import results as r
+from contextfit.inputs.messages import message_id
+from contextfit.inputs.formats import load_conversation
+from contextfit.serving.audit import audit_from_plan
+from contextfit.tokens import reasoning
+from contextfit.tokens.template import sent_counter
+from contextfit.views import charts, dashboard
+
+
+def sent_tokens(plan) -> int:
+    """The count of exactly what the plan sends, by an independent render of it."""
+    counter = contextfit.token_counter(plan.model)
+    system = counter.count_message({"role": "system", "content": plan.provider_system}) if plan.provider_system else 0
+    return counter(plan.provider_messages) + system + plan.tools_tokens
+
+
+def thinking_sent(plan) -> int:
+    return sum(1 for m in plan.provider_messages if isinstance(m.get("content"), list)
+               for p in m["content"] if p.get("type") in ("thinking", "redacted_thinking"))
+
+
+def thinking_parts(message) -> int:
+    content = message.get("content")
+    return sum(1 for p in content if isinstance(p, dict) and p.get("type") in ("thinking", "redacted_thinking")) \
+        if isinstance(content, list) else 0
+
+
+def rows(plan, kind="reasoning"):
+    return [b for b in plan.blocks if b.kind == kind]
+
+
+def test_claude_drops_earlier_turns_thinking_and_sends_the_current_tool_use_turns():
+    chat = claude_chat(3)  # three answered turns with thinking, then a tool-use turn
+    plan = contextfit.plan_prompt(chat, model="claude-sonnet-4")
+    assert thinking_sent(plan) == 1  # only the current tool-use turn's
+    assert plan.prompt_tokens == sent_tokens(plan)
+    found = rows(plan)
+    assert [(b.included, b.reason) for b in found] == [(False, r.NOT_SENT)] * 3 + [(True, r.CURRENT_INPUT)]
+    # each row stands just before its message, named after it
+    for row in found:
+        answer = plan.blocks[row.index + 1]
+        assert row.id == f"{answer.id}:reasoning" and row.role == "assistant" and THOUGHT.strip() in row.content
+    # the rows add up to what is sent: the reasoning's tokens are not in its message's row too
+    base = contextfit.token_counter("claude-sonnet-4").base_tokens
+    assert sum(b.tokens for b in plan.blocks if b.included) + base == plan.prompt_tokens
+    # what is not sent is not counted: the earlier thinking costs nothing in the prompt
+    everything = sent_counter(contextfit.token_counter("claude-sonnet-4"), "anthropic")(chat)
+    assert everything - plan.prompt_tokens == pytest.approx(sum(b.tokens for b in found if not b.included), abs=3)
+
+
+def test_claude_models_that_keep_earlier_thinking_are_sent_it_and_count_it():
+    chat = claude_chat(3)
+    plan = contextfit.plan_prompt(chat, model="claude-opus-4-5")
+    assert thinking_sent(plan) == 4 and plan.prompt_tokens == sent_tokens(plan)
+    assert all(b.included for b in rows(plan))
+    base = contextfit.token_counter("claude-opus-4-5").base_tokens
+    assert sum(b.tokens for b in plan.blocks if b.included) + base == plan.prompt_tokens
+    # keep_thinking drops it when the budget needs: the row says the message went without it
+    one = next(b.tokens for b in rows(plan))
+    tight = contextfit.plan_prompt(chat, model="claude-opus-4-5", context_limit=plan.prompt_tokens - one + 1000,
+                                   response_reserve=1000)
+    assert thinking_sent(tight) == 3 and all(b.reason != r.OVER_BUDGET for b in tight.blocks)
+    dropped = [b for b in rows(tight) if not b.included]
+    assert [b.reason for b in dropped] == [r.SUMMARIZED] and dropped[0].id == "m2:reasoning"
+
+
+@pytest.mark.parametrize(
+    ("model", "keeps"),
+    [("claude-sonnet-4", False), ("claude-3-5-haiku", False), ("claude-opus-4-1", False), ("claude-sonnet-4-5", False),
+     ("claude-haiku-4-5", False), ("claude-opus-4-5", True), ("claude-sonnet-4-6", True), ("claude-opus-5", True),
+     ("claude-haiku-5-5", True), ("gpt-4o", False), ("o3", False), ("deepseek-v3", False), ("gemini-2.5-pro", False)],
+)
+def test_which_models_keep_earlier_turns_reasoning(model, keeps):
+    info = contextfit.get_model(model)
+    assert reasoning.keeps_earlier_reasoning(info.id, info.provider) is keeps
+
+
+def test_deepseek_reasoning_content_of_earlier_turns_is_not_sent_nor_counted():
+    lines = shared_path("llama-factory", "reason_tool_use_demo_50.jsonl").read_text().splitlines()
+    messages = load_conversation(lines[1]).messages  # two tool-use turns, each with reasoning_content
+    plan = contextfit.plan_prompt(messages, model="deepseek-v3")
+    sent = [m for m in plan.provider_messages if m.get("reasoning_content")]
+    current = reasoning.current_turn_start(messages)
+    assert len(sent) == sum(1 for m in messages[current:] if m.get("reasoning_content")) == 2
+    assert plan.prompt_tokens == sent_tokens(plan)
+    assert [b.reason for b in rows(plan) if not b.included] == [r.NOT_SENT] * 2
+    # a new user question makes every turn an earlier one
+    later = contextfit.plan_prompt([*messages, {"role": "user", "content": "Thanks."}], model="deepseek-v3")
+    assert not any(m.get("reasoning_content") for m in later.provider_messages)
+    assert all(not b.included for b in rows(later)) and len(rows(later)) == 4
+
+
+def test_openai_reasoning_items_count_only_in_the_current_turn():
+    chat = [
+        {"role": "user", "content": "What is 17 * 23?"},
+        {"role": "assistant", "content": "391.", "reasoning": "17 * 23 = 17 * 20 + 17 * 3 = 340 + 51 = 391. " * 20},
+        {"role": "user", "content": "Look up the weather."},
+        {"role": "assistant", "content": None, "reasoning": "The user wants the weather; call the tool. " * 20,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Sunny."},
+    ]
+    plan = contextfit.plan_prompt(chat, model="o3")
+    assert [bool(m.get("reasoning")) for m in plan.provider_messages] == [False, False, False, True, False]
+    assert plan.prompt_tokens == sent_tokens(plan)
+    assert [(b.id, b.included, b.reason) for b in rows(plan)] == [("m1:reasoning", False, r.NOT_SENT),
+                                                                   ("m3:reasoning", True, r.WITHIN_BUDGET)]
+    assert all(b.tokens > 100 for b in rows(plan))
+
+
+def test_reasoning_rows_reach_the_csv_the_audit_and_the_chart():
+    plan = contextfit.plan_prompt(claude_chat(2), model="claude-sonnet-4")
+    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    assert [row["reason"] for row in table if row["kind"] == "reasoning"] == [r.NOT_SENT, r.NOT_SENT, r.CURRENT_INPUT]
+    audit = audit_from_plan(plan, chat_id="c", provider="echo")
+    assert [b.kind for b in audit.blocks].count("reasoning") == 3
+    assert sum(b.tokens for b in audit.blocks if b.included) <= audit.prompt_tokens
+    figure = charts.budget_figure(plan)
+    hovers = " ".join(trace.hovertemplate for trace in figure.data if trace.hovertemplate)
+    assert "protected · reasoning" in hovers and "excluded · reasoning" in hovers
+    assert all(trace.x[0] >= 0 for trace in figure.data)  # the overhead bar is not negative
+    # reasoning rows are not editable blocks
+    conversation = contextfit.load_conversation(json.dumps(claude_chat(2)))
+    editable = dashboard.editor_rows(conversation, dashboard.suggested_setup(conversation), {"truncate": plan})
+    assert editable and not any(row["id"].endswith(":reasoning") for row in editable)
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"])
+def test_every_strategy_plans_reasoning_rows_within_budget(strategy):
+    chat = claude_chat(6)
+    full = contextfit.plan_prompt(chat, model="claude-opus-4-5")
+    limit = full.prompt_tokens // 2 + 1000
+    plan = contextfit.plan_prompt(chat, model="claude-opus-4-5", context_strategy=strategy, context_limit=limit,
+                                  response_reserve=1000)
+    assert plan.prompt_tokens == sent_tokens(plan) <= plan.budget
+    assert [b.index for b in plan.blocks] == list(range(len(plan.blocks)))
+    assert thinking_sent(plan) == sum(1 for b in rows(plan) if b.included)
+
+
+def test_odd_reasoning_values_do_not_break_a_plan():
+    chat = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": None}, {"type": "reasoning", "summary": [
+            {"type": "summary_text", "text": "Greet back."}]}, {"type": "text", "text": "Hello."}],
+         "reasoning_details": [{"type": "reasoning.text", "text": "say hello"}, 7]},
+        {"role": "user", "content": "Bye"},
+    ]
+    for model in ("gpt-4o", "claude-sonnet-4", "claude-opus-4-5"):
+        plan = contextfit.plan_prompt(chat, model=model)
+        assert plan.prompt_tokens == sent_tokens(plan)
+        (row,) = rows(plan)
+        assert "Greet back." in row.content and "say hello" in row.content
+    assert reasoning.strip_reasoning({"role": "assistant", "content": "x"}) is None
+    assert reasoning.current_turn_start([]) == 0
+    assert reasoning.current_turn_start([{"role": "assistant", "content": "x"}]) == 0
+
+
+@SETTINGS
+@given(chats_with_reasoning(), st.floats(0.3, 1.1), st.sampled_from(["claude-sonnet-4", "claude-opus-4-5", "gpt-4o", "deepseek-v3"]),
+       st.sampled_from(["truncate", "summarize", "clear-tool-results"]), st.sampled_from([None, False, True]))
+def test_plans_with_reasoning_keep_every_promise(messages, share, model, strategy, keep):
+    full = contextfit.plan_prompt(messages, model=model)
+    limit = max(int(full.prompt_tokens * share), 50) + 1000
+    try:
+        plan = contextfit.plan_prompt(messages, model=model, context_strategy=strategy, context_limit=limit,
+                                      response_reserve=1000, keep_thinking=keep)
+    except contextfit.TokenBudgetExceeded:
+        return
+    # what is counted is exactly what is sent, within the budget
+    assert plan.prompt_tokens == sent_tokens(plan) <= plan.budget
+    assert [b.index for b in plan.blocks] == list(range(len(plan.blocks)))
+    found = rows(plan)
+    # one reasoning row per input message that carries reasoning (and per compressed copy that still does)
+    with_reasoning = sum(1 for m in messages if m.get("role") == "assistant" and reasoning.has_reasoning(m))
+    assert len(found) >= with_reasoning
+    for row in found:
+        assert plan.blocks[row.index + 1].id == row.id.removesuffix(":reasoning")
+        assert row.tokens is None or row.tokens >= 0
+        if row.reason == r.NOT_SENT:
+            assert not row.included
+    # a reasoning row is included exactly when its message is sent with it
+    sent_reasoning = sum(1 for m in plan.provider_messages if reasoning.has_reasoning(m))
+    if plan.template == "openai":
+        assert sent_reasoning == sum(1 for b in found if b.included)
+    else:  # Claude: every thinking part sent belongs to an included row's message
+        assert thinking_sent(plan) == sum(thinking_parts(plan.blocks[b.index + 1].message) for b in found if b.included)
+    if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(contextfit.get_model(model))):
+        start = reasoning.current_turn_start(messages)
+        earlier = {message_id(m, i) for i, m in enumerate(messages[:start])}
+        assert not any(b.included for b in found if b.id.removesuffix(":reasoning") in earlier)
