@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from contextfit.inputs.formats import list_conversations
 from contextfit.inputs.samples import load_sample
+from contextfit.limits import MAX_LISTED_CONVERSATIONS
 
 CHAT = [{"role": "system", "content": "Be brief."}] + [
     {"role": "user" if i % 2 else "assistant", "content": f"turn {i} about the harbour"} for i in range(1, 8)
@@ -187,3 +188,36 @@ def test_a_link_to_a_sample_opens_it_and_a_link_to_an_upload_says_it_is_gone():
     clean(unknown)
     assert unknown.info[0].value.startswith("There is no sample 'nope'")
     assert len(unknown.get("plotly_chart")) == 11
+
+
+def test_a_dataset_larger_than_the_menu_says_how_many_are_listed():
+    line = json.dumps({"conversations": [{"from": "human", "value": "hello"}, {"from": "gpt", "value": "hi"}]})
+    at = upload(app().run(), ("many.jsonl", "\n".join([line] * (MAX_LISTED_CONVERSATIONS + 1)).encode()))
+    picker = next(s for s in at.sidebar.selectbox if s.label == "Conversation in many.jsonl")
+    assert len(picker.options) == MAX_LISTED_CONVERSATIONS
+    assert "many.jsonl holds 1,001 conversations; the menu lists the first 1,000." in captions(at)
+
+
+def test_hostile_names_in_a_link_or_a_file_are_shown_as_text():
+    at = app()
+    at.query_params["upload"] = "![x](http://example.invalid/t.png) <b>**"
+    at.run()
+    clean(at)
+    assert at.info[0].value == (
+        "The link names the upload !\\[x\\](http://example.invalid/t.png) \\<b\\>\\*\\*, which is not in this "
+        "browser session: upload it again."
+    )
+    name = "[a](javascript:alert(1))_**.json"
+    at = upload(app().run(), (name, json.dumps([{"conversations": [{"from": "human", "value": "x"}]}] * 2).encode()))
+    assert any(s.label == "Conversation in \\[a\\](javascript:alert(1))\\_\\*\\*.json" for s in at.sidebar.selectbox)
+
+
+def test_the_chosen_sample_survives_a_page_switch_and_is_in_the_url():
+    at = app().run()
+    at.sidebar.selectbox[0].set_value("support_chat").run()
+    chosen = rows(at)
+    assert at.query_params["sample"] in ("support_chat", ["support_chat"])
+    at.switch_page("pages/plugins.py").run()
+    at.switch_page("pages/compare.py").run()
+    clean(at)
+    assert at.sidebar.selectbox[0].value == "support_chat" and rows(at) == chosen

@@ -9,6 +9,7 @@ from conftest import TEST_DATA, shared_path
 
 import contextfit
 from contextfit.inputs.formats import FileConversation, list_conversations, load_conversation
+from contextfit.limits import MAX_LISTED_CONVERSATIONS
 from contextfit.views.sources import chosen
 
 
@@ -89,3 +90,17 @@ def test_plain_text_bundles_and_bad_input():
         list_conversations(b"User: " + b"x" * 200, max_bytes=100)
     (entry,) = list_conversations(b'[{"conversations": [{"from": "human", "value": "only one"}]}]')
     assert entry.label == "only one · 1 message"  # a single conversation needs no number
+
+
+def test_a_huge_dataset_lists_its_first_records_and_counts_the_rest():
+    path = shared_path("llama-factory", "glaive_toolcall_en_demo.json")
+    found = list_conversations(path.read_bytes(), max_records=2)
+    assert [e.index for e in found] == [0, 1] and {e.total for e in found} == {300}
+    assert list_conversations(path.read_bytes())[0].total == 300 <= MAX_LISTED_CONVERSATIONS
+    line = json.dumps({"conversations": [{"from": "human", "value": "hi"}]})
+    many = "\n".join([line] * (MAX_LISTED_CONVERSATIONS + 5)).encode()
+    found = list_conversations(many)
+    assert len(found) == MAX_LISTED_CONVERSATIONS and found[-1].total == MAX_LISTED_CONVERSATIONS + 5
+    for wrong in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="max_records"):
+            list_conversations(many, max_records=wrong)

@@ -190,10 +190,13 @@ def _pick(state: Any, entries: Sequence[FileConversation], identity: str, name: 
     picks = state.setdefault(PICKS, {})
     widget = f"source_pick_{identity}"
     _seed(widget, min(picks.get(identity, 0), len(entries) - 1))
-    index = st.selectbox(f"Conversation in {name}", range(len(entries)), key=widget,
+    index = st.selectbox(f"Conversation in {plain(name)}", range(len(entries)), key=widget,
                          format_func=lambda number: entries[number].label,
                          help="This file holds several conversations: choose the one to compare.")
     picks[identity] = index
+    note = sources.listing_note(entries, name)
+    if note:
+        st.caption(plain(note))
     return index
 
 

@@ -155,11 +155,6 @@ def sample_bytes(key: str) -> bytes:
     return sample_text(key).encode("utf-8")
 
 
-def pick_label(entries: Sequence[FileConversation], index: int) -> str:
-    """The picker's label for entry ``index``."""
-    return entries[index].label
-
-
 def chosen(entries: Sequence[FileConversation], index: int) -> Conversation:
     """The conversation at ``index`` (clamped), or its error raised.
 
@@ -174,11 +169,16 @@ def chosen(entries: Sequence[FileConversation], index: int) -> Conversation:
     return entry.conversation
 
 
-def several_note(entries: Sequence[FileConversation], index: int, name: str) -> str | None:
-    """One line when a file holds several conversations: which one is shown."""
-    if len(entries) < 2:
+def listing_note(entries: Sequence[FileConversation], name: str) -> str | None:
+    """One line when a file holds more conversations than are listed.
+
+    >>> from contextfit.inputs.formats import FileConversation
+    >>> listing_note([FileConversation(0, "$[0]", "#1 · a · 1 message", total=1001)], "big.jsonl")
+    'big.jsonl holds 1,001 conversations; the menu lists the first 1.'
+    """
+    if not entries or entries[0].total <= len(entries):
         return None
-    return f"{name} holds {plural(len(entries), 'conversation')}: showing {pick_label(entries, index)}."
+    return f"{name} holds {entries[0].total:,} conversations; the menu lists the first {len(entries):,}."
 
 
 # -- several files ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from contextfit.errors import InvalidConversation
-from contextfit.limits import MAX_FILE_BYTES, MAX_MESSAGES
+from contextfit.limits import MAX_FILE_BYTES, MAX_LISTED_CONVERSATIONS, MAX_MESSAGES
 
 from .anthropic import import_anthropic
 from .cards import import_card
@@ -285,14 +285,17 @@ def list_conversations(
     format: str | None = None,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    max_records: int = MAX_LISTED_CONVERSATIONS,
 ) -> tuple[FileConversation, ...]:
     """Every conversation ``source`` holds, each imported, with a short label.
 
     A dataset (a JSON list or JSON Lines of records, a DialogStudio dict of
     dialogs, HH-RLHF ``chosen`` transcripts) gives one entry per record,
     where :func:`load_conversation` reads only the first; anything else gives
-    one entry. A record that cannot be read keeps its place with ``error``
-    set; an input that cannot be read at all raises, as ``load_conversation`` does.
+    one entry. Only the first ``max_records`` records are imported and
+    listed; each entry's ``total`` says how many the file holds. A record
+    that cannot be read keeps its place with ``error`` set; an input that
+    cannot be read at all raises, as ``load_conversation`` does.
 
     >>> found = list_conversations('[{"conversations": [{"from": "human", "value": "Hi"}]},'
     ...                            ' {"conversations": [{"from": "human", "value": "Bye"}]}]')
@@ -301,10 +304,12 @@ def list_conversations(
     """
     wanted = format_name(format)
     _check_max_bytes(max_bytes)
-    return _guarded(lambda: _list(_named_file(source), wanted, max_bytes))
+    if not isinstance(max_records, int) or isinstance(max_records, bool) or max_records < 1:
+        raise ValueError(f"max_records must be a positive whole number, not {max_records!r}.")
+    return _guarded(lambda: _list(_named_file(source), wanted, max_bytes, max_records))
 
 
-def _list(source: object, wanted: str | None, max_bytes: int) -> tuple[FileConversation, ...]:
+def _list(source: object, wanted: str | None, max_bytes: int, max_records: int) -> tuple[FileConversation, ...]:
     data = _prepare(source, max_bytes)
     if isinstance(data, str) and looks_like_json(data) and wanted != "text":
         data = parse_json(data)
@@ -312,12 +317,14 @@ def _list(source: object, wanted: str | None, max_bytes: int) -> tuple[FileConve
     if len(records) < 2:
         conversation = _read(data, wanted, max_bytes)
         return (FileConversation(0, "input", conversation_label(conversation), conversation),)
-    found = []
-    for index, record in enumerate(records):
+    found, total = [], len(records)
+    for index, record in enumerate(records[:max_records]):
         try:
             conversation = _import(record, wanted)
         except InvalidConversation as error:
-            found.append(FileConversation(index, record.root, f"#{index + 1} · unreadable: {error.message}", error=error))
+            label = f"#{index + 1} · unreadable: {error.message}"
+            found.append(FileConversation(index, record.root, label, error=error, total=total))
             continue
-        found.append(FileConversation(index, record.root, conversation_label(conversation, index + 1), conversation))
+        label = conversation_label(conversation, index + 1)
+        found.append(FileConversation(index, record.root, label, conversation, total=total))
     return tuple(found)

@@ -32,7 +32,8 @@ class FileConversation:
     """One conversation of a file: its place, a short label, and what it read as.
 
     ``conversation`` is ``None`` when this record could not be read; ``error``
-    then says why (the other records of the file still load).
+    then says why (the other records of the file still load). ``total`` is
+    how many conversations the file holds, listed or not.
     """
 
     index: int
@@ -40,6 +41,7 @@ class FileConversation:
     label: str
     conversation: Conversation | None = None
     error: InvalidConversation | None = None
+    total: int = 1
 
 
 def split_records(parsed: Parsed) -> list[Parsed]:
