@@ -50,7 +50,7 @@ def captions(at) -> list[str]:
 def test_a_file_of_several_conversations_offers_a_pick_and_shows_the_one_picked():
     path = shared_path("dialogstudio", "sharegpt_original_example.json")
     at = upload(app().run(), path)
-    picker = next(s for s in at.sidebar.selectbox if s.label == "Conversation in sharegpt_original_example.json")
+    picker = next(s for s in at.sidebar.selectbox if s.label == "Conversation in sharegpt\\_original\\_example.json")
     assert len(picker.options) == 5
     assert picker.options[1].startswith("#2 · How to tell if a customer segment is well segmented?")
     assert picker.options[1].endswith(" · 2 messages")

@@ -211,7 +211,7 @@ def _one_file(state: Any, main: Any, file: UploadedBytes, kind: str) -> Source |
     except InvalidConversation as error:
         main.error(error_text(error))
         return None
-    name = file.name + (f" (conversation {index + 1} of {len(entries)})" if len(entries) > 1 else "")
+    name = file.name + (f" (conversation {index + 1} of {entries[0].total:,})" if len(entries) > 1 else "")
     raw = file.data if kind == "paste" else (file,)
     source = Source(name, kind, raw, conversation, f"{kind}:{file.digest}:{index}")
     if sources.is_lorebook_only(conversation):
