@@ -125,6 +125,16 @@ def _upload(page, path: Path) -> dict[str, float]:
         page.wait_for_function("() => window.__marks.some(m => m[2] === 'running')")
         page.wait_for_selector(ready)
     sidebar.filter(has_text="Upload").click()
+    # The session keeps the last upload (drawn again, with a Clear button): forget it, so no chart is left.
+    clear = page.locator('[data-testid="stSidebar"]').get_by_role("button", name="Clear", exact=True)
+    page.wait_for_function(
+        """() => document.querySelector('[data-testid=stFileUploader]')
+               && ([...document.querySelectorAll('[data-testid=stSidebar] button')].some(b => b.innerText === 'Clear')
+                   || !document.querySelector('[data-testid=stPlotlyChart]'))"""
+    )
+    page.wait_for_selector(ready)
+    if clear.count():
+        clear.first.click()
     page.wait_for_function("!document.querySelector('[data-testid=stPlotlyChart]')")
     page.wait_for_selector(ready)
     return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)))

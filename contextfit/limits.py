@@ -30,3 +30,8 @@ MAX_LOREBOOK_ENTRIES = 20_000
 #: image in libpng's 8 KB data chunks has about 2,000). All compressed text
 #: in one PNG may decompress to MAX_FILE_BYTES at most.
 MAX_PNG_CHUNKS = 20_000
+
+#: Conversations of one dataset that ``list_conversations`` imports and lists
+#: (the dashboard's menu). A 15 MB JSON Lines file of 277,777 one-line records
+#: took 47 s to list whole (its parse alone: 9 s), and no menu helps with that many.
+MAX_LISTED_CONVERSATIONS = 1_000

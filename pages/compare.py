@@ -6,20 +6,11 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.views import charts, dashboard
-from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
+from contextfit.views import charts, dashboard, source_panel
 
 state = st.session_state
 state.setdefault("overrides", {})
 state.setdefault("editor_version", 0)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def read(source: str | bytes) -> contextfit.Conversation:
-    """Import pasted text or an uploaded file, cached by content and shared,
-    not copied, between runs: nothing here changes a conversation, and a
-    copy of 10,000 messages would cost every rerun."""
-    return contextfit.load_conversation(source)
 
 
 st.title("Compare strategies")
@@ -29,41 +20,12 @@ st.caption(
 )
 st.html(charts.legend_html())
 
-with st.sidebar:
-    st.header("Conversation")
-    source = st.radio("Source", ["Sample", "Paste", "Upload"], horizontal=True,
-                      help="A built-in sample, text you paste (any format contextfit reads), or a file.")
-    raw: str | bytes | None = None
-    if source == "Sample":
-        key = st.selectbox("Sample", [s.key for s in SAMPLES], format_func=lambda k: get_sample(k).title)
-        st.caption(get_sample(key).description)
-        raw = sample_text(key)
-    elif source == "Paste":
-        raw = st.text_area(
-            "Conversation", key="paste", height=220,
-            placeholder='[{"role": "user", "content": "Hello"}]',
-            help="OpenAI or Anthropic JSON, a SillyTavern chat (.jsonl), a character card, World Info, "
-            "ShareGPT, a contextfit bundle, or a plain transcript (User: / Assistant: lines).",
-        ) or None
-        # Pasted text is content: as bytes it is never taken for the path of a file on this machine.
-        raw = raw.encode("utf-8") if raw else None
-    else:
-        upload = st.file_uploader("File", type=["json", "jsonl", "png", "txt"],
-                                  help="A chat export, a character card (JSON or PNG), or a lorebook.")
-        raw = upload.getvalue() if upload else None
-
-conversation = None
-if raw is not None:
-    try:
-        conversation = read(raw)
-    except contextfit.ContextfitError as error:
-        st.error(dashboard.error_text(error))
-if conversation is None:
-    if raw is None:
-        st.info("Paste a conversation or upload a file to compare strategies.")
+source = source_panel.conversation_source()  # the sidebar's "Conversation" section
+if source is None:
     st.stop()
+conversation = source.conversation
 
-input_key = hash(raw)
+input_key = source.key
 if state.get("input_key") != input_key:  # a new conversation: fresh defaults and no edits
     state.input_key = input_key
     state.overrides = {}

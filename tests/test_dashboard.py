@@ -12,7 +12,7 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.views import dashboard
+from contextfit.views import dashboard, source_panel
 from contextfit.inputs.samples import SAMPLES, load_sample
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
@@ -265,11 +265,11 @@ def test_a_pasted_path_is_text_not_a_file_on_the_server(tmp_path, monkeypatch):
     secret = tmp_path / "secret.json"
     secret.write_text('[{"role": "user", "content": "server-side secret"}]')
     seen = []
-    load = contextfit.load_conversation
-    monkeypatch.setattr(contextfit, "load_conversation", lambda source, *a, **k: seen.append(source) or load(source, *a, **k))
+    read = source_panel.list_conversations
+    monkeypatch.setattr(source_panel, "list_conversations", lambda source, *a, **k: seen.append(source) or read(source, *a, **k))
     at = app().run()
     at.sidebar.radio[0].set_value("Paste").run()
     at.text_area(key="paste").set_value(str(secret)).run()
     assert not at.exception
     assert seen[-1] == str(secret).encode()  # content, never a path
-    assert load(seen[-1]).messages[0]["content"] == str(secret)
+    assert contextfit.load_conversation(seen[-1]).messages[0]["content"] == str(secret)

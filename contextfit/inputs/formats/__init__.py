@@ -7,14 +7,17 @@ World Info lorebooks, ShareGPT datasets and plain-text transcripts.
 """
 
 from .conversation import FORMATS, CharacterCard, Conversation
-from .load import DEFAULT_MAX_BYTES, detect_format, load_conversation, load_conversation_file
+from .load import DEFAULT_MAX_BYTES, detect_format, list_conversations, load_conversation, load_conversation_file
+from .records import FileConversation
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "FORMATS",
     "CharacterCard",
     "Conversation",
+    "FileConversation",
     "detect_format",
+    "list_conversations",
     "load_conversation",
     "load_conversation_file",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from contextfit.errors import InvalidConversation
-from contextfit.limits import MAX_FILE_BYTES, MAX_MESSAGES
+from contextfit.limits import MAX_FILE_BYTES, MAX_LISTED_CONVERSATIONS, MAX_MESSAGES
 
 from .anthropic import import_anthropic
 from .cards import import_card
@@ -21,6 +21,7 @@ from .conversation import FORMATS, Conversation
 from .detect import detect_value, select_record
 from .openai import import_openai
 from .png import NO_CARD, card_chunks, import_png_card
+from .records import FileConversation, conversation_label, split_records
 from .sharegpt import import_sharegpt
 from .sillytavern import import_sillytavern_chat
 from .source import (
@@ -184,7 +185,10 @@ def _guarded(read: Callable[[], object]):
 
 
 def _load(source: object, wanted: str | None, max_bytes: int) -> Conversation:
-    data = _prepare(source, max_bytes)
+    return _read(_prepare(source, max_bytes), wanted, max_bytes)
+
+
+def _read(data: bytes | str | Parsed, wanted: str | None, max_bytes: int) -> Conversation:
     if isinstance(data, bytes):
         if wanted not in (None, "character-card"):
             raise InvalidConversation(
@@ -274,3 +278,53 @@ def _detect(source: object, max_bytes: int) -> str:
         data = parse_json(data)
     record, _ = select_record(data)
     return detect_value(record.value, record.root)
+
+
+def list_conversations(
+    source: str | bytes | os.PathLike,
+    format: str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_records: int = MAX_LISTED_CONVERSATIONS,
+) -> tuple[FileConversation, ...]:
+    """Every conversation ``source`` holds, each imported, with a short label.
+
+    A dataset (a JSON list or JSON Lines of records, a DialogStudio dict of
+    dialogs, HH-RLHF ``chosen`` transcripts) gives one entry per record,
+    where :func:`load_conversation` reads only the first; anything else gives
+    one entry. Only the first ``max_records`` records are imported and
+    listed; each entry's ``total`` says how many the file holds. A record
+    that cannot be read keeps its place with ``error`` set; an input that
+    cannot be read at all raises, as ``load_conversation`` does.
+
+    >>> found = list_conversations('[{"conversations": [{"from": "human", "value": "Hi"}]},'
+    ...                            ' {"conversations": [{"from": "human", "value": "Bye"}]}]')
+    >>> [entry.label for entry in found]
+    ['#1 · Hi · 1 message', '#2 · Bye · 1 message']
+    """
+    wanted = format_name(format)
+    _check_max_bytes(max_bytes)
+    if not isinstance(max_records, int) or isinstance(max_records, bool) or max_records < 1:
+        raise ValueError(f"max_records must be a positive whole number, not {max_records!r}.")
+    return _guarded(lambda: _list(_named_file(source), wanted, max_bytes, max_records))
+
+
+def _list(source: object, wanted: str | None, max_bytes: int, max_records: int) -> tuple[FileConversation, ...]:
+    data = _prepare(source, max_bytes)
+    if isinstance(data, str) and looks_like_json(data) and wanted != "text":
+        data = parse_json(data)
+    records = split_records(data) if isinstance(data, Parsed) and wanted != "sillytavern-chat" else []
+    if len(records) < 2:
+        conversation = _read(data, wanted, max_bytes)
+        return (FileConversation(0, "input", conversation_label(conversation), conversation),)
+    found, total = [], len(records)
+    for index, record in enumerate(records[:max_records]):
+        try:
+            conversation = _import(record, wanted)
+        except InvalidConversation as error:
+            label = f"#{index + 1} · unreadable: {error.message}"
+            found.append(FileConversation(index, record.root, label, error=error, total=total))
+            continue
+        label = conversation_label(conversation, index + 1)
+        found.append(FileConversation(index, record.root, label, conversation, total=total))
+    return tuple(found)
