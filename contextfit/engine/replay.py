@@ -539,7 +539,8 @@ class _Walker:
         for block in fit.kept:
             if msg.kind_of(block) == msg.SUMMARY:
                 summary.append(block)
-            elif not (msg.message_id(block, -1) == current and msg.role_of(block) == "user"):
+            elif self.facts or not (msg.message_id(block, -1) == current and msg.role_of(block) == "user"):
+                # the default rule asks whether the latest message's entities are sent besides it
                 plain.append(block)
         if not self.facts:
             plain_text = "\n".join(map(self._text, plain))
