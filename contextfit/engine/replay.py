@@ -183,15 +183,13 @@ class Replay:
 
     def verdict(self) -> dict[str, str | None]:
         """The cheapest strategy, the one that kept most facts, and the best cache-hit rate
-        (ties go to the earlier strategy; ``None`` when nothing can be compared)."""
+        (a tie goes to the earlier strategy; ``None`` when nothing can be compared or
+        every strategy scores the same)."""
         totals = [t for t in self.totals.values() if t.failed_turns < t.turns]
-        priced = [t for t in totals if t.total_cost is not None]
-        kept = [t for t in totals if t.retention is not None]
-        return {
-            "cheapest": min(priced, key=lambda t: t.total_cost).strategy if priced else None,
-            "bestRetention": max(kept, key=lambda t: t.retention).strategy if kept else None,
-            "bestCache": max(totals, key=lambda t: t.cache_hit_rate).strategy if totals else None,
-        }
+        priced = [(t.strategy, -t.total_cost) for t in totals if t.total_cost is not None]
+        kept = [(t.strategy, t.retention) for t in totals if t.retention is not None]
+        cached = [(t.strategy, t.cache_hit_rate) for t in totals]
+        return {"cheapest": _best(priced), "bestRetention": _best(kept), "bestCache": _best(cached)}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,6 +210,17 @@ class Replay:
             "notes": list(self.notes),
             "diagnostics": list(self.diagnostics),
         }
+
+
+def _best(scores: Sequence[tuple[str, float]]) -> str | None:
+    """The label with the highest score, or ``None`` when all score the same.
+
+    >>> _best([("a", 1.0), ("b", 2.0), ("c", 2.0)]), _best([("a", 0.0), ("b", 0.0)]), _best([])
+    ('b', None, None)
+    """
+    if len({score for _, score in scores}) < 2:
+        return None
+    return max(scores, key=lambda pair: pair[1])[0]
 
 
 def _camel(values: Mapping[str, Any]) -> dict[str, Any]:
