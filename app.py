@@ -10,6 +10,7 @@ page = st.navigation(
     [
         st.Page("pages/compare.py", title="Compare strategies", default=True),
         st.Page("pages/audit.py", title="Audit"),
+        st.Page("pages/replay.py", title="Replay"),
         st.Page("pages/models.py", title="Models & tokenizers"),
         st.Page("pages/plugins.py", title="Plugins"),
     ]

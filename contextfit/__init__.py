@@ -51,6 +51,7 @@ from .engine.plugins import (
     register_interceptor,
     registry,
 )
+from .engine.replay import Replay, replay
 from .engine.relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
 from .engine.results import Decision, FitResult
 from .engine.strategies import ContextStrategy, Proposal
@@ -107,6 +108,7 @@ __all__ = [
     "plan_prompt",
     "register_interceptor",
     "registry",
+    "replay",
     "shift_context",
     "token_counter",
 ]

@@ -26,6 +26,10 @@ chosen = st.session_state.pop("audit_chat", None)
 ids = list(labels)
 chat_id = st.selectbox("Chat", ids, index=ids.index(chosen) if chosen in ids else 0, format_func=labels.get)
 audit, plan = load_audit_plan(chat_id)
+if st.button("Replay under other settings", key="audit-replay",
+             help="This chat turn by turn under other strategies, limits or models, on the Replay page (writes nothing)."):
+    st.session_state["replay_chat"] = chat_id
+    st.switch_page("pages/replay.py")
 
 status = {"completed": st.success, "failed": st.error, "cancelled": st.warning}.get(audit.status, st.info)
 status(f"{audit.status} · {audit.provider} · {audit.model}" + (f" · {audit.error_code}" if audit.error_code else ""))

@@ -151,9 +151,9 @@ def test_request_size_is_limited(client):
 def test_openapi_is_complete_enough_for_a_client_generator(client):
     document = client.get("/openapi.json").json()
     operations = [op for path in document["paths"].values() for op in path.values()]
-    assert len(operations) == 10
+    assert len(operations) == 11
     ids = [op["operationId"] for op in operations]
-    assert len(set(ids)) == len(ids) and "previewContext" in ids and "getContextAudit" in ids
+    assert len(set(ids)) == len(ids) and "previewContext" in ids and "replayConversation" in ids and "getContextAudit" in ids
     for op in operations:
         success = next(code for code in op["responses"] if code.startswith("2"))
         if success != "204":

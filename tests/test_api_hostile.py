@@ -106,7 +106,7 @@ def assert_no_server_error(response, what) -> None:
 def test_hand_written_hostile_bodies_to_every_operation(app):
     operations = [(method.upper(), path) for path, item in app.openapi()["paths"].items() for method, op in item.items()
                   if "requestBody" in op]  # fmt: skip
-    assert len(operations) == 5  # create, update, append, generate, preview
+    assert len(operations) == 6  # create, update, append, generate, preview, replay
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         chat_id = client.post("/api/v2/chats", json={"messages": [USER]}).json()["id"]
         for name, text in BODIES:
@@ -134,7 +134,7 @@ def test_hostile_chat_ids_on_every_operation(app, chat_id):
 def test_schemathesis_requests_to_every_operation(app, mode):
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 10
+    assert len(operations) == 11
     for operation in operations:
 
         @given(case=operation.as_strategy(generation_mode=mode))

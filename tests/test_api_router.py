@@ -23,6 +23,7 @@ ROUTES = {
     ("POST", "/api/v2/chats/{chat_id}/cancel"): "cancelGeneration",
     ("GET", "/api/v2/chats/{chat_id}/context-audit"): "getContextAudit",
     ("POST", "/api/v2/context-preview"): "previewContext",
+    ("POST", "/api/v2/replay"): "replayConversation",
 }
 
 

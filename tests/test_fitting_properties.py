@@ -105,6 +105,18 @@ def test_every_fit_keeps_the_promises(messages, share, strategy):
 
 
 @SETTINGS
+@given(conversations(), st.floats(-0.15, 1.1), st.sampled_from(["truncate", "summarize", "clear-tool-results"]),
+       st.sampled_from([None, 0.1, 0.5, 0.95]))
+def test_stable_prefix_keeps_the_promises(messages, share, strategy, low_water):
+    budget = _budget(messages, share)
+    result = _fit(messages, word_count_counter, budget, strategy, stable_prefix=True, low_water=low_water)
+    _check(messages, word_count_counter, budget, strategy, result)
+    plain = _fit(messages, word_count_counter, budget, strategy)
+    if not isinstance(result, Exception) and word_count_counter(messages) <= budget:
+        assert result.kept == plain.kept  # nothing is cut without need
+
+
+@SETTINGS
 @given(conversations(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
 def test_fits_are_deterministic(messages, share, strategy):
     budget = _budget(messages, share)

@@ -269,27 +269,8 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
     """
     if context_strategy is None:
         context_strategy = settings.strategy
-    check_options(context_strategy, settings.options)
+    fit = fit_prepared(prepared, settings, context_strategy)
     tools = prepared.tools_tokens
-    try:
-        fit = shift_context(
-            prepared.blocks,
-            prepared.counter,
-            prepared.budget - tools,
-            strategy=context_strategy,
-            interceptors=settings.interceptors,
-            template=prepared.template,
-            **settings.options,
-        )
-    except TokenBudgetExceeded as exc:
-        if not tools:
-            raise
-        raise TokenBudgetExceeded(
-            exc.protected_tokens + tools, prepared.budget,
-            f"The protected context and the tool definitions need {exc.prompt_tokens + tools} tokens but the "
-            f"budget is {prepared.budget}. Raise the context limit, lower the response reserve, or unpin or "
-            f"shorten protected messages.", blocks=exc.blocks, prompt_tokens=exc.prompt_tokens + tools,
-        ) from None
     texts = prepared.texts
     blocks = [tools_block(prepared)] if prepared.tools else []  # the request's tools come first
     blocks += [
@@ -322,6 +303,34 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
         fit=fit,
         tools_view=_tools_view(prepared),
     )
+
+
+def fit_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: Any = None) -> FitResult:
+    """The fit of :func:`plan_prepared` alone (no plan blocks, no rendering):
+    what a replay refits turn after turn. Raises as :func:`plan_prepared`."""
+    if context_strategy is None:
+        context_strategy = settings.strategy
+    check_options(context_strategy, settings.options)
+    tools = prepared.tools_tokens
+    try:
+        return shift_context(
+            prepared.blocks,
+            prepared.counter,
+            prepared.budget - tools,
+            strategy=context_strategy,
+            interceptors=settings.interceptors,
+            template=prepared.template,
+            **settings.options,
+        )
+    except TokenBudgetExceeded as exc:
+        if not tools:
+            raise
+        raise TokenBudgetExceeded(
+            exc.protected_tokens + tools, prepared.budget,
+            f"The protected context and the tool definitions need {exc.prompt_tokens + tools} tokens but the "
+            f"budget is {prepared.budget}. Raise the context limit, lower the response reserve, or unpin or "
+            f"shorten protected messages.", blocks=exc.blocks, prompt_tokens=exc.prompt_tokens + tools,
+        ) from None
 
 
 def _tools_view(prepared: Prepared) -> dict:

@@ -89,6 +89,13 @@ SETTINGS: tuple[Setting, ...] = (
         "bool",
         "truncate, summarize, clear-tool-results: false drops older turns' reasoning; unset drops it first when needed.",
     ),
+    Setting(
+        "stablePrefix",
+        "stable_prefix",
+        "bool",
+        "truncate, summarize, clear-tool-results: cut in steps down to a low-water mark, so the prompt prefix stays cached.",
+    ),
+    Setting("lowWater", "low_water", "number", "stable_prefix: the share of the budget a cut goes down to (default 0.7).", 0.1, 0.95),
     Setting("scanDepth", "scan_depth", "int", "Lorebook: how many recent messages are scanned for keys.", 0),
     Setting("userName", "user_name", "str", "The name that fills {{user}}."),
     Setting("charName", "char_name", "str", "The name that fills {{char}} (default: the character card's)."),

@@ -143,12 +143,29 @@ def preview(
     Starts from the stored chat when ``chat_id`` is given; ``messages``,
     ``model`` and ``settings`` replace or override its own.
     """
+    return plan_prompt(*preview_input(store, providers, chat_id=chat_id, messages=messages, provider=provider,
+                                      model=model, settings=settings))
+
+
+def preview_input(
+    store: Store,
+    providers: Mapping[str, Provider],
+    *,
+    chat_id: str | None = None,
+    messages: list[dict] | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> tuple[list[dict], PlanSettings]:
+    """The checked messages and the plan settings of a preview (or a replay):
+    the stored chat's when ``chat_id`` is given, with ``messages``, ``model``
+    and ``settings`` over them."""
     chat = store.get_chat(chat_id) if chat_id is not None else None
     backend = get_provider(providers, provider) if provider is not None else None
     request = resolve_request(chat, backend, model, settings)
     if messages is None:
         messages = chat.messages if chat else []
-    return plan_prompt(check_messages(messages), request.settings)
+    return check_messages(messages), request.settings
 
 
 def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -> None:

@@ -1,4 +1,4 @@
-"""The ``contextfit`` command: ``fit``, ``models``, ``dashboard`` (and ``serve``).
+"""The ``contextfit`` command: ``fit``, ``replay``, ``models``, ``dashboard`` (and ``serve``).
 
 Errors print their message on standard error and exit non-zero: 2 for bad
 input or settings, 1 when a strategy cannot fit the budget.
@@ -102,6 +102,44 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         for name in failed:
             print(f"contextfit: {name}: {plans[name]}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _replay(args: argparse.Namespace, out: TextIO) -> int:
+    from ..engine.replay import replay
+    from ..inputs.formats import load_conversation, load_conversation_file
+
+    if args.file == "-":
+        conversation = load_conversation(sys.stdin.buffer.read(), args.format)
+    else:
+        conversation = load_conversation_file(args.file, args.format)
+    strategies: list = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
+    if args.stable_prefix:
+        strategies += [{"strategy": name, "options": {"stable_prefix": True}} for name in strategies
+                       if name in ("truncate", "summarize", "clear-tool-results")]
+    model = conversation_model(conversation, args.model)
+    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    result = replay(conversation, settings=settings, strategies=strategies, facts=args.fact or None)
+    if args.json:
+        json.dump(result.to_dict(), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return 0
+    print(f"{args.file}: {len(result.requests)} turns, model {result.model} (budget {result.budget:,}; "
+          f"cache rule {result.cache_rule}; facts: {result.fact_rule})", file=out)
+    print(f"{'strategy':<34} {'total $':>10} {'mean $':>10} {'cache hit':>9} {'tokens sent':>12} "
+          f"{'retention':>9} {'first loss':>10}", file=out)
+    for totals in result.totals.values():
+        cost = "—" if totals.total_cost is None else f"{totals.total_cost:.4f}"
+        mean = "—" if totals.mean_cost is None else f"{totals.mean_cost:.5f}"
+        kept = "—" if totals.retention is None else f"{totals.retention:.0%}"
+        loss = "—" if totals.first_loss_turn is None else str(totals.first_loss_turn)
+        print(f"{totals.strategy[:34]:<34} {cost:>10} {mean:>10} {totals.cache_hit_rate:>9.1%} {totals.tokens_sent:>12,} "
+              f"{kept:>9} {loss:>10}", file=out)
+    verdict = result.verdict()
+    print(f"cheapest: {verdict['cheapest'] or '—'}; best retention: {verdict['bestRetention'] or '—'}; "
+          f"best cache: {verdict['bestCache'] or '—'}", file=out)
+    for note in result.notes:
+        print(f"  note: {note}", file=out)
     return 0
 
 
@@ -223,6 +261,20 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--format", help="the input format, when detection should not guess")
     fit.add_argument("--json", action="store_true", help="print each plan as JSON, keyed by strategy")
     fit.set_defaults(run=_fit)
+
+    replaying = commands.add_parser("replay", help="replay a conversation turn by turn under each strategy: cost, cache, facts")
+    replaying.add_argument("file", help="a conversation file (- for standard input)")
+    replaying.add_argument("--model", help="model id or alias (default: the file's model, else gpt-4o)")
+    replaying.add_argument("--strategy", default="all", help="a strategy name, or 'all' (default) for the built-ins")
+    replaying.add_argument("--stable-prefix", action="store_true",
+                           help="also replay truncate, summarize and clear-tool-results with stable_prefix")
+    replaying.add_argument("--fact", action="append", metavar="TEXT",
+                           help="a must-survive fact: text, or /regex/flags (repeatable; default: the entity rule)")
+    replaying.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
+    replaying.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
+    replaying.add_argument("--format", help="the input format, when detection should not guess")
+    replaying.add_argument("--json", action="store_true", help="print the whole replay as JSON")
+    replaying.set_defaults(run=_replay)
 
     models = commands.add_parser("models", help="list the model catalog")
     models.set_defaults(run=_models)

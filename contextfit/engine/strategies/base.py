@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from .. import results as r
 from ..analysis import FitView
 from ..results import InsertedBlock
+from ...errors import InvalidSettings
 
 
 @runtime_checkable
@@ -95,6 +96,50 @@ def fill_newest(view: FitView, reasons: list[str | None], room: int) -> int:
         for member in unit:
             reasons[member] = None
     return room
+
+
+#: ``stable_prefix``'s default low-water mark: a cut goes down to 70% of the budget.
+DEFAULT_LOW_WATER = 0.7
+
+
+def stable_prefix_step(budget: int, options: dict) -> int:
+    """The cut step of ``stable_prefix`` (0 when it is off): ``(1 - low_water) * budget`` tokens.
+
+    ``stable_prefix`` (for ``truncate``, ``summarize`` and ``clear-tool-results``)
+    is hysteresis for the provider's prompt cache: when the prompt must shrink,
+    the tokens dropped are rounded up to a multiple of this step, so a cut
+    goes down to about ``low_water`` of the budget and the next turns append
+    to an unchanged prefix until the prompt reaches the budget again.
+
+    >>> stable_prefix_step(10_000, {"stable_prefix": True}), stable_prefix_step(10_000, {})
+    (3000, 0)
+    >>> stable_prefix_step(10_000, {"stable_prefix": True, "low_water": 0.9})
+    1000
+    """
+    on = options.get("stable_prefix")
+    low = options.get("low_water")
+    if on is not None and not isinstance(on, bool):
+        raise InvalidSettings(f"stable_prefix must be true or false, got {on!r}.")
+    if low is not None and (isinstance(low, bool) or not isinstance(low, (int, float)) or not 0.1 <= low <= 0.95):
+        raise InvalidSettings(f"low_water must be a share of the budget between 0.1 and 0.95, got {low!r}.")
+    if not on:
+        return 0
+    return max(int(round((1 - (DEFAULT_LOW_WATER if low is None else low)) * budget)), 1)
+
+
+def stable_budget(total: int, budget: int, step: int) -> int:
+    """The budget to cut to so that the tokens dropped from ``total`` are a
+    multiple of ``step`` (``budget`` itself when it fits or ``step`` is 0).
+
+    While a chat grows within one step the cut stays where it is (the same
+    oldest units make up the same multiple of the step).
+
+    >>> stable_budget(12_500, 10_000, 3000), stable_budget(9_000, 10_000, 3000), stable_budget(12_500, 10_000, 0)
+    (9500, 10000, 10000)
+    """
+    if step <= 0 or total <= budget:
+        return budget
+    return total - -(-(total - budget) // step) * step
 
 
 def kept_tokens(view: FitView, reasons: Sequence[str | None]) -> int:

@@ -37,7 +37,7 @@ from .. import results as r
 from ..analysis import FitView
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
-from .base import BuiltinStrategy, Proposal
+from .base import BuiltinStrategy, Proposal, stable_budget, stable_prefix_step
 from .thinking import drop_old_reasoning, drop_oldest_units, keep_thinking_option, with_replacements
 
 DEFAULT_KEEP = 3
@@ -183,6 +183,7 @@ class ClearToolResults(BuiltinStrategy):
         tokens = view.facts.tokens
         costs = list(tokens) if view.facts.counted_total is not None else [view.count(i) for i in range(view.n)]
         total = view.base_tokens + sum(costs)
+        budget = stable_budget(total, budget, stable_prefix_step(budget, options))  # stable_prefix: cut in steps
         replaced: dict[int, InsertedBlock] = {}
         # older turns' reasoning first (keep_thinking), then old tool results
         total = drop_old_reasoning(view, budget, keep_thinking, costs, replaced, total)

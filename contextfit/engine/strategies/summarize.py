@@ -40,7 +40,7 @@ from ..analysis import FitView
 from ...tokens.memo import TextMemo, text_key
 from ..results import InsertedBlock
 from ...text import SENTENCE_END, sentences, words
-from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
+from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
 
@@ -198,6 +198,10 @@ class Summarize(BuiltinStrategy):
             counted = view.count_all()  # only sums: everything is counted
         if counted is not None and view.base_tokens + counted <= budget:
             return Proposal([None] * view.n)  # everything fits: nothing to summarize
+        step = stable_prefix_step(budget, options)
+        if step:  # stable_prefix: cut in steps, down to the low-water mark
+            budget = stable_budget(view.base_tokens + (view.count_all() if counted is None else counted), budget, step)
+            room = room_left(view, budget)
 
         def plain(why: str | None = None) -> Proposal:
             reasons = start_reasons(view)

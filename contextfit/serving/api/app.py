@@ -36,6 +36,7 @@ from ..cancellation import request_cancel, until_stopped
 from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
 from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
+from ..replaying import replay_chat
 from ...engine.settings import unknown_setting_message
 from ..store import Store
 from . import schemas as s
@@ -217,11 +218,16 @@ def context_audit(chat_id: str, store: StoreDep) -> dict:
     return store.get_audit(chat_id).to_dict()
 
 
+def _preview_settings(body: s.PreviewRequest) -> dict[str, Any]:
+    """A preview's (or replay's) settings with the persona, character, lorebook, memory and tools it carries."""
+    extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
+    return {**(_settings(body.settings) or {}), **extra}
+
+
 @router.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
              responses=_errors(404, 413, 503))  # fmt: skip
 async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> dict:
     """The plan generation would send, for a chat or inline messages. Writes nothing."""
-    extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
 
     def plan() -> dict:
         return preview(
@@ -231,10 +237,24 @@ async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: Pr
             messages=s.messages_json(body.messages),
             provider=body.provider,
             model=body.model,
-            settings={**(_settings(body.settings) or {}), **extra},
+            settings=_preview_settings(body),
         ).to_dict()
 
     return await pool.run(plan)
+
+
+@router.post("/replay", response_model=s.ReplayResult, operation_id="replayConversation", tags=["generation"],
+             responses=_errors(404, 413, 503))  # fmt: skip
+async def replay_conversation(body: s.ReplayRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> dict:
+    """Every strategy over the conversation, turn by turn: cost, prompt cache, facts kept. Writes nothing."""
+
+    def run() -> dict:
+        return replay_chat(
+            store, providers, chat_id=body.chatId, messages=s.messages_json(body.messages), provider=body.provider,
+            model=body.model, settings=_preview_settings(body), strategies=body.strategies, facts=body.facts,
+        ).to_dict()
+
+    return await pool.run(run)
 
 
 @asynccontextmanager

@@ -161,6 +161,16 @@ class PreviewRequest(_Body):
     settings: Settings | None = None  # type: ignore[valid-type]
 
 
+class ReplayRequest(PreviewRequest):
+
+    strategies: Annotated[list[StrictStr | dict[str, Any]], Field(min_length=1, max_length=16)] | None = Field(
+        None, description="Strategy names, or {strategy, label, options} with camelCase options (default: the built-ins)."
+    )
+    facts: Annotated[list[StrictStr | dict[str, Any]], Field(max_length=200)] | None = Field(
+        None, description="Must-survive facts: text, /regex/flags, or {text|regex|message, name} (default: the entity rule)."
+    )
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -215,6 +225,17 @@ PlanBlock = _model_of(
 class Generated(BaseModel):
     message: dict[str, Any] | None = Field(description="The reply, as stored in the chat.")
     audit: ContextAudit  # type: ignore[valid-type]
+
+
+class ReplayResult(_Open):
+    """A replay: ``Replay.to_dict()``."""
+
+    model: str
+    cacheRule: str
+    strategies: list[str]
+    totals: dict[str, Any]
+    verdict: dict[str, Any]
+    turns: dict[str, Any]
 
 
 class PromptPlan(_Open):

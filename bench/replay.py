@@ -1,0 +1,118 @@
+"""Issue 17's target: a replay costs at most 3x one cold fit of the whole conversation.
+
+    .venv/bin/python -m bench.replay                      # 1,000 turns, 4 strategies, 3 runs (part of `make bench`)
+    .venv/bin/python -m bench.replay --turns 200 --runs 1
+
+On the seeded synthetic chat (``bench/conversations.py``) cut after its
+``--turns``-th user message, each run times, in one process:
+
+* ``cold fit``: ``plan_prompt`` of the whole conversation with ``truncate``
+  after ``contextfit.clear_caches(vocabularies=False)`` (every block counted,
+  nothing cached but the loaded vocabulary) — the baseline;
+* ``replay cold``: ``contextfit.replay`` of every turn with the four
+  strategies, after the same clearing (its own warm refits only);
+* ``replay warm``: the same replay again, the caches kept.
+
+The ratios are per run (both sides timed in the same run) and the median is
+printed; so is the work per turn. Budget: ``--limit`` tokens (default 32,000)
+less a 4,000-token reserve, so the later turns must cut.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+from time import perf_counter
+from typing import Any
+
+import contextfit
+from contextfit.engine.replay import request_positions
+
+from .conversations import synthetic
+
+STRATEGIES = ("truncate", "summarize", "clear-tool-results", "vector-recall")
+
+
+def conversation(turns: int) -> list[dict]:
+    """The synthetic chat cut just after its ``turns``-th request (user message)."""
+    size = max(4, turns * 2)
+    while True:
+        messages = synthetic(size).messages
+        requests = request_positions(messages)
+        if len(requests) >= turns:
+            return messages[: requests[turns - 1] + 1]
+        size = int(size * 1.25) + 8
+
+
+def _timed(call) -> tuple[float, Any]:
+    gc.collect()
+    start = perf_counter()
+    value = call()
+    return perf_counter() - start, value
+
+
+def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=STRATEGIES) -> dict[str, Any]:
+    """Time the cold fit and the cold and warm replays ``runs`` times; the per-run ratios."""
+    messages = conversation(turns)
+    settings = {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
+    rows = []
+    for _ in range(runs):
+        contextfit.clear_caches(vocabularies=False)
+        cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
+        contextfit.clear_caches(vocabularies=False)
+        replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
+        replay_warm, _ = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
+        rows.append({"cold_fit": cold, "replay_cold": replay_cold, "replay_warm": replay_warm,
+                     "ratio_cold": replay_cold / cold, "ratio_warm": replay_warm / cold})
+    return {
+        "messages": len(messages),
+        "turns": len(result.requests),
+        "strategies": list(strategies),
+        "prompt_tokens_whole": plan.prompt_tokens,
+        "budget": plan.budget,
+        "runs": rows,
+        "median_ratio_cold": statistics.median(row["ratio_cold"] for row in rows),
+        "median_ratio_warm": statistics.median(row["ratio_warm"] for row in rows),
+        "target": 3.0,
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    """The table the command prints."""
+    fits = len(result["strategies"]) * result["turns"]
+    lines = [
+        f"replay: {result['turns']:,} turns ({result['messages']:,} messages), {len(result['strategies'])} strategies "
+        f"= {fits:,} fits; budget {result['budget']:,}",
+        "| run | cold fit of the whole chat (s) | replay, cold (s) | replay, warm (s) | cold ratio | warm ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for number, row in enumerate(result["runs"], start=1):
+        lines.append(f"| {number} | {row['cold_fit']:.3f} | {row['replay_cold']:.3f} | {row['replay_warm']:.3f} | "
+                     f"{row['ratio_cold']:.2f}x | {row['ratio_warm']:.2f}x |")
+    per_fit = statistics.median(row["replay_cold"] for row in result["runs"]) / fits * 1000
+    verdict = "meets" if result["median_ratio_cold"] <= result["target"] else "MISSES"
+    lines.append(f"median ratio, replay cold / one cold fit: {result['median_ratio_cold']:.2f}x "
+                 f"(warm {result['median_ratio_warm']:.2f}x); target <= {result['target']:.0f}x: {verdict}; "
+                 f"{per_fit:.2f} ms per fit")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=32_000)
+    parser.add_argument("--json", action="store_true", help="print the measurements as JSON too")
+    args = parser.parse_args(argv)
+    result = measure(args.turns, args.runs, args.limit)
+    print(report(result))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

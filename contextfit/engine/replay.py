@@ -1,0 +1,584 @@
+"""Replay: every strategy over a whole conversation, turn by turn.
+
+One fit is a snapshot; a product lives with a strategy for a whole chat.
+:func:`replay` walks a conversation: each user message is a request (the
+conversation up to it), and the assistant messages after it, up to the next
+request, are its output. Every request is fitted with every strategy — warm
+refits: the counts and analyses of the earlier turns are reused — and for
+each turn and strategy the replay records
+
+* the prompt tokens and what was dropped, summarized and compressed;
+* the tokens shared with the previous turn's request, on the rendered
+  provider messages (whole messages from the start, tools first), and what
+  the provider's prompt cache reads and writes of them (``prompt_cache.py``);
+* the request's cost at the catalog's prices (``contextfit.tokens.prices``):
+  uncached input, cached input, cache writes and the real reply's tokens as
+  output; ``None`` with a note when the model has no prices;
+* whether each must-survive fact is still sent (``survival.py``).
+
+Totals per strategy: total and mean cost, cache-hit rate (prompt tokens read
+from the cache over prompt tokens sent), tokens sent, the first turn that
+dropped something and the first that lost a fact, and retention (facts
+present over facts in force, all turns together).
+
+>>> chat = [{"role": "system", "content": "Be brief."},
+...         {"role": "user", "content": "My order is ORD-1234."}, {"role": "assistant", "content": "Noted."},
+...         {"role": "user", "content": "Where is ORD-1234?"}, {"role": "assistant", "content": "In transit."}]
+>>> result = replay(chat, model="gpt-4o", strategies=["truncate"])
+>>> [(t.turn, t.prompt_tokens, t.output_tokens) for t in result.turns["truncate"]]
+[(1, 22, 3), (2, 40, 3)]
+>>> result.totals["truncate"].retention, result.fact_rule
+(1.0, 'default-entities')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ContextfitError, InvalidMessages, InvalidSettings, TokenBudgetExceeded
+from ..inputs import messages as msg
+from ..tokens.prices import RequestCost
+from ..tokens.template import trace
+from . import prompt_cache as pc
+from .pipeline import BUILTIN_STRATEGIES, Prepared, fit_prepared, prepare
+from .plan_settings import PlanSettings, settings_for
+from .results import FitResult
+from .survival import (
+    IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, contains_word, declared_facts, entities, message_ids, pinned_position,
+)
+
+DECLARED = "declared"
+DEFAULT_ENTITIES = "default-entities"
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One strategy of a replay, under a label, with its own options (``stable_prefix``...)."""
+
+    label: str
+    strategy: Any
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FactState:
+    """A fact in force at a turn: ``verbatim``, ``summary`` (a summary line quotes it) or ``lost``."""
+
+    name: str
+    status: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """One request of the replay under one strategy."""
+
+    turn: int
+    message_index: int
+    strategy: str
+    prompt_tokens: int | None
+    sent_blocks: int
+    dropped: int
+    summarized: int
+    compressed: int
+    shared_tokens: int
+    cache_read: int
+    cache_write: int
+    output_tokens: int
+    cost: RequestCost | None
+    facts: tuple[FactState, ...]
+    error: str | None = None
+    error_message: str | None = None
+
+    @property
+    def lost(self) -> list[str]:
+        """Names of the facts in force that are not sent."""
+        return [fact.name for fact in self.facts if fact.status == LOST]
+
+    @property
+    def retention(self) -> float | None:
+        """Share of the facts in force that are sent (``None`` when none is in force)."""
+        if not self.facts:
+            return None
+        return sum(fact.status != LOST for fact in self.facts) / len(self.facts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "messageIndex": self.message_index,
+            "strategy": self.strategy,
+            "promptTokens": self.prompt_tokens,
+            "sentBlocks": self.sent_blocks,
+            "dropped": self.dropped,
+            "summarized": self.summarized,
+            "compressed": self.compressed,
+            "sharedTokens": self.shared_tokens,
+            "cacheRead": self.cache_read,
+            "cacheWrite": self.cache_write,
+            "outputTokens": self.output_tokens,
+            "cost": None if self.cost is None else _camel(self.cost.to_dict()),
+            "facts": [fact.to_dict() for fact in self.facts],
+            "retention": self.retention,
+            "lost": self.lost,
+            "error": None if self.error is None else {"code": self.error, "message": self.error_message},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyTotals:
+    """A strategy over the whole replay."""
+
+    strategy: str
+    turns: int
+    total_cost: float | None
+    mean_cost: float | None
+    cache_hit_rate: float
+    tokens_sent: int
+    cached_tokens: int
+    first_drop_turn: int | None
+    first_loss_turn: int | None
+    retention: float | None
+    failed_turns: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "turns": self.turns,
+            "totalCost": self.total_cost,
+            "meanCost": self.mean_cost,
+            "cacheHitRate": self.cache_hit_rate,
+            "tokensSent": self.tokens_sent,
+            "cachedTokens": self.cached_tokens,
+            "firstDropTurn": self.first_drop_turn,
+            "firstLossTurn": self.first_loss_turn,
+            "retention": self.retention,
+            "failedTurns": self.failed_turns,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What :func:`replay` returns: every turn of every strategy, and their totals."""
+
+    model: str
+    provider: str
+    cache_rule: str
+    prices: dict | None
+    budget: int
+    context_limit: int
+    response_reserve: int
+    fact_rule: str
+    facts: tuple[Fact, ...]
+    strategies: tuple[str, ...]
+    requests: tuple[int, ...]
+    turns: dict[str, list[TurnResult]]
+    totals: dict[str, StrategyTotals]
+    notes: tuple[str, ...] = ()
+    diagnostics: tuple[dict, ...] = ()
+
+    def verdict(self) -> dict[str, str | None]:
+        """The cheapest strategy, the one that kept most facts, and the best cache-hit rate
+        (a tie goes to the earlier strategy; ``None`` when nothing can be compared or
+        every strategy scores the same)."""
+        totals = [t for t in self.totals.values() if t.failed_turns < t.turns]
+        priced = [(t.strategy, -t.total_cost) for t in totals if t.total_cost is not None]
+        kept = [(t.strategy, t.retention) for t in totals if t.retention is not None]
+        cached = [(t.strategy, t.cache_hit_rate) for t in totals]
+        return {"cheapest": _best(priced), "bestRetention": _best(kept), "bestCache": _best(cached)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "provider": self.provider,
+            "cacheRule": self.cache_rule,
+            "prices": None if self.prices is None else _camel(self.prices),
+            "budget": self.budget,
+            "contextLimit": self.context_limit,
+            "responseReserve": self.response_reserve,
+            "factRule": self.fact_rule,
+            "facts": [fact.to_dict() for fact in self.facts],
+            "strategies": list(self.strategies),
+            "requests": list(self.requests),
+            "totals": {name: totals.to_dict() for name, totals in self.totals.items()},
+            "verdict": self.verdict(),
+            "turns": {name: [turn.to_dict() for turn in turns] for name, turns in self.turns.items()},
+            "notes": list(self.notes),
+            "diagnostics": list(self.diagnostics),
+        }
+
+
+def _best(scores: Sequence[tuple[str, float]]) -> str | None:
+    """The label with the highest score, or ``None`` when all score the same.
+
+    >>> _best([("a", 1.0), ("b", 2.0), ("c", 2.0)]), _best([("a", 0.0), ("b", 0.0)]), _best([])
+    ('b', None, None)
+    """
+    if len({score for _, score in scores}) < 2:
+        return None
+    return max(scores, key=lambda pair: pair[1])[0]
+
+
+def _camel(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key.split("_")[0] + "".join(part.title() for part in key.split("_")[1:]): value for key, value in values.items()}
+
+
+def request_positions(messages: Sequence[dict]) -> list[int]:
+    """The positions of the user messages that are requests (not hidden, not
+    tool results in a user message).
+
+    >>> request_positions([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+    ...                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}])
+    [0]
+    """
+    out = []
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict) or msg.role_of(message) != "user" or msg.meta_of(message).get("hidden") is True:
+            continue
+        if msg.link_ids(message)[1]:
+            continue
+        out.append(position)
+    return out
+
+
+def variants(strategies: Sequence[Any] | str | None) -> list[Variant]:
+    """The strategies of a replay: names (``"all"`` for the built-ins), strategy
+    objects, or ``{"strategy", "label", "options"}`` mappings; labels must differ.
+
+    >>> [v.label for v in variants(["truncate", {"strategy": "truncate", "options": {"stable_prefix": True}}])]
+    ['truncate', 'truncate+stable_prefix']
+    """
+    if strategies is None or strategies == "all":
+        strategies = list(BUILTIN_STRATEGIES)
+    if isinstance(strategies, (str, Mapping)):
+        strategies = [strategies]
+    out: list[Variant] = []
+    for position, entry in enumerate(strategies):
+        if isinstance(entry, Mapping):
+            unknown = set(entry) - {"strategy", "label", "options"}
+            if unknown or "strategy" not in entry:
+                raise InvalidSettings(f"strategies[{position}] must be a name or {{strategy, label, options}}; "
+                                      f"got keys {sorted(map(str, entry))}.")
+            options = entry.get("options") or {}
+            if not isinstance(options, Mapping):
+                raise InvalidSettings(f"strategies[{position}].options must be an object of strategy options.")
+            name = entry["strategy"]
+            label = entry.get("label") or _label(name, options)
+            out.append(Variant(str(label), name, dict(options)))
+        else:
+            out.append(Variant(_label(entry, {}), entry, {}))
+    labels = [variant.label for variant in out]
+    if len(set(labels)) != len(labels) or not out:
+        raise InvalidSettings(f"a replay needs at least one strategy and distinct labels; got {labels}.")
+    return out
+
+
+def _label(strategy: Any, options: Mapping[str, Any]) -> str:
+    name = strategy if isinstance(strategy, str) else getattr(strategy, "name", None) or type(strategy).__name__
+    extra = [key if value is True else f"{key}={value}" for key, value in options.items()]
+    return "+".join([str(name), *extra])
+
+
+def replay(
+    conversation: Any,
+    *,
+    model: str | None = None,
+    strategies: Sequence[Any] | str | None = BUILTIN_STRATEGIES,
+    facts: Sequence[Any] | None = None,
+    settings: PlanSettings | None = None,
+    **keywords: Any,
+) -> Replay:
+    """Replay ``conversation`` (message dicts or a :class:`~contextfit.Conversation`)
+    with every strategy, turn by turn (module docstring).
+
+    ``model`` and the other keywords are :func:`~contextfit.plan_prompt`'s
+    (``context_limit``, ``response_reserve``, strategy options...);
+    ``strategies`` lists names, ``"all"``, or ``{"strategy", "label",
+    "options"}`` mappings (the same strategy twice with other options, e.g.
+    ``{"strategy": "truncate", "options": {"stable_prefix": True}}``);
+    ``facts`` the must-survive facts (``survival.py``; without them the
+    default entity rule applies). A turn a strategy cannot fit is recorded
+    with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
+    """
+    chosen = {"model": model, **keywords}
+    messages, plan_settings = settings_for(conversation, settings, chosen)
+    messages = list(messages)
+    requests = request_positions(messages)
+    if not requests:
+        raise InvalidMessages("A replay needs at least one user message: each user message is one request.")
+    plan_variants = [(variant, plan_settings.replace(**variant.options)) for variant in variants(strategies)]
+    walker = _Walker(messages, plan_settings, requests, declared_facts(facts))
+    turns: dict[str, list[TurnResult]] = {variant.label: [] for variant, _ in plan_variants}
+    previous: dict[str, _Sent | None] = {variant.label: None for variant, _ in plan_variants}
+    for turn, position in enumerate(requests, start=1):
+        prepared = walker.prepared(position)
+        output = walker.output_tokens(prepared, turn - 1)
+        in_force = walker.in_force(position)
+        for variant, variant_settings in plan_variants:
+            try:
+                fit = fit_prepared(prepared, variant_settings, variant.strategy)
+            except TokenBudgetExceeded as exc:
+                turns[variant.label].append(_failed(turn, position, variant.label, output, in_force, exc))
+                previous[variant.label] = None
+                continue
+            sent = walker.sent(prepared, fit)
+            record = walker.turn(turn, position, variant.label, prepared, fit, sent, previous[variant.label], output, in_force)
+            turns[variant.label].append(record)
+            previous[variant.label] = sent
+    info = walker.info
+    notes = []
+    if info.prices is None:
+        notes.append(f"The catalog has no prices for {info.id}: costs are not computed (add a [models.\"{info.id}\".prices] "
+                     "table to your models file).")
+    if walker.rule == pc.AUTOMATIC and info.provider != "openai":
+        notes.append(f"{info.provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
+    return Replay(
+        model=info.id,
+        provider=info.provider,
+        cache_rule=walker.rule,
+        prices=None if info.prices is None else info.prices.to_dict(),
+        budget=walker.full.budget,
+        context_limit=walker.full.context_limit,
+        response_reserve=walker.full.response_reserve,
+        fact_rule=DECLARED if walker.facts else DEFAULT_ENTITIES,
+        facts=tuple(walker.facts),
+        strategies=tuple(turns),
+        requests=tuple(requests),
+        turns=turns,
+        totals={label: totals_of(label, rows) for label, rows in turns.items()},
+        notes=tuple(notes),
+        diagnostics=tuple(walker.finder.budget.diagnostics) if walker.finder else (),
+    )
+
+
+def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
+    """A strategy's totals over its turns."""
+    done = [row for row in rows if row.error is None]
+    costs = [row.cost.total for row in done if row.cost is not None]
+    priced = len(costs) == len(done) and done
+    sent = sum(row.prompt_tokens or 0 for row in done)
+    cached = sum(row.cache_read for row in done)
+    in_force = sum(len(row.facts) for row in rows)
+    present = sum(len(row.facts) - len(row.lost) for row in rows)
+    return StrategyTotals(
+        strategy=label,
+        turns=len(rows),
+        total_cost=sum(costs) if priced else None,
+        mean_cost=sum(costs) / len(costs) if priced else None,
+        cache_hit_rate=cached / sent if sent else 0.0,
+        tokens_sent=sent,
+        cached_tokens=cached,
+        first_drop_turn=next((row.turn for row in done if row.dropped or row.summarized or row.compressed), None),
+        first_loss_turn=next((row.turn for row in rows if row.lost), None),
+        retention=present / in_force if in_force else None,
+        failed_turns=len(rows) - len(done),
+    )
+
+
+def _failed(turn: int, position: int, label: str, output: int, in_force: list, exc: ContextfitError) -> TurnResult:
+    return TurnResult(turn, position, label, None, 0, 0, 0, 0, 0, 0, 0, output, None,
+                      tuple(FactState(name, LOST) for name, _ in in_force), exc.code, str(exc))
+
+
+@dataclass(slots=True)
+class _Sent:
+    """What one request sent, for the next turn's cache comparison."""
+
+    messages: list[dict]
+    system: str | None
+    kept: list[dict]
+    sources: list[tuple[int, ...]]
+    system_sources: tuple[int, ...]
+    cacheable: int
+
+
+class _Walker:
+    """The per-conversation state of a replay: the prepared blocks, the reply
+    sizes, the facts in force, and per-block memos shared by every strategy."""
+
+    def __init__(self, messages: list[dict], settings: PlanSettings, requests: list[int], facts: list[Fact]) -> None:
+        self.messages = messages
+        self.settings = settings
+        self.requests = requests
+        self.facts = facts
+        self.finder = FactFinder(facts) if facts else None
+        # Without a character card or lorebook the assembly of a prefix is a
+        # prefix of the whole assembly (ids are positions), so it is made once.
+        self.full = prepare(messages, settings)
+        self.info = self.full.info
+        self.rule = pc.cache_rule(self.info.provider)
+        self.minimum = pc.anthropic_minimum(self.info.id)
+        self.stable = settings.character is None and settings.lorebook is None
+        visible = [not (isinstance(m, dict) and msg.meta_of(m).get("hidden") is True) for m in messages]
+        self.extra = len(self.full.blocks) - sum(visible)
+        self.visible_before: list[int] = []
+        count = 0
+        for flag in visible:
+            count += flag
+            self.visible_before.append(count)
+        self.ids = message_ids(messages)
+        self.texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
+        self._tokens: dict[int, tuple[dict, int]] = {}
+        self._block_texts: dict[int, tuple[dict, str]] = {}
+        self._first_seen = self._first_positions() if facts else []
+        self._earlier: list[str] = []
+        self._earlier_upto = 0
+
+    # -- the request of a turn
+
+    def prepared(self, position: int) -> Prepared:
+        if not self.stable:
+            return prepare(self.messages[: position + 1], self.settings)
+        k = self.extra + self.visible_before[position]
+        return dataclasses.replace(self.full, blocks=self.full.blocks[:k], texts=self.full.texts[:k])
+
+    def output_tokens(self, prepared: Prepared, index: int) -> int:
+        """The tokens of the assistant messages after request ``index`` up to the next request."""
+        start = self.requests[index] + 1
+        end = self.requests[index + 1] if index + 1 < len(self.requests) else len(self.messages)
+        count = prepared.tokenizer.count_message
+        empty = count({"role": "assistant", "content": ""})
+        return sum(max(count(m) - empty, 0) for m in self.messages[start:end]
+                   if isinstance(m, dict) and msg.role_of(m) == "assistant")
+
+    # -- what was sent, and what the cache makes of it
+
+    def block_tokens(self, prepared: Prepared, block: dict) -> int:
+        hit = self._tokens.get(id(block))
+        if hit is not None and hit[0] is block:
+            return hit[1]
+        tokens = prepared.counter.count_message(block)
+        self._tokens[id(block)] = (block, tokens)
+        return tokens
+
+    def sent(self, prepared: Prepared, fit: FitResult) -> _Sent:
+        traced = trace(fit.kept, prepared.template)
+        cacheable = fit.tokens - prepared.counter.base_tokens + prepared.tools_tokens
+        return _Sent(traced.prompt.messages, traced.prompt.system, fit.kept, traced.sources, traced.system_sources, cacheable)
+
+    def shared(self, prepared: Prepared, sent: _Sent, before: _Sent | None) -> tuple[int, int, bool, bool]:
+        """(tokens shared with the previous request, head tokens, whole previous request is a prefix, head unchanged)."""
+        head = prepared.tools_tokens + sum(self.block_tokens(prepared, sent.kept[p]) for p in sent.system_sources)
+        if before is None:
+            return 0, head, False, False
+        same_system = before.system == sent.system
+        j, limit = 0, min(len(before.messages), len(sent.messages))
+        while j < limit and before.messages[j] == sent.messages[j]:
+            j += 1
+        whole = same_system and j == len(before.messages)
+        covered = {p for source in sent.sources[:j] for p in source} - {p for source in sent.sources[j:] for p in source}
+        shared = prepared.tools_tokens + sum(self.block_tokens(prepared, sent.kept[p]) for p in covered)
+        if same_system:
+            shared += head - prepared.tools_tokens
+        elif sent.system is not None or before.system is not None:
+            shared = prepared.tools_tokens  # the system text comes before every message
+        return min(shared, sent.cacheable), head, whole, same_system
+
+    def turn(self, turn: int, position: int, label: str, prepared: Prepared, fit: FitResult, sent: _Sent,
+             before: _Sent | None, output: int, in_force: list) -> TurnResult:
+        shared, head, whole, same_head = self.shared(prepared, sent, before)
+        if self.rule == pc.BREAKPOINTS:
+            use = pc.anthropic_cache(sent.cacheable, head, None if before is None else before.cacheable, whole,
+                                     same_head, self.minimum)
+        else:
+            use = pc.CacheUse(pc.automatic_cached(shared), 0)
+        prompt = fit.tokens + prepared.tools_tokens
+        prices = self.info.prices
+        cost = None if prices is None else prices.cost(prompt, output_tokens=output, cached_input_tokens=use.read,
+                                                      cache_write_tokens=use.write)
+        summarized = compressed = 0
+        for block in fit.truncated:
+            meta = msg.meta_of(block)
+            if msg.kind_of(block) == msg.SUMMARY:
+                summarized += len(meta.get("summarized") or ())
+            elif meta.get("compressed"):
+                compressed += 1
+        dropped = len(fit.excluded) - summarized - compressed
+        return TurnResult(turn, position, label, prompt, len(fit.kept), max(dropped, 0), summarized, compressed, shared,
+                          use.read, use.write, output, cost, self.fact_states(prepared, fit, position, in_force))
+
+    # -- facts
+
+    def _first_positions(self) -> list[int | None]:
+        """Per declared fact, the first message position from which it is in force."""
+        first: list[int | None] = [None] * len(self.facts)
+        for index, fact in enumerate(self.facts):
+            pinned = pinned_position(fact, self.ids)
+            if fact.message is not None:
+                first[index] = pinned
+        for position, text in enumerate(self.texts):
+            for index in self.finder.found_in(text):
+                if first[index] is None and self.facts[index].message is None:
+                    first[index] = position
+        return first
+
+    def in_force(self, position: int) -> list[tuple[str, Any]]:
+        """``(name, key)`` of the facts in force at the request at ``position``:
+        declared facts by index, else the default rule's entities."""
+        if self.facts:
+            return [(fact.name, index) for index, fact in enumerate(self.facts)
+                    if self._first_seen[index] is not None and self._first_seen[index] <= position]
+        while self._earlier_upto < position:
+            self._earlier.append(self.texts[self._earlier_upto])
+            self._earlier_upto += 1
+        current = self.texts[position]
+        found = entities(current)
+        if not found:
+            return []
+        earlier = "\n".join(self._earlier)
+        return [(entity, entity) for entity in found if entity in earlier and contains_word(earlier, entity)]
+
+    def _text(self, block: dict) -> str:
+        hit = self._block_texts.get(id(block))
+        if hit is not None and hit[0] is block:
+            return hit[1]
+        text = msg.message_text(block)
+        self._block_texts[id(block)] = (block, text)
+        return text
+
+    def fact_states(self, prepared: Prepared, fit: FitResult, position: int, in_force: list) -> tuple[FactState, ...]:
+        if not in_force:
+            return ()
+        current = self.ids[position]
+        plain, summary = [], []
+        for block in fit.kept:
+            if msg.kind_of(block) == msg.SUMMARY:
+                summary.append(block)
+            elif self.facts or not (msg.message_id(block, -1) == current and msg.role_of(block) == "user"):
+                # the default rule asks whether the latest message's entities are sent besides it
+                plain.append(block)
+        if not self.facts:
+            plain_text = "\n".join(map(self._text, plain))
+            summary_text = "\n".join(map(self._text, summary))
+            return tuple(
+                FactState(name, VERBATIM if contains_word(plain_text, name) else IN_SUMMARY
+                          if contains_word(summary_text, name) else LOST)
+                for name, _ in in_force
+            )
+        states = []
+        for name, index in in_force:
+            states.append(FactState(name, self._declared_status(self.facts[index], index, plain, summary)))
+        return tuple(states)
+
+    def _declared_status(self, fact: Fact, index: int, plain: list[dict], summary: list[dict]) -> str:
+        finder = self.finder
+        if fact.text is None and fact.regex is None:  # a pinned message: sent as it is, or quoted by a summary
+            wanted = self.ids[pinned_position(fact, self.ids)]
+            if any(msg.message_id(block, -1) == wanted and not msg.meta_of(block).get("compressed") for block in plain):
+                return VERBATIM
+            quoted = any(source.get("id") == wanted for block in summary
+                         for source in msg.meta_of(block).get("sources") or () if isinstance(source, dict))
+            return IN_SUMMARY if quoted else LOST
+        if any(index in finder.found_in(self._text(block)) for block in plain):
+            return VERBATIM
+        if any(index in finder.found_in(self._text(block)) for block in summary):
+            return IN_SUMMARY
+        return LOST
+
+
+__all__ = ["FactState", "Replay", "StrategyTotals", "TurnResult", "Variant", "replay", "request_positions", "variants"]
+

@@ -1,0 +1,227 @@
+"""Must-survive facts: is what the conversation depends on still in what is sent?
+
+A fact is declared as
+
+* a string — found verbatim (case-sensitive) in a sent block;
+* a ``/pattern/flags`` string — a regular expression, written and run like a
+  lorebook regex key (``inputs/lorebook/matching.py``: JavaScript syntax,
+  a CPU-time limit per search and per replay, a pattern too long is never run);
+* a mapping ``{"text": ...}`` or ``{"regex": ...}``, with an optional
+  ``"name"`` and ``"message"`` (a message id or index): the fact is *pinned*
+  to that message and is in force from the turn that message is part of;
+  ``{"message": ...}`` alone pins the whole message: it is present when that
+  message is sent or a summary line quotes it.
+
+A text or regex fact is in force from the first turn whose conversation so far
+contains it. At each turn it is **present** when a sent block holds it —
+verbatim in a message (``verbatim``), or in a summary line that quotes it
+(``summary``) — and **lost** otherwise.
+
+Without declared facts the **default entity rule** applies, per turn: the
+entities of the latest user message that an earlier message also contains
+must still be sent outside the latest user message itself. Entities are, in
+this order, without repeats:
+
+1. quoted strings: text between ``"…"``, ``“…”`` or backticks, 2–80 characters;
+2. code symbols: dotted names (``os.path.join``), calls (``fit()``),
+   ``snake_case`` and ``camelCase`` words;
+3. identifiers: words mixing letters and digits (``ORD-1234``, ``gpt-4o``)
+   and all-capital words of two letters or more (``NASA``);
+4. numbers of two characters or more (``42``, ``3.5``, ``2024``);
+5. capitalized names: runs of capitalized words not at the start of a
+   sentence (``… met Ada Lovelace``).
+
+An entity is found in a text between non-word characters (``42`` is not in
+``1423``). The rule reads only the text: it is deterministic and offline.
+
+>>> entities('Did the "blue box" fix ORD-1234 for Ada Lovelace at 42 Main St? Check parse_args().')
+['blue box', 'parse_args()', 'ORD-1234', '42', 'Ada Lovelace', 'Main St']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidSettings
+from ..inputs import messages as msg
+from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key
+
+VERBATIM = "verbatim"
+IN_SUMMARY = "summary"
+LOST = "lost"
+
+_QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|`([^`\n]{2,80})`")
+_CODE = re.compile(
+    r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?|\b[A-Za-z_]\w*\(\)"
+    r"|\b[a-z0-9]+(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z]\w*\b"
+)
+_IDENTIFIER = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b|\b(?=\w*\d)(?=\w*[A-Za-z])[A-Za-z0-9]+\b|\b[A-Z]{2,}\b")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,.]*\d(?![\w])|(?<![\w.])\d{2,}(?![\w])")
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+
+
+def entities(text: str) -> list[str]:
+    """The default rule's entities of ``text``, in the rule's order (see the module docstring)."""
+    found: list[str] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(value: str, start: int, end: int) -> None:
+        value = value.strip()
+        if len(value) < 2 or any(s < end and start < e for s, e in taken):
+            return
+        taken.append((start, end))
+        if value not in found:
+            found.append(value)
+
+    for match in _QUOTED.finditer(text):
+        group = next(g for g in range(1, 4) if match.group(g) is not None)
+        add(match.group(group), match.start(), match.end())
+    for pattern in (_CODE, _IDENTIFIER, _NUMBER):
+        for match in pattern.finditer(text):
+            add(match.group(0), match.start(), match.end())
+    for match in _NAME.finditer(text):
+        if _sentence_initial(text, match.start()):
+            # sentence-initial capital: drop the first word, keep the rest of the run
+            rest = match.group(0).split(None, 1)
+            if len(rest) == 2:
+                add(rest[1], match.end() - len(rest[1]), match.end())
+            continue
+        add(match.group(0), match.start(), match.end())
+    return found
+
+
+def _sentence_initial(text: str, start: int) -> bool:
+    position = start - 1
+    while position >= 0 and text[position] in " \t":
+        position -= 1
+    return position < 0 or text[position] in ".!?:\n\"“(*-#>"
+
+
+def contains_word(text: str, entity: str) -> bool:
+    """Whether ``entity`` stands in ``text`` between non-word characters.
+
+    >>> contains_word("order 1423 shipped", "42"), contains_word("the answer is 42.", "42")
+    (False, True)
+    """
+    position = text.find(entity)
+    while position != -1:
+        before = text[position - 1] if position else " "
+        end = position + len(entity)
+        after = text[end] if end < len(text) else " "
+        if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
+            return True
+        position = text.find(entity, position + 1)
+    return False
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One must-survive fact: a text, a regex (``/pattern/flags``), or a pinned message."""
+
+    name: str
+    text: str | None = None
+    regex: str | None = None
+    message: str | int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in (("name", self.name), ("text", self.text), ("regex", self.regex),
+                                               ("message", self.message)) if value is not None}
+
+
+def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
+    """The facts a caller declared (strings or mappings), checked.
+
+    >>> [f.to_dict() for f in declared_facts(["blue box", "/ORD-[0-9]+/", {"message": 3}])]
+    [{'name': 'blue box', 'text': 'blue box'}, {'name': '/ORD-[0-9]+/', 'regex': '/ORD-[0-9]+/'}, {'name': 'message 3', 'message': 3}]
+    """
+    if facts is None:
+        return []
+    if isinstance(facts, (str, Mapping)) or not isinstance(facts, Sequence):
+        raise InvalidSettings(f"facts must be a list of strings or objects, got {type(facts).__name__}.")
+    return [_declared(fact, position) for position, fact in enumerate(facts)]
+
+
+def _declared(fact: Any, position: int) -> Fact:
+    where = f"facts[{position}]"
+    if isinstance(fact, str):
+        fact = {"regex": fact} if compile_regex_key(fact) is not None else {"text": fact}
+    if not isinstance(fact, Mapping):
+        raise InvalidSettings(f"{where} must be a string or an object, got {type(fact).__name__}.")
+    unknown = set(fact) - {"name", "text", "regex", "message"}
+    if unknown:
+        raise InvalidSettings(f"{where} has unknown key(s) {', '.join(sorted(map(str, unknown)))}; use text, regex, message, name.")
+    text, pattern, message, name = fact.get("text"), fact.get("regex"), fact.get("message"), fact.get("name")
+    if text is not None and pattern is not None:
+        raise InvalidSettings(f"{where} gives both text and regex; a fact is one or the other.")
+    for key, value in (("text", text), ("regex", pattern), ("name", name)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InvalidSettings(f"{where}.{key} must be a non-empty string, got {value!r}.")
+    if message is not None and (isinstance(message, bool) or not isinstance(message, (str, int))):
+        raise InvalidSettings(f"{where}.message must be a message id or index, got {message!r}.")
+    if text is None and pattern is None and message is None:
+        raise InvalidSettings(f"{where} needs text, regex or message.")
+    if pattern is not None and compile_regex_key(pattern) is None:
+        raise InvalidSettings(f"{where}.regex must be written /pattern/flags (a lorebook regex key), got {pattern!r}.")
+    return Fact(name or text or pattern or f"message {message}", text, pattern, message)
+
+
+class FactFinder:
+    """Finds declared facts in texts, with one regex time budget for a whole replay.
+
+    Results are kept per text object: a block sent turn after turn is searched once.
+    """
+
+    def __init__(self, facts: Sequence[Fact]) -> None:
+        self.facts = list(facts)
+        self.budget = RegexBudget()
+        self._keys: list[RegexKey | None] = [compile_regex_key(f.regex) if f.regex else None for f in self.facts]
+        self._memo: dict[int, tuple[str, frozenset[int]]] = {}
+
+    def found_in(self, text: str) -> frozenset[int]:
+        """Positions of the text and regex facts ``text`` holds."""
+        hit = self._memo.get(id(text))
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        found = set()
+        for position, fact in enumerate(self.facts):
+            if fact.text is not None and fact.text in text:
+                found.add(position)
+            elif self._keys[position] is not None and self.budget.search(self._keys[position], text, fact.regex) is not None:
+                found.add(position)
+        result = frozenset(found)
+        if len(self._memo) > 200_000:
+            self._memo.clear()
+        self._memo[id(text)] = (text, result)
+        return result
+
+
+def pinned_position(fact: Fact, ids: Sequence[str]) -> int | None:
+    """The message position a fact is pinned to (``ids``: every message's id), or None.
+
+    >>> pinned_position(Fact("x", message="m2"), ["m1", "m2"]), pinned_position(Fact("x", message=0), ["a"])
+    (1, 0)
+    """
+    if fact.message is None:
+        return None
+    if isinstance(fact.message, int):
+        return fact.message if 0 <= fact.message < len(ids) else None
+    try:
+        return list(ids).index(fact.message)
+    except ValueError:
+        return None
+
+
+def message_ids(messages: Sequence[dict]) -> list[str]:
+    """Every message's block id as the prompt assembly gives it (``id``, ``meta.id``, else ``m<position>``).
+
+    >>> message_ids([{"role": "user", "content": "a"}, {"id": "x", "role": "user", "content": "b"}])
+    ['m0', 'x']
+    """
+    return [msg.explicit_id(message) or f"m{position}" for position, message in enumerate(messages)]

@@ -1,0 +1,54 @@
+"""``POST /api/v2/replay``: :func:`contextfit.replay` for a stored chat or inline messages.
+
+Like the context preview it writes nothing: no message, branch or audit.
+The request's model and settings go over the chat's (as in generation); a
+strategy given as ``{"strategy", "label", "options"}`` takes its options as
+camelCase settings (``{"stablePrefix": true}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..engine.replay import Replay, replay
+from ..engine.settings import plan_options
+from ..errors import InvalidSettings
+from .generation import preview_input
+from .providers import Provider
+from .store import Store
+
+
+def strategies_from_json(strategies: Sequence[Any] | None) -> list[Any] | None:
+    """The replay's strategies with each mapping's camelCase ``options`` read as settings.
+
+    >>> strategies_from_json(["truncate", {"strategy": "truncate", "options": {"stablePrefix": True}}])
+    ['truncate', {'strategy': 'truncate', 'options': {'stable_prefix': True}}]
+    """
+    if strategies is None:
+        return None
+    out: list[Any] = []
+    for position, entry in enumerate(strategies):
+        if isinstance(entry, Mapping):
+            options = entry.get("options")
+            if options is not None and not isinstance(options, Mapping):
+                raise InvalidSettings(f"strategies[{position}].options must be an object of settings.")
+            entry = {**entry, "options": plan_options(options)} if options is not None else dict(entry)
+        out.append(entry)
+    return out
+
+
+def replay_chat(
+    store: Store,
+    providers: Mapping[str, Provider],
+    *,
+    strategies: Sequence[Any] | None = None,
+    facts: Sequence[Any] | None = None,
+    **request: Any,
+) -> Replay:
+    """The replay of a stored chat or of inline messages, writing nothing: ``request``
+    (``chat_id``, ``messages``, ``provider``, ``model``, ``settings``) is resolved
+    as :func:`~contextfit.serving.generation.preview` resolves it."""
+    checked, plan_settings = preview_input(store, providers, **request)
+    chosen = strategies_from_json(strategies)
+    return replay(checked, settings=plan_settings, facts=facts, **({"strategies": chosen} if chosen is not None else {}))

@@ -1,0 +1,236 @@
+"""The Replay page's logic and figures (never imports streamlit).
+
+The page picks a conversation (a sample, the Compare page's, or a stored
+chat), a model and strategies; :func:`run` replays it
+(:func:`contextfit.replay`), and the functions here turn the result into the
+verdict table, per-turn lines (prompt tokens, cumulative cost, cache hits,
+retention with a marker where a fact was lost) and the plans of one turn.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
+from ..engine.plan_settings import PlanSettings, settings_for
+from ..engine.replay import Replay, replay, variants
+from ..errors import ContextfitError, TokenBudgetExceeded
+from ..serving.generation import preview_input
+from ..serving.store import Store
+from .charts import _figure
+
+#: The strategies whose ``stable_prefix`` variant the page adds.
+STABLE_CAPABLE = ("truncate", "summarize", "clear-tool-results")
+#: Okabe–Ito colours, one per strategy line (cycled).
+LINE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySetup:
+    """What the user chose on the Replay page."""
+
+    model: str
+    context_limit: int
+    response_reserve: int
+    strategies: tuple[str, ...] = BUILTIN_STRATEGIES
+    stable_prefix: bool = True
+    facts: tuple[str, ...] = ()
+
+    def strategy_entries(self) -> list[Any]:
+        """The replay's strategies: each chosen one, then the ``stable_prefix`` variants.
+
+        >>> ReplaySetup("gpt-4o", 8000, 1000, ("truncate", "manual")).strategy_entries()
+        ['truncate', 'manual', {'strategy': 'truncate', 'options': {'stable_prefix': True}}]
+        """
+        entries: list[Any] = list(self.strategies)
+        if self.stable_prefix:
+            entries += [{"strategy": name, "options": {"stable_prefix": True}} for name in self.strategies
+                        if name in STABLE_CAPABLE]
+        return entries
+
+    def keywords(self) -> dict[str, Any]:
+        return {"model": self.model, "context_limit": self.context_limit, "response_reserve": self.response_reserve}
+
+
+def facts_from_text(text: str | None) -> tuple[str, ...]:
+    """One fact per non-blank line (``/pattern/flags`` for a regular expression).
+
+    >>> facts_from_text("ORD-7731\\n\\n /zenith/i ")
+    ('ORD-7731', '/zenith/i')
+    """
+    return tuple(line.strip() for line in (text or "").splitlines() if line.strip())
+
+
+def conversation_input(conversation: Any, setup: ReplaySetup) -> tuple[list[dict], PlanSettings]:
+    """The messages and settings of a conversation (its card, lorebook... included) under the setup."""
+    messages, settings = settings_for(conversation, None, setup.keywords())
+    return list(messages), settings
+
+
+def stored_input(store: Store, chat_id: str, setup: ReplaySetup) -> tuple[list[dict], PlanSettings]:
+    """A stored chat's messages and settings (as the preview reads them) under the setup's model and limits."""
+    return preview_input(store, {}, chat_id=chat_id, model=setup.model,
+                         settings={"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve})
+
+
+def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup) -> Replay:
+    """The replay of ``messages`` with the setup's strategies and facts."""
+    return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None)
+
+
+def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
+    """The Compare page's conversation, read defensively from session state: a
+    ``Conversation`` it keeps (under any of the keys it has used), else the
+    text it was pasted as, read with ``read``; ``None`` when there is none or
+    it cannot be read (the page then offers the samples)."""
+    for key in ("conversation", "compare_conversation", "current_conversation"):
+        value = state.get(key)
+        if value is not None and isinstance(getattr(value, "messages", None), list):
+            return value
+    for key in ("raw", "paste"):
+        value = state.get(key)
+        if isinstance(value, (str, bytes)) and value.strip():
+            try:
+                return read(value.encode("utf-8") if isinstance(value, str) else value)
+            except ContextfitError:
+                return None
+    return None
+
+
+def money(value: float | None) -> str:
+    """Dollars for a table cell.
+
+    >>> money(0.0123456), money(None), money(12.5)
+    ('$0.01235', '—', '$12.50')
+    """
+    if value is None:
+        return "—"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4g}"
+
+
+def totals_rows(result: Replay) -> list[dict[str, Any]]:
+    """The verdict table: one row per strategy, marked where it wins."""
+    verdict = result.verdict()
+    wins = {label: [name for name, winner in (("cheapest", verdict["cheapest"]), ("best retention",
+            verdict["bestRetention"]), ("best cache", verdict["bestCache"])) if winner == label] for label in result.totals}
+    rows = []
+    for label, totals in result.totals.items():
+        rows.append({
+            "strategy": label,
+            "verdict": ", ".join(wins[label]),
+            "total cost": money(totals.total_cost),
+            "mean cost / turn": money(totals.mean_cost),
+            "cache hit rate": f"{totals.cache_hit_rate:.1%}",
+            "tokens sent": totals.tokens_sent,
+            "retention": "—" if totals.retention is None else f"{totals.retention:.1%}",
+            "first loss (turn)": totals.first_loss_turn,
+            "first drop (turn)": totals.first_drop_turn,
+            "failed turns": totals.failed_turns,
+        })
+    return rows
+
+
+def series(result: Replay, label: str) -> dict[str, list[Any]]:
+    """Per-turn values of one strategy: prompt tokens, cumulative cost, cache-hit
+    share, retention and the facts lost (``None`` where a turn failed or no fact was in force)."""
+    out: dict[str, list[Any]] = {"turn": [], "prompt": [], "cost": [], "cache": [], "retention": [], "lost": []}
+    spent = 0.0
+    priced = result.prices is not None
+    for turn in result.turns[label]:
+        out["turn"].append(turn.turn)
+        out["prompt"].append(turn.prompt_tokens)
+        if turn.cost is not None:
+            spent += turn.cost.total
+        out["cost"].append(spent if priced else None)
+        out["cache"].append(turn.cache_read / turn.prompt_tokens if turn.prompt_tokens else None)
+        out["retention"].append(turn.retention)
+        out["lost"].append(turn.lost)
+    return out
+
+
+_TITLES = {
+    "prompt": ("Prompt tokens per turn", "tokens"),
+    "cost": ("Cumulative cost", "US dollars"),
+    "cache": ("Prompt tokens read from the cache, per turn", "share of the prompt"),
+    "retention": ("Facts still sent, per turn (× where one was lost)", "share of the facts in force"),
+}
+
+
+def lines_figure(result: Replay, metric: str) -> go.Figure:
+    """One line per strategy over the turns: ``prompt``, ``cost``, ``cache`` or ``retention``
+    (retention marks with an × the turns where a fact was lost, the facts in the hover)."""
+    title, unit = _TITLES[metric]
+    data: list[dict[str, Any]] = []
+    for position, label in enumerate(result.turns):
+        values = series(result, label)
+        color = LINE_COLORS[position % len(LINE_COLORS)]
+        dash = "dot" if "stable_prefix" in label else "solid"
+        data.append({"type": "scatter", "mode": "lines+markers", "name": html.escape(label), "x": values["turn"],
+                     "y": values[metric], "line": {"color": color, "dash": dash, "width": 2}, "marker": {"size": 4},
+                     "hovertemplate": f"{html.escape(label)}<br>turn %{{x}}: %{{y}}<extra></extra>"})
+        if metric == "retention":
+            lost = [(turn, value, names) for turn, value, names in zip(values["turn"], values["retention"], values["lost"])
+                    if names]
+            if lost:
+                data.append({"type": "scatter", "mode": "markers", "name": html.escape(label) + " lost",
+                             "showlegend": False, "x": [t for t, _, _ in lost], "y": [v for _, v, _ in lost],
+                             "marker": {"symbol": "x", "size": 9, "color": color},
+                             "text": [html.escape(", ".join(names))[:200] for _, _, names in lost],
+                             "hovertemplate": f"{html.escape(label)}<br>turn %{{x}}: lost %{{text}}<extra></extra>"})
+    yaxis: dict[str, Any] = {"title": {"text": unit}}
+    if metric in ("cache", "retention"):
+        yaxis.update(range=[-0.02, 1.05], tickformat=".0%")
+    figure = _figure(data, xaxis={"title": {"text": "turn"}}, yaxis=yaxis, height=380,
+                     title={"text": title, "font": {"size": 14}, "x": 0, "y": 0.98},
+                     margin={"l": 10, "r": 10, "t": 36, "b": 10})
+    # the legend under the plot: above it, eight strategies' names cover the title
+    figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None})
+    return figure
+
+
+def turn_plans(messages: list[dict], settings: PlanSettings, result: Replay, turn: int,
+               setup: ReplaySetup) -> dict[str, PromptPlan | ContextfitError]:
+    """Each strategy's plan of one turn (1-based): the Compare view of that request."""
+    position = result.requests[turn - 1]
+    plans: dict[str, PromptPlan | ContextfitError] = {}
+    for variant in variants(setup.strategy_entries()):
+        try:
+            plans[variant.label] = plan_prompt(messages[: position + 1], settings, context_strategy=variant.strategy,
+                                               **variant.options)
+        except TokenBudgetExceeded as error:
+            plans[variant.label] = error
+    return plans
+
+
+def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
+    """The numbers of one strategy at one turn, for the metrics above its plan."""
+    row = result.turns[label][turn - 1]
+    return {
+        "prompt_tokens": row.prompt_tokens,
+        "cached": row.cache_read,
+        "cost": money(row.cost.total if row.cost is not None else None),
+        "lost": row.lost,
+    }
+
+
+def verdict_text(result: Replay) -> str:
+    """One sentence naming the winners.
+
+    >>> from contextfit.engine.replay import replay
+    >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
+    'Cheapest: — · best retention: — · best cache: —'
+    """
+    verdict = result.verdict()
+    return (f"Cheapest: {verdict['cheapest'] or '—'} · best retention: {verdict['bestRetention'] or '—'} · "
+            f"best cache: {verdict['bestCache'] or '—'}")
+
+
+__all__ = [
+    "ReplaySetup", "conversation_input", "current_conversation", "facts_from_text", "lines_figure", "run", "series",
+    "stored_input", "totals_rows", "turn_plans", "turn_summary", "verdict_text",
+]

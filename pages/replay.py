@@ -1,0 +1,122 @@
+"""Replay: every strategy over a whole conversation — cost, prompt cache, and what survives."""
+
+import pandas as pd
+import streamlit as st
+
+import contextfit
+from contextfit.engine.pipeline import BUILTIN_STRATEGIES
+from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
+from contextfit.serving.store_cache import shared_store
+from contextfit.views import charts, dashboard
+from contextfit.views import replay as views
+from contextfit.views.audits import list_audited_chats
+
+state = st.session_state
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def read(source: str | bytes) -> contextfit.Conversation:
+    return contextfit.load_conversation(source)
+
+
+st.title("Replay")
+st.caption(
+    "A strategy is chosen for a whole conversation, not one request. Each user message is replayed as a request "
+    "under every strategy: what it costs per turn and in total, how much the provider's prompt cache still serves, "
+    "and when a fact the conversation depends on stops being sent."
+)
+
+current = views.current_conversation(state, read)
+stored_chat = state.pop("replay_chat", None)  # set by the Audit page's "Replay under other settings"
+if stored_chat:
+    state["replay_source"], state["replay_chat_choice"] = "Stored chat", stored_chat
+with st.sidebar:
+    st.header("Conversation")
+    sources = ["Sample"] + (["Current conversation"] if current is not None else []) + ["Stored chat"]
+    if state.get("replay_source") not in sources:
+        state["replay_source"] = "Current conversation" if current is not None else "Sample"
+    source = st.radio("Source", sources, key="replay_source",
+                      help="A built-in sample, the conversation of the Compare page, or a chat stored by the API.")
+    conversation = None
+    chat_id = None
+    if source == "Sample":
+        key = st.selectbox("Sample", [s.key for s in SAMPLES], format_func=lambda k: get_sample(k).title,
+                           key="replay_sample")
+        conversation = read(sample_text(key))
+    elif source == "Current conversation":
+        conversation = current
+    else:
+        chats = list_audited_chats()
+        ids = [chat.id for chat in chats]
+        if not ids:
+            st.info("No stored chat yet.")
+            st.stop()
+        labels = {chat.id: chat.title or chat.id for chat in chats}
+        if state.get("replay_chat_choice") not in ids:
+            state["replay_chat_choice"] = ids[0]
+        chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")
+    st.header("Model and budget")
+    suggested = dashboard.suggested_setup(conversation) if conversation is not None else None
+    models = [info.id for info in contextfit.list_models()]
+    model = st.selectbox("Model", models, index=models.index(suggested.model) if suggested else models.index("gpt-4o"),
+                         key="replay_model")
+    limit = st.number_input("Context limit", min_value=1, step=256, key="replay_limit",
+                            value=suggested.context_limit if suggested else 32_000)
+    reserve = st.number_input("Response reserve", min_value=0, step=128, key="replay_reserve",
+                              value=suggested.response_reserve if suggested else 4_000)
+    strategies = st.multiselect("Strategies", list(BUILTIN_STRATEGIES), default=list(BUILTIN_STRATEGIES),
+                                key="replay_strategies")
+    stable = st.checkbox("Also with stable_prefix", value=True, key="replay_stable",
+                         help="truncate, summarize and clear-tool-results cutting down to 70% of the budget, "
+                         "so the cached prompt prefix holds for several turns.")
+    facts_text = st.text_area("Must-survive facts", key="replay_facts", height=90,
+                              help="One per line: text, or /regex/flags. Empty: the default entity rule "
+                              "(numbers, identifiers, quoted strings, names, code symbols the latest user "
+                              "message shares with an earlier one).")
+
+if not strategies:
+    st.info("Choose at least one strategy in the sidebar.")
+    st.stop()
+setup = views.ReplaySetup(model=model, context_limit=int(limit), response_reserve=int(reserve),
+                          strategies=tuple(strategies), stable_prefix=stable, facts=views.facts_from_text(facts_text))
+try:
+    if chat_id is not None:
+        messages, settings = views.stored_input(shared_store(), chat_id, setup)
+    else:
+        messages, settings = views.conversation_input(conversation, setup)
+    with st.spinner("Replaying every turn under every strategy…"):
+        result = views.run(messages, settings, setup)
+except contextfit.ContextfitError as error:
+    st.error(dashboard.error_text(error))
+    st.stop()
+
+st.subheader("Verdict")
+st.markdown(views.verdict_text(result))
+st.dataframe(pd.DataFrame(views.totals_rows(result)), hide_index=True, width="stretch", key="replay-verdict")
+st.caption(
+    f"{len(result.requests)} turns · {result.model} · budget {result.budget:,} tokens · cache rule "
+    f"{result.cache_rule} · facts: {result.fact_rule}"
+    + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
+)
+for note in result.notes:
+    st.warning(note)
+left, right = st.columns(2)
+left.plotly_chart(views.lines_figure(result, "prompt"), key="replay-prompt", width="stretch")
+right.plotly_chart(views.lines_figure(result, "cost"), key="replay-cost", width="stretch")
+left.plotly_chart(views.lines_figure(result, "cache"), key="replay-cache", width="stretch")
+right.plotly_chart(views.lines_figure(result, "retention"), key="replay-retention", width="stretch")
+
+st.subheader("One turn")
+turn = st.slider("Turn", 1, len(result.requests), len(result.requests), key="replay_turn") if len(result.requests) > 1 else 1
+plans = views.turn_plans(messages, settings, result, turn, setup)
+columns = st.columns(min(len(plans), 4))
+for position, (label, plan) in enumerate(plans.items()):
+    with columns[position % len(columns)]:
+        st.markdown(f"**{label}**")
+        if isinstance(plan, contextfit.ContextfitError):
+            st.error(dashboard.error_text(plan))
+            continue
+        numbers = views.turn_summary(result, label, turn)
+        st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
+        st.caption(f"cost {numbers['cost']}" + (f" · lost: {', '.join(numbers['lost'])}" if numbers["lost"] else ""))
+        st.plotly_chart(charts.budget_figure(plan), key=f"replay-turn-{label}", width="stretch")

@@ -1,0 +1,224 @@
+"""contextfit.replay: costs, prompt-cache prefixes and facts, with expectations worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import shared_path
+
+import contextfit
+from contextfit.engine.pipeline import plan_prompt
+from contextfit.engine.prompt_cache import anthropic_cache, automatic_cached
+from contextfit.engine.replay import replay
+from contextfit.engine.survival import declared_facts, entities
+from contextfit.errors import InvalidMessages, InvalidSettings
+
+HELLO = "hello" + " hello" * 1199  # 1,200 o200k tokens: "hello", then 1,199 times " hello"
+
+# gpt-4o counts a message as 3 + 1 (role) + its text; a request adds 3 to prime the reply.
+SMALL_CHAT = [
+    {"role": "system", "content": HELLO},  # 4 + 1200 = 1204
+    {"role": "user", "content": "Hi there."},  # 4 + 3 = 7
+    {"role": "assistant", "content": "Noted."},  # output of turn 1: 3 tokens
+    {"role": "user", "content": "What now?"},  # 4 + 3 = 7
+    {"role": "assistant", "content": "Fine."},  # output of turn 2: 2 tokens
+]
+
+
+def test_costs_and_cache_prefix_of_a_small_chat_worked_out_by_hand():
+    result = replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate"])
+    first, second = result.turns["truncate"]
+    # Turn 1: 3 + 1204 + 7 = 1214 prompt tokens, nothing cached; $2.50 and $10 per million.
+    assert (first.prompt_tokens, first.shared_tokens, first.cache_read, first.output_tokens) == (1214, 0, 0, 3)
+    assert first.cost.total == pytest.approx(1214 * 2.50e-6 + 3 * 10e-6)  # 0.003065
+    # Turn 2: 3 + 1204 + 7 + 7 + 7 = 1228; it shares the system prompt and the first user
+    # message with turn 1: 1204 + 7 = 1211 tokens, served as 1024 + 128 * floor(187 / 128) = 1152.
+    assert (second.prompt_tokens, second.shared_tokens, second.cache_read, second.cache_write) == (1228, 1211, 1152, 0)
+    assert second.cost.input == pytest.approx((1228 - 1152) * 2.50e-6)
+    assert second.cost.cached_input == pytest.approx(1152 * 1.25e-6)
+    assert second.cost.total == pytest.approx(0.00019 + 0.00144 + 0.00002)
+    totals = result.totals["truncate"]
+    assert totals.tokens_sent == 1214 + 1228
+    assert totals.cache_hit_rate == pytest.approx(1152 / 2442)
+    assert totals.total_cost == pytest.approx(0.003065 + 0.00165)
+    assert totals.mean_cost == pytest.approx((0.003065 + 0.00165) / 2)
+
+
+def test_anthropic_breakpoints_write_then_read_the_previous_request():
+    result = replay(SMALL_CHAT, model="claude-sonnet-4", strategies=["truncate"])
+    first, second = result.turns["truncate"]
+    base = contextfit.token_counter("claude-sonnet-4").base_tokens
+    one, two = first.prompt_tokens - base, second.prompt_tokens - base  # what the breakpoints cover
+    assert one >= 1024  # the minimum an Anthropic prefix needs to be cached
+    assert (first.cache_read, first.cache_write) == (0, one)  # the first request writes its whole prompt
+    assert (second.cache_read, second.cache_write) == (one, two - one)  # the second reads it, writes the rest
+    # $3 input, $0.30 cache read, $3.75 cache write, $15 output per million
+    assert second.cost.total == pytest.approx(base * 3e-6 + one * 0.30e-6 + (two - one) * 3.75e-6
+                                              + second.output_tokens * 15e-6)
+    assert result.cache_rule == "anthropic-breakpoints"
+
+
+def test_cache_rules_by_hand():
+    assert [automatic_cached(n) for n in (0, 1023, 1024, 1151, 1152, 5000)] == [0, 0, 1024, 1024, 1152, 4992]
+    # the previous request is not a prefix (the cut moved): only the system head is read
+    assert anthropic_cache(3000, 1200, 2500, False, True).read == 1200
+    # a head under the minimum is not cached; a prompt under it neither read nor written
+    assert anthropic_cache(3000, 900, 2500, False, True) == anthropic_cache(3000, 900, None, False, False)
+    assert anthropic_cache(800, 100, 700, True, True).write == 0
+
+
+def test_a_model_without_prices_gives_no_cost_and_says_so():
+    result = replay(SMALL_CHAT, model="llama-3.1-8b", strategies=["truncate"])
+    assert result.prices is None and all(turn.cost is None for turn in result.turns["truncate"])
+    assert result.totals["truncate"].total_cost is None
+    assert any("no prices" in note for note in result.notes)
+
+
+def _fact_chat():
+    return [
+        {"role": "system", "content": "You are a support agent."},
+        {"role": "user", "content": "My order number is ORD-7731. " + "It is late. " * 60},
+        {"role": "assistant", "content": "I see order ORD-7731. " + "Checking. " * 60},
+        {"role": "user", "content": "The courier was Zenith Express. " + "Still waiting. " * 60, "id": "courier"},
+        {"role": "assistant", "content": "Zenith Express is slow this week. " + "Sorry. " * 60},
+        {"role": "user", "content": "Any news?"},
+        {"role": "assistant", "content": "Not yet."},
+    ]
+
+
+def test_retention_of_declared_facts_is_exact():
+    facts = ["ORD-7731", "/zenith\\s+express/i", {"message": "courier", "name": "the courier message"}]
+    result = replay(_fact_chat(), model="gpt-4o", context_limit=400, response_reserve=100,
+                    strategies=["truncate", "summarize"], facts=facts)
+    assert result.fact_rule == "declared"
+    # Message tokens (gpt-4o): system 10, user 254, assistant 133, user 191, assistant 133, user 7; budget 300,
+    # 3 to prime the reply.
+    # Turn 1: 3 + 10 + 254 = 267 fits; only the order number is in force yet (the other two come with message 3).
+    # Turn 2: system, current input: 3 + 10 + 191 = 204; 96 left, the 133-token reply does not fit: the first
+    #   exchange goes (the order number with it); the courier message is the current input, sent.
+    # Turn 3: 3 + 10 + 7 = 20; 280 left: the 133-token reply fits ("Zenith Express is slow..."), the
+    #   191-token courier message no longer does.
+    truncate = [[(fact.name, fact.status) for fact in turn.facts] for turn in result.turns["truncate"]]
+    assert [turn.prompt_tokens for turn in result.turns["truncate"]] == [267, 204, 153]
+    assert truncate == [
+        [("ORD-7731", "verbatim")],
+        [("ORD-7731", "lost"), ("/zenith\\s+express/i", "verbatim"), ("the courier message", "verbatim")],
+        [("ORD-7731", "lost"), ("/zenith\\s+express/i", "verbatim"), ("the courier message", "lost")],
+    ]
+    assert result.totals["truncate"].retention == 4 / 7
+    assert result.totals["truncate"].first_loss_turn == 2
+    # summarize quotes the dropped sentences that hold the order number, and the courier message
+    summarize = [[fact.status for fact in turn.facts] for turn in result.turns["summarize"]]
+    assert summarize == [["verbatim"], ["summary", "verbatim", "verbatim"], ["summary", "verbatim", "summary"]]
+    assert result.totals["summarize"].retention == 1.0 and result.verdict()["bestRetention"] == "summarize"
+
+
+def test_a_fact_quoted_by_the_summary_counts_as_present():
+    chat = _fact_chat()
+    result = replay(chat, model="gpt-4o", context_limit=420, response_reserve=100, strategies=["summarize"],
+                    facts=["I see order ORD-7731."])
+    states = [turn.facts for turn in result.turns["summarize"]]
+    assert any(state and state[0].status == "summary" for state in states)
+
+
+def test_default_entity_rule():
+    assert entities('Use "blue box" with parse_args() on ORD-1234, 42 times, ask Ada Lovelace.') == [
+        "blue box", "parse_args()", "ORD-1234", "42", "Ada Lovelace"]
+    result = replay(_fact_chat()[:6] + [{"role": "user", "content": "Is ORD-7731 still with Zenith Express?"}],
+                    model="gpt-4o", context_limit=400, response_reserve=100, strategies=["truncate"])
+    assert result.fact_rule == "default-entities"
+    last = result.turns["truncate"][-1]
+    assert [fact.name for fact in last.facts] == ["ORD-7731", "Zenith Express"]
+    assert last.lost == ["ORD-7731"]  # the first exchange was dropped; the courier is still sent
+    assert result.totals["truncate"].first_loss_turn == last.turn
+
+
+@pytest.mark.parametrize("facts", [["ok", 5], [{"text": "a", "regex": "/a/"}], [{"regex": "no slashes"}], "text",
+                                   [{"bogus": 1}], [""]])
+def test_bad_facts_are_refused(facts):
+    with pytest.raises(InvalidSettings):
+        declared_facts(facts)
+
+
+def test_hostile_inputs():
+    with pytest.raises(InvalidMessages):
+        replay([{"role": "system", "content": "x"}], model="gpt-4o")
+    with pytest.raises(InvalidSettings):
+        replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate", "truncate"])
+    with pytest.raises(InvalidSettings):
+        replay(SMALL_CHAT, model="gpt-4o", strategies=[{"strategy": "truncate", "options": {"stable_prefix": "yes"}}])
+    # a catastrophic regex is stopped by the lorebook's time limit and reported, not hung on
+    result = replay([{"role": "user", "content": "a" * 40 + "b"}], model="gpt-4o", strategies=["truncate"],
+                    facts=["/(a|a)+$/"])
+    assert result.turns["truncate"][0].facts == ()
+    # a turn that cannot fit is recorded with its error, the others go on
+    tiny = replay(_fact_chat(), model="gpt-4o", context_limit=120, response_reserve=10, strategies=["truncate"])
+    assert [turn.error for turn in tiny.turns["truncate"]][:2] == ["TOKEN_BUDGET_EXCEEDED"] * 2
+    assert tiny.totals["truncate"].failed_turns >= 2
+
+
+def _long_real_chat() -> list[dict]:
+    """The five ShareGPT conversations of the shared sample, one after the other (25 real turns)."""
+    records = json.loads(shared_path("dialogstudio", "sharegpt_original_example.json").read_text())
+    messages = [{"role": "system", "content": "You are a helpful assistant."}]
+    for record in records:
+        for turn in record["conversations"]:
+            messages.append({"role": "user" if turn["from"] == "human" else "assistant", "content": turn["value"]})
+    return messages
+
+
+def _independent_hit_rate(messages, **settings) -> float:
+    """Rendered requests compared message by message from the start; OpenAI's rule applied by hand."""
+    counter = contextfit.token_counter("gpt-4o")
+    previous, cached, sent = None, 0, 0
+    for position, message in enumerate(messages):
+        if message["role"] != "user":
+            continue
+        plan = plan_prompt(messages[: position + 1], model="gpt-4o", **settings)
+        request = plan.provider_messages
+        same = 0
+        while previous is not None and same < min(len(previous), len(request)) and previous[same] == request[same]:
+            same += 1
+        shared = counter(request[:same]) - counter.base_tokens if same else 0
+        cached += 0 if shared < 1024 else 1024 + (shared - 1024) // 128 * 128
+        sent += plan.prompt_tokens
+        previous = request
+    return cached / sent
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "summarize", "clear-tool-results"])
+def test_stable_prefix_keeps_more_of_the_prompt_cached(strategy):
+    chat = _long_real_chat()
+    limits = {"context_limit": 3500, "response_reserve": 500, "context_strategy": strategy}
+    default = _independent_hit_rate(chat, **limits)
+    stable = _independent_hit_rate(chat, **limits, stable_prefix=True)
+    assert stable > default
+    result = replay(chat, model="gpt-4o", context_limit=3500, response_reserve=500,
+                    strategies=[strategy, {"strategy": strategy, "options": {"stable_prefix": True}}])
+    assert result.totals[f"{strategy}+stable_prefix"].cache_hit_rate > result.totals[strategy].cache_hit_rate
+
+
+def _first_sent_history(plan) -> str:
+    return next(block.id for block in plan.blocks[1:] if block.included)
+
+
+def test_stable_prefix_cuts_down_to_the_low_water_mark_and_holds():
+    chat = _long_real_chat()
+    plans = [plan_prompt(chat[: p + 1], model="gpt-4o", context_limit=3500, response_reserve=500, stable_prefix=True)
+             for p, m in enumerate(chat) if m["role"] == "user"]
+    assert all(plan.prompt_tokens <= plan.budget for plan in plans)
+    cut = [_first_sent_history(plan) for plan in plans]  # the oldest history block sent is where the cut stands
+    moves = sum(a != b for a, b in zip(cut, cut[1:]))
+    default = [_first_sent_history(plan_prompt(chat[: p + 1], model="gpt-4o", context_limit=3500, response_reserve=500))
+               for p, m in enumerate(chat) if m["role"] == "user"]
+    assert moves < sum(a != b for a, b in zip(default, default[1:]))
+
+
+def test_fast_path_matches_planning_each_prefix():
+    chat = _fact_chat()
+    result = replay(chat, model="gpt-4o", context_limit=400, response_reserve=100, strategies=["summarize"])
+    for turn in result.turns["summarize"]:
+        plan = plan_prompt(chat[: turn.message_index + 1], model="gpt-4o", context_limit=400, response_reserve=100,
+                           context_strategy="summarize")
+        assert plan.prompt_tokens == turn.prompt_tokens

@@ -1,0 +1,89 @@
+"""The replay's faces: ``contextfit replay`` and ``POST /api/v2/replay``."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from api_support import LOCAL
+from fastapi.testclient import TestClient
+
+from contextfit.serving.api import create_app
+from contextfit.serving.providers import EchoProvider
+from contextfit.views.cli import main
+
+pytest_plugins = ["api_fixtures"]
+
+MESSAGES = [
+    {"role": "system", "content": "You are a support agent."},
+    {"role": "user", "content": "My router AX55 drops wifi. " * 30},
+    {"role": "assistant", "content": "Which firmware is it on? " * 30},
+    {"role": "user", "content": "Firmware 1.2.4 on the AX55."},
+    {"role": "assistant", "content": "Update to 1.2.5."},
+]
+
+
+@pytest.fixture
+def client(store):
+    with TestClient(create_app(store, {"echo": EchoProvider()}), base_url=LOCAL) as test_client:
+        yield test_client
+
+
+def test_api_replays_inline_messages_and_writes_nothing(client, store):
+    body = {"messages": MESSAGES, "model": "gpt-4o", "settings": {"contextLimit": 400, "responseReserve": 100},
+            "strategies": ["truncate", {"strategy": "truncate", "options": {"stablePrefix": True}}],
+            "facts": ["AX55"]}
+    response = client.post("/api/v2/replay", json=body)
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["strategies"] == ["truncate", "truncate+stable_prefix"]
+    assert [turn["messageIndex"] for turn in data["turns"]["truncate"]] == [1, 3]
+    assert data["factRule"] == "declared" and data["turns"]["truncate"][0]["facts"] == [{"name": "AX55", "status": "verbatim"}]
+    assert set(data["verdict"]) == {"cheapest", "bestRetention", "bestCache"}
+    assert data["totals"]["truncate"]["totalCost"] > 0
+    assert store.list_chats() == []  # no chat, message or audit written
+
+
+def test_api_replays_a_stored_chat_with_its_settings(client):
+    chat_id = client.post("/api/v2/chats", json={"model": "gpt-4o", "messages": MESSAGES,
+                                                 "settings": {"contextLimit": 400, "responseReserve": 100}}).json()["id"]
+    data = client.post("/api/v2/replay", json={"chatId": chat_id, "strategies": ["summarize"]}).json()
+    assert data["budget"] == 300 and list(data["totals"]) == ["summarize"]
+    assert client.get(f"/api/v2/chats/{chat_id}/context-audit").status_code == 404
+
+
+@pytest.mark.parametrize("body, status, code", [
+    ({"messages": MESSAGES, "strategies": ["nope"]}, 422, "UNKNOWN_STRATEGY"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "options": {"stablePrefix": "yes"}}]}, 422,
+     "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "facts": [{"regex": "unclosed"}]}, 422, "INVALID_SETTINGS"),
+    ({"messages": [{"role": "system", "content": "x"}]}, 422, None),
+    ({"chatId": "chat_missing"}, 404, "CHAT_NOT_FOUND"),
+])
+def test_api_refuses_bad_replays(client, body, status, code):
+    response = client.post("/api/v2/replay", json=body)
+    assert response.status_code == status, response.text
+    if code:
+        assert response.json()["error"]["code"] == code
+
+
+def test_cli_replay_json_and_table(tmp_path):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--limit", "400", "--reserve", "100", "--strategy", "truncate",
+                 "--stable-prefix", "--json"], out) == 0
+    data = json.loads(out.getvalue())
+    assert data["strategies"] == ["truncate", "truncate+stable_prefix"] and data["budget"] == 300
+    table = io.StringIO()
+    assert main(["replay", str(path), "--limit", "400", "--reserve", "100", "--fact", "AX55"], table) == 0
+    text = table.getvalue()
+    assert "2 turns" in text and "cheapest:" in text and "summarize" in text
+
+
+def test_cli_replay_reports_bad_input(tmp_path, capsys):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "system", "content": "only a system prompt"}]))
+    assert main(["replay", str(path)]) == 2
+    assert "user message" in capsys.readouterr().err
