@@ -38,6 +38,7 @@ from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_
 from ..errors import GenerationCancelled, GenerationInterrupted, ProviderError, TokenBudgetExceeded
 from ..jsonpath import replace_lone_surrogates
 from ..engine.pipeline import PromptPlan, plan_prompt
+from .sessions import chat_sessions
 from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
@@ -146,9 +147,9 @@ def preview(
     chat = store.get_chat(chat_id) if chat_id is not None else None
     backend = get_provider(providers, provider) if provider is not None else None
     request = resolve_request(chat, backend, model, settings)
-    if messages is None:
-        messages = chat.messages if chat else []
-    return plan_prompt(check_messages(messages), request.settings)
+    if messages is None and chat is not None:
+        return chat_sessions().session_for(chat).plan(settings=request.settings)
+    return plan_prompt(check_messages(messages or []), request.settings)
 
 
 def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -> None:
@@ -233,7 +234,7 @@ async def generate(
     request = resolve_request(chat, backend, model, settings)
     try:
         plan = await (offload or to_thread.run_sync)(
-            lambda: plan_prompt(chat.messages, request.settings)
+            lambda: chat_sessions().session_for(chat).plan(settings=request.settings)
         )
     except TokenBudgetExceeded as exc:
         audit = refused_audit(
