@@ -375,3 +375,18 @@ def test_the_short_analysis_paths_agree_with_the_general_one(messages, count_now
         return
     for slot in set(Facts.__slots__) - {"nbytes"}:  # a memory estimate, which sizes a dict subclass apart
         assert getattr(short, slot) == getattr(general, slot), slot
+
+
+def test_the_api_plans_exactly_the_messages_it_read(monkeypatch):
+    from contextfit.serving.sessions import ChatSessions
+    from contextfit.serving.store import Chat
+
+    sessions = ChatSessions()
+    chat = Chat("c1", None, None, {}, [{"role": "user", "content": f"turn {i}"} for i in range(3)], "t0", "t1")
+    settings = contextfit.PlanSettings(model="gpt-4o")
+    assert len(sessions.plan(chat, settings).blocks) == 3
+    # another request of this process read the chat later and moved its session on meanwhile
+    moved = FitSession([*chat.messages, {"role": "assistant", "content": "newer"}])
+    monkeypatch.setattr(sessions, "session_for", lambda _chat: moved)
+    plan = sessions.plan(chat, settings)
+    assert plan.to_dict() == contextfit.plan_prompt(chat.messages, settings).to_dict() and len(plan.blocks) == 3

@@ -115,14 +115,14 @@ class FitSession:
     (:attr:`messages`, a result's ``kept``) are its own: read them, do not edit them.
 
     >>> import contextfit
-    >>> session = FitSession([{"role": "system", "content": "Be brief."}])
+    >>> session = contextfit.FitSession([{"role": "system", "content": "Be brief."}])
     >>> session.append({"role": "user", "content": "Hello!"})
     >>> counter = contextfit.token_counter("gpt-4o")
     >>> session.fit(counter, 100).tokens == contextfit.shift_context(session.messages, counter, 100).tokens
     True
     >>> session.edit(1, {"role": "user", "content": "Hi"})
     >>> session.plan("truncate", model="gpt-4o").prompt_tokens
-    14
+    15
     """
 
     def __init__(self, messages: Any = ()) -> None:
@@ -156,6 +156,11 @@ class FitSession:
     def version(self) -> int:
         """How many changes the session has seen (each append, extend and edit counts one)."""
         return self._version
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The session's (reentrant) lock: hold it to make several calls on one state of the chat."""
+        return self._lock
 
     @property
     def conversation(self) -> Any:

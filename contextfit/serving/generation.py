@@ -148,7 +148,7 @@ def preview(
     backend = get_provider(providers, provider) if provider is not None else None
     request = resolve_request(chat, backend, model, settings)
     if messages is None and chat is not None:
-        return chat_sessions().session_for(chat).plan(settings=request.settings)
+        return chat_sessions().plan(chat, request.settings)
     return plan_prompt(check_messages(messages or []), request.settings)
 
 
@@ -234,7 +234,7 @@ async def generate(
     request = resolve_request(chat, backend, model, settings)
     try:
         plan = await (offload or to_thread.run_sync)(
-            lambda: chat_sessions().session_for(chat).plan(settings=request.settings)
+            lambda: chat_sessions().plan(chat, request.settings)
         )
     except TokenBudgetExceeded as exc:
         audit = refused_audit(

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..caches import register
+from ..engine.pipeline import PromptPlan, plan_prompt
+from ..engine.plan_settings import PlanSettings
 from ..engine.session import FitSession
 
 #: Chats whose sessions one process keeps.
@@ -83,6 +85,16 @@ class ChatSessions:
             self._entries[chat.id] = _Entry(version, session)
             self._bound(chat.id)
         return session
+
+    def plan(self, chat: Any, settings: PlanSettings) -> PromptPlan:
+        """:func:`~contextfit.plan_prompt` of ``chat``'s messages (a chat just read)
+        with ``settings``, through its session: exactly the messages read,
+        even when another request of this process moves the session on meanwhile."""
+        session = self.session_for(chat)
+        with session.lock:
+            if len(session) == len(chat.messages):
+                return session.plan(settings=settings)
+        return plan_prompt(chat.messages, settings)  # a newer read of the chat got there first
 
     def _bound(self, newest: str) -> None:
         held = sum(len(entry.session) for entry in self._entries.values())
