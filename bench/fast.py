@@ -12,6 +12,13 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
   block counted, into 25% of the chat, counting with the fast engine; and the
   same with tiktoken alone (what it was before issue 19);
 * ``contextfit truncate lazy cold``: ``count_excluded=False`` into 128k;
+* ``contextfit truncate cold 128k``: every block counted, into 128k: the cold
+  fit the session's refit is compared with;
+* ``contextfit session refit x20 128k``: a :class:`~contextfit.engine.session.FitSession`
+  that fitted the chat without its last 20 messages (untimed), then 20 times
+  ``append(message)`` and ``fit(counter, 128k)``; each refit is a twentieth of it.
+  ``contextfit session plan refit x5 128k`` does the same with ``plan("truncate")``
+  (a whole :class:`~contextfit.PromptPlan`), against ``plan_prompt cold 128k``;
 * ``langchain memoized``: ``trim_messages(strategy="last")`` whose counter
   memoizes each message's count (cookbook formula, exact o200k), the memo
   fresh per run: a LangChain user who caches counts, on a new chat.
@@ -31,7 +38,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from time import perf_counter
+from time import perf_counter, process_time
 from typing import Any
 
 from . import oracle
@@ -44,6 +51,9 @@ FLOOR_RATIO = 0.35  # every block counted: at most this many times the tiktoken 
 LANGCHAIN_SPEEDUP = 3.0  # ... and at least this many times faster than LangChain memoized
 LAZY_SPEEDUP = 20.0  # lazy truncate into 128k against LangChain memoized
 FIXED_BUDGET = 128_000
+REFIT_MS = 1.0  # a session's refit after one appended message, at 10,000 messages
+REFITS = 20  # appended messages timed in one session run (one refit is too short to time alone)
+PLAN_REFITS = 5
 
 
 def _tiktoken_counter() -> Any:
@@ -74,6 +84,44 @@ def _memoized_langchain_counter() -> Callable[[list[Any]], int]:
     return count
 
 
+_PLAN = {"model": "gpt-4o", "context_limit": FIXED_BUDGET + 4_000, "response_reserve": 4_000}
+
+
+def _session(messages: list[dict], appended: int, plan: bool = False) -> tuple[Any, Any, list[dict]]:
+    """A session that fitted (or planned) the chat but its last ``appended`` messages, cold before that."""
+    from contextfit.engine.session import FitSession
+
+    counter = fresh_counter()
+    session = FitSession(messages[:-appended])
+    if plan:
+        session.plan("truncate", **_PLAN)
+    else:
+        session.fit(counter, FIXED_BUDGET)
+    return session, counter, messages[-appended:]
+
+
+def _refits(state: tuple[Any, Any, list[dict]]) -> Any:
+    session, counter, new = state
+    for message in new:
+        session.append(message)
+        result = session.fit(counter, FIXED_BUDGET)
+    return result
+
+
+def _plan_refits(state: tuple[Any, Any, list[dict]]) -> Any:
+    session, _counter, new = state
+    for message in new:
+        session.append(message)
+        plan = session.plan("truncate", **_PLAN)
+    return plan
+
+
+def _plan_cold(messages: list[dict]) -> Any:
+    import contextfit
+
+    return contextfit.plan_prompt(messages, context_strategy="truncate", **_PLAN)
+
+
 def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]]:
     """name -> (prepare, run): prepare is not timed."""
     fast = fast_counter()
@@ -89,6 +137,12 @@ def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[
             _tiktoken_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
     found["contextfit truncate lazy cold 128k"] = (
         fresh_counter, lambda counter: _fit(messages, counter, FIXED_BUDGET, "truncate", False))
+    found["contextfit truncate cold 128k"] = (
+        fresh_counter, lambda counter: _fit(messages, counter, FIXED_BUDGET, "truncate", True))
+    found[f"contextfit session refit x{REFITS} 128k"] = (lambda: _session(messages, REFITS), _refits)
+    found["plan_prompt cold 128k"] = (fresh_counter, lambda _counter: _plan_cold(messages))
+    found[f"contextfit session plan refit x{PLAN_REFITS} 128k"] = (
+        lambda: _session(messages, PLAN_REFITS, plan=True), _plan_refits)
     try:
         from langchain_core.messages import convert_to_messages, trim_messages
     except ImportError:
@@ -103,8 +157,10 @@ def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[
     return found
 
 
-def measure(messages: list[dict], budget: int, runs: int) -> dict[str, list[float]]:
-    """Seconds of every contender, one list per contender, repetition ``i`` at index ``i``."""
+def measure(messages: list[dict], budget: int, runs: int, cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """Seconds of every contender, one list per contender, repetition ``i`` at index ``i``
+    (``cpu``, when given, gets the CPU seconds of this process the same way: on
+    a loaded machine, the work done apart from the waits for a core)."""
     contenders = _contenders(messages, budget)
     names = list(contenders)
     times: dict[str, list[float]] = {name: [] for name in names}
@@ -114,9 +170,11 @@ def measure(messages: list[dict], budget: int, runs: int) -> dict[str, list[floa
             prepare, run = contenders[name]
             state = prepare()
             gc.collect()
-            start = perf_counter()
+            start, start_cpu = perf_counter(), process_time()
             run(state)
             times[name].append(perf_counter() - start)
+            if cpu is not None:
+                cpu.setdefault(name, []).append(process_time() - start_cpu)
         print(f"  run {repeat + 1}/{runs} done", file=sys.stderr, flush=True)
     return times
 
@@ -142,6 +200,29 @@ def targets(times: dict[str, list[float]]) -> list[dict[str, Any]]:
     speedup = _paired(times, "langchain memoized 128k", "contextfit truncate lazy cold 128k")
     found.append({"target": f"contextfit truncate lazy cold into 128k: >= {LAZY_SPEEDUP:g}x faster than LangChain memoized",
                   "measured": speedup, "met": None if speedup is None else speedup >= LAZY_SPEEDUP, "unit": "x faster"})
+    found += _session_targets(times)
+    return found
+
+
+def _session_targets(times: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """The append-aware path: the time of one refit, and its share of a cold fit (paired)."""
+    refits, cold = times.get(f"contextfit session refit x{REFITS} 128k"), times.get("contextfit truncate cold 128k")
+    per_refit = None if not refits else statistics.median(refits) / REFITS * 1000
+    found = [{"target": f"contextfit session (truncate, every block counted): refit after one appended message "
+                        f"into 128k: <= {REFIT_MS:g} ms", "measured": per_refit,
+              "met": None if per_refit is None else per_refit <= REFIT_MS, "unit": "ms"}]
+    share = None if not refits or not cold else \
+        statistics.median(r / REFITS / c for r, c in zip(refits, cold))
+    found.append({"target": "contextfit session refit after one appended message, share of a cold fit (reported)",
+                  "measured": share, "met": None, "unit": "x cold"})
+    plans, plan_cold = times.get(f"contextfit session plan refit x{PLAN_REFITS} 128k"), times.get("plan_prompt cold 128k")
+    per_plan = None if not plans else statistics.median(plans) / PLAN_REFITS * 1000
+    found.append({"target": "contextfit session plan (a whole PromptPlan): replan after one appended message (reported)",
+                  "measured": per_plan, "met": None, "unit": "ms"})
+    share = None if not plans or not plan_cold else \
+        statistics.median(r / PLAN_REFITS / c for r, c in zip(plans, plan_cold))
+    found.append({"target": "contextfit session plan: replan after one appended message, share of plan_prompt cold "
+                            "(reported)", "measured": share, "met": None, "unit": "x cold"})
     return found
 
 
@@ -184,7 +265,8 @@ def cold(messages: int) -> dict[str, Any]:
 def markdown(times: dict[str, list[float]], found: list[dict], cold_runs: dict[str, Any], info: dict) -> str:
     lines = [f"# bench.fast: {info['messages']:,} messages ({info['tokens']:,} o200k tokens), {info['runs']} runs",
              "", f"Counting engine: {info['engine']} (its total over the chat equals tiktoken's: "
-             f"{info.get('engine_total_equals_tiktoken', '—')}). Load average at the start: {info['load']}.", "",
+             f"{info.get('engine_total_equals_tiktoken', '—')}). Load average at the start: {info['load']}"
+             f"{', at the end: ' + str(info['load_end']) if info.get('load_end') else ''}.", "",
              "| contender | median ms [min-max] | x floor (paired) |", "|---|--:|--:|"]
     for name, seconds in times.items():
         if seconds:
@@ -196,6 +278,9 @@ def markdown(times: dict[str, list[float]], found: list[dict], cold_runs: dict[s
         shown = "—" if target["measured"] is None else f"{target['measured']:.2f} {target['unit']}"
         met = {True: "yes", False: "**no**", None: "—"}[target["met"]]
         lines.append(f"| {target['target']} | {shown} | {met} |")
+    for target, measured in info.get("cpu_targets", {}).items():
+        if measured is not None:
+            lines.append(f"| {target}, in CPU time of the process | {measured:.2f} | — |")
     lines += ["", "Cold, one fresh process each (load, then one pass over the message texts):", "",
               "| engine | tiktoken load ms | engine load ms | first pass ms | tokens |", "|---|--:|--:|--:|--:|"]
     for which, run in cold_runs.items():
@@ -228,14 +313,17 @@ def main(argv: list[str] | None = None) -> int:
         info["engine_total_equals_tiktoken"] = _floor_run((messages, lambda text: range(counter.count(text)))) == \
             _floor_run((messages, encoding().encode_ordinary))
     print(f"bench.fast: {args.messages:,} messages, engine {info['engine']}", file=sys.stderr)
-    times = measure(messages, budget, args.runs)
+    cpu: dict[str, list[float]] = {}
+    times = measure(messages, budget, args.runs, cpu)
+    info["load_end"] = os.getloadavg()
     found = targets(times)
+    info["cpu_targets"] = {t["target"]: t["measured"] for t in _session_targets(cpu)}
     cold_runs = {} if args.no_cold else cold(args.messages)
     text = markdown(times, found, cold_runs, info)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fast.md").write_text(text)
-    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "targets": found, "cold": cold_runs},
+    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "cpu": cpu, "targets": found, "cold": cold_runs},
                                                   indent=1, default=str))
     return 0
 

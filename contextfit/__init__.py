@@ -42,6 +42,7 @@ from .inputs.lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks,
 from .tokens.models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
 from .engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
 from .engine.plan_settings import PlanSettings
+from .engine.session import FitSession
 from .engine.plugins import (
     ContextStrategyRegistry,
     InterceptorRegistry,
@@ -92,6 +93,7 @@ __all__ = [
     "Conversation",
     "Decision",
     "FitResult",
+    "FitSession",
     "InvalidConversation",
     "PlanSettings",
     "PromptContextAudit",

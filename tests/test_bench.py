@@ -8,6 +8,7 @@ import pytest
 
 from bench.__main__ import main
 from bench.conversations import synthetic
+from conftest import REPO
 
 
 def test_synthetic_conversations_are_seeded_and_shaped():
@@ -152,7 +153,9 @@ def test_fast_engine_bench_prints_every_issue_19_target(tmp_path, capsys):
     import importlib.util
 
     langchain = importlib.util.find_spec("langchain_core") is not None  # requirements-bench.txt
-    assert len(names) == 2 * 4 + 1
+    assert len(names) == 2 * 4 + 1 + 4  # and the session's refit, its share of a cold fit, and the same for plans
+    assert all(t["measured"] is not None for t in data["targets"] if "session" in t["target"])
+    assert set(data["info"]["cpu_targets"]) == {t["target"] for t in data["targets"] if "session" in t["target"]}
     assert all(target["measured"] is not None for target in data["targets"] if langchain or "floor" in target["target"])
     assert data["info"].get("engine_total_equals_tiktoken", True) is True
     assert "| contextfit truncate lazy cold into 128k: >= 20x faster than LangChain memoized |" in capsys.readouterr().out
@@ -169,6 +172,28 @@ def test_fast_engine_targets_are_medians_of_paired_ratios():
     speed = found["contextfit truncate cold: >= 3x faster than LangChain memoized"]
     assert speed["measured"] == 4.0 and speed["met"] is True  # ratios 10, 4, 2.5
     assert found["contextfit summarize cold: >= 3x faster than LangChain memoized"]["met"] is None
+
+
+def test_the_session_targets_are_per_refit_and_paired_with_a_cold_fit():
+    from bench.fast import PLAN_REFITS, REFITS, targets
+
+    times = {f"contextfit session refit x{REFITS} 128k": [0.01, 0.04, 0.02], "contextfit truncate cold 128k": [0.5, 0.4, 0.5],
+             f"contextfit session plan refit x{PLAN_REFITS} 128k": [0.05], "plan_prompt cold 128k": [0.5]}
+    found = {target["target"]: target for target in targets(times)}
+    refit = found["contextfit session (truncate, every block counted): refit after one appended message into 128k: <= 1 ms"]
+    assert refit["measured"] == 1.0 and refit["met"] is True  # the median run, 20 ms, over 20 refits
+    share = found["contextfit session refit after one appended message, share of a cold fit (reported)"]
+    assert share["measured"] == 0.002  # 0.5/0.5, 2/0.4 and 1/0.5 ms per ms
+    plan = found["contextfit session plan (a whole PromptPlan): replan after one appended message (reported)"]
+    assert plan["measured"] == 10.0 and plan["met"] is None
+
+
+def test_the_readme_shows_every_issue_19_target_the_bench_prints():
+    from bench.fast import targets
+
+    section = (REPO / "README.md").read_text().split("## Performance\n", 1)[1].split("\n## ", 1)[0]
+    missing = [t["target"] for t in targets({}) if t["target"] not in section]
+    assert missing == [], "README's Performance section must show each target bench.fast prints"
 
 
 def test_the_clearing_section_compares_clear_tool_results_with_truncate():

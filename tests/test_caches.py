@@ -52,6 +52,12 @@ def _warm_everything() -> None:
     from contextfit.serving.providers import http
 
     http._ssl_context()
+    from contextfit.serving.sessions import chat_sessions
+    from contextfit.serving.store import Chat
+    from contextfit.views import dashboard
+
+    chat_sessions().session_for(Chat("chat_warm", None, None, {}, history, "t0", "t0"))  # the API's sessions
+    dashboard.session_for(contextfit.load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}'))
 
 
 def test_clear_caches_empties_every_registered_cache_after_warming():

@@ -66,6 +66,32 @@ def _clone_calls(calls: list) -> list:
     return out
 
 
+def _plain_calls(calls: object) -> tuple[list[str], list[dict], int] | None:
+    """For the usual OpenAI ``tool_calls`` (``{"id", "type", "function": {"name",
+    "arguments"}}``, every string ASCII): their ids, a snapshot copy and their
+    :func:`_text_size`, in one pass; ``None`` for anything else (the general path)."""
+    if type(calls) is not list or not calls:
+        return None
+    ids, cloned, size = [], [], 8 * len(calls)
+    for call in calls:
+        if type(call) is not dict or len(call) != 3:
+            return None
+        ident, kind, function = call.get("id"), call.get("type"), call.get("function")
+        if type(ident) is not str or not ident or type(kind) is not str or type(function) is not dict or len(function) != 2:
+            return None
+        name, arguments = function.get("name"), function.get("arguments")
+        if type(name) is not str or type(arguments) is not str:
+            return None
+        if not (ident.isascii() and kind.isascii() and name.isascii() and arguments.isascii()):
+            return None
+        ids.append(ident)
+        copy = call.copy()
+        copy["function"] = function.copy()
+        cloned.append(copy)
+        size += len(ident) + len(kind) + len(name) + len(arguments) + 40
+    return ids, cloned, size
+
+
 def _calls_only(message: dict) -> tuple[list[str], bool] | None:
     """Link ids of a plain OpenAI call message, fast; ``None`` for any other shape."""
     calls = message.get("tool_calls")
@@ -207,14 +233,37 @@ class Facts:
                 )
             role = message.get("role")
             content = message.get("content")
-            if len(message) == 2 and type(role) is str and type(content) is str:
+            # Three common shapes have a short path: the plain chat turn
+            # {"role", "content": str}, an OpenAI tool result and an OpenAI call
+            # message (in the seeded 10,000-message bench chat the 1,200 of the
+            # latter two took half the analysis time on the general path).
+            snapshot: dict | None = None
+            link: list[str] | None = None
+            if type(role) is not str or type(message) is not dict:  # a dict subclass takes the general path
+                pass
+            elif len(message) == 2 and type(content) is str:
                 text_bytes += len(content)
                 if not (content.isascii() and role.isascii()):
                     msg.refuse_lone_surrogates(message, f"messages[{index}]")
-                # {"role": ..., "content": "..."}: the common chat turn.
+                snapshot = message.copy()
+            elif len(message) == 3 and type(content) is str:
+                call_id = message.get("tool_call_id")
+                if type(call_id) is str and call_id:
+                    if not (content.isascii() and role.isascii() and call_id.isascii()):
+                        msg.refuse_lone_surrogates(message, f"messages[{index}]")
+                    text_bytes += len(content)
+                    snapshot, link = message.copy(), [call_id]  # every value is a string: a flat copy is a snapshot
+            elif len(message) == 3 and content is None and "content" in message and role.isascii():
+                calls = _plain_calls(message.get("tool_calls"))
+                if calls is not None:
+                    link, cloned, size = calls
+                    text_bytes += size + 8  # _text_size(None) + _text_size(calls)
+                    snapshot = message.copy()
+                    snapshot["tool_calls"] = cloned
+            if snapshot is not None:
                 kind = system if role in system_roles else history
                 reason: str | None = r.SYSTEM if kind is system else None
-                snapshots.append(message.copy())
+                snapshots.append(snapshot)
                 roles.append(role)
                 kinds.append(kind)
                 ids.append(None)
@@ -222,6 +271,8 @@ class Facts:
                 if reason is not None:
                     protected.append(index)
                 tokens.append(count_message(message) if count_now else None)
+                if link is not None:
+                    self._link(index, link, role in msg.TOOL_RESULT_ROLES)
                 continue
             msg.refuse_lone_surrogates(message, f"messages[{index}]")
             text_bytes += len(content) if type(content) is str else _text_size(content)

@@ -276,6 +276,24 @@ def assemble(
     return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations)
 
 
+def appended_blocks(
+    messages: Sequence[dict], first: int, *, user_name: str, char_name: str | None,
+    overrides: Mapping[str, Mapping[str, Any]] | None,
+) -> list[dict]:
+    """The blocks :func:`assemble` makes of visible chat messages that stand at
+    positions ``first``, ``first + 1``, ... of the caller's list, when no
+    character card and no lorebook are given (then nothing is placed after the
+    history, and each message's block depends on that message alone).
+
+    >>> appended_blocks([{"role": "user", "content": "I am {{user}}"}], 7, user_name="Ann", char_name=None,
+    ...                 overrides={"m7": {"pinned": True}})
+    [{'role': 'user', 'content': 'I am Ann', 'meta': {'id': 'm7', 'pinned': True}}]
+    """
+    names = {"user": user_name, "char": char_name or "Assistant"}
+    blocks = [_filled(message, names, first + number) for number, message in enumerate(messages)]
+    return apply_overrides(blocks, overrides or {})
+
+
 def _placed_after(block: dict) -> dict:
     return {
         "code": r.LOREBOOK_POSITION_APPROXIMATED,

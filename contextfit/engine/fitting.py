@@ -33,7 +33,7 @@ from ..inputs import messages as msg
 from . import plugins
 from . import results as r
 from .analysis import FitView, build_view
-from .counting import CountTokens, counting_for
+from .counting import CountTokens, Counting, counting_for
 from ..errors import InvalidBudget, InvalidSettings
 from .intercepting import run_interceptors
 from .proposals import Unusable, check_proposal, equal, insertions, kept_mask, proposal_from_output
@@ -79,6 +79,28 @@ def shift_context(
     >>> [d.reason for d in result.decisions]
     ['system', 'over_budget', 'over_budget', 'current_input']
     """
+    return fit_messages(messages, count_tokens, budget, strategy, interceptors, count_excluded, template, options)
+
+
+#: How a fit gets its :class:`FitView`: ``analyse(messages, counting, count_all)``.
+#: :func:`build_view` reuses a cached analysis of an unedited prefix; a
+#: :class:`~contextfit.engine.session.FitSession` knows which messages are new.
+Analyse = Callable[[Sequence[dict], Counting, bool], FitView]
+
+
+def fit_messages(
+    messages: Sequence[dict],
+    count_tokens: CountTokens,
+    budget: int,
+    strategy: str | Any,
+    interceptors: Sequence[Callable[[list[dict]], list[dict] | None]] | None,
+    count_excluded: bool,
+    template: str,
+    options: dict[str, Any],
+    analyse: Analyse = build_view,
+) -> FitResult:
+    """:func:`shift_context` with its options as one dict, and the analysis
+    step passed in (``analyse``): the one path every fit takes."""
     budget = _check_budget(budget)
     if template not in TEMPLATES:
         raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {template!r}.")
@@ -86,7 +108,7 @@ def shift_context(
     name, impl = _resolve(strategy)
     trusted = is_trusted(impl)
     counting = counting_for(count_tokens)
-    view = build_view(messages, counting, count_all=count_excluded)
+    view = analyse(messages, counting, count_excluded)
     protected_tokens = view.protected_tokens()
     if protected_tokens > budget:
         raise view.refusal(protected_tokens, budget)

@@ -21,7 +21,8 @@ from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, assemble
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
-from .fitting import shift_context
+from .analysis import build_view
+from .fitting import Analyse, fit_messages
 from .image_diagnostics import image_diagnostic
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
@@ -258,7 +259,9 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
     )
 
 
-def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: Any = None) -> PromptPlan:
+def plan_prepared(
+    prepared: Prepared, settings: PlanSettings, context_strategy: Any = None, *, analyse: Analyse = build_view
+) -> PromptPlan:
     """Fit prepared blocks with one strategy (``context_strategy``, else the
     settings'), run the interceptors and the final fit.
 
@@ -266,10 +269,12 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
     messages (and, for Anthropic, the system text as one system message),
     the reply priming and the tool definitions. Raises ``INVALID_SETTINGS``
     for a keyword that is neither a setting nor an option of the strategy.
+    ``analyse`` makes the fit's view (a :class:`~contextfit.engine.session.FitSession`
+    passes its own, which knows which blocks are new).
     """
     if context_strategy is None:
         context_strategy = settings.strategy
-    fit = fit_prepared(prepared, settings, context_strategy)
+    fit = fit_prepared(prepared, settings, context_strategy, analyse=analyse)
     tools = prepared.tools_tokens
     texts = prepared.texts
     blocks = [tools_block(prepared)] if prepared.tools else []  # the request's tools come first
@@ -305,7 +310,9 @@ def plan_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: 
     )
 
 
-def fit_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: Any = None) -> FitResult:
+def fit_prepared(
+    prepared: Prepared, settings: PlanSettings, context_strategy: Any = None, *, analyse: Analyse = build_view
+) -> FitResult:
     """The fit of :func:`plan_prepared` alone (no plan blocks, no rendering):
     what a replay refits turn after turn. Raises as :func:`plan_prepared`."""
     if context_strategy is None:
@@ -313,15 +320,10 @@ def fit_prepared(prepared: Prepared, settings: PlanSettings, context_strategy: A
     check_options(context_strategy, settings.options)
     tools = prepared.tools_tokens
     try:
-        return shift_context(
-            prepared.blocks,
-            prepared.counter,
-            prepared.budget - tools,
-            strategy=context_strategy,
-            interceptors=settings.interceptors,
-            template=prepared.template,
-            **settings.options,
-        )
+        options = dict(settings.options)
+        count_excluded = options.pop("count_excluded", True)
+        return fit_messages(prepared.blocks, prepared.counter, prepared.budget - tools, context_strategy,
+                            settings.interceptors, count_excluded, prepared.template, options, analyse)
     except TokenBudgetExceeded as exc:
         if not tools:
             raise

@@ -38,6 +38,7 @@ from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_
 from ..errors import GenerationCancelled, GenerationInterrupted, ProviderError, TokenBudgetExceeded
 from ..jsonpath import replace_lone_surrogates
 from ..engine.pipeline import PromptPlan, plan_prompt
+from .sessions import chat_sessions
 from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
@@ -143,6 +144,10 @@ def preview(
     Starts from the stored chat when ``chat_id`` is given; ``messages``,
     ``model`` and ``settings`` replace or override its own.
     """
+    chat = store.get_chat(chat_id) if chat_id is not None and messages is None else None
+    if chat is not None:  # the stored chat as it is: its session refits only what was appended
+        backend = get_provider(providers, provider) if provider is not None else None
+        return chat_sessions().plan(chat, resolve_request(chat, backend, model, settings).settings)
     return plan_prompt(*preview_input(store, providers, chat_id=chat_id, messages=messages, provider=provider,
                                       model=model, settings=settings))
 
@@ -250,7 +255,7 @@ async def generate(
     request = resolve_request(chat, backend, model, settings)
     try:
         plan = await (offload or to_thread.run_sync)(
-            lambda: plan_prompt(chat.messages, request.settings)
+            lambda: chat_sessions().plan(chat, request.settings)
         )
     except TokenBudgetExceeded as exc:
         audit = refused_audit(

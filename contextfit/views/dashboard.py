@@ -22,7 +22,9 @@ from ..errors import ContextfitError
 from ..inputs.formats import Conversation
 from ..inputs.messages import kind_of, message_id, message_text, role_of
 from ..tokens.models import get_model
-from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, assembled, iter_strategies, plan_prompt
+from ..caches import register
+from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, assembled
+from ..engine.session import FitSession
 from ..engine.plan_settings import PlanSettings, conversation_model, settings_for
 from ..engine.settings import plan_options
 
@@ -110,10 +112,44 @@ def plan_settings(setup: Setup) -> PlanSettings:
     )
 
 
+#: Conversations whose sessions the dashboard keeps (one per browser tab's
+#: upload is typical; the least recently used goes first).
+SESSIONS_KEPT = 4
+_sessions: list[FitSession] = []
+_sessions_lock = threading.Lock()
+register("dashboard.sessions", _sessions, clear=lambda: _forget_sessions())
+
+
+def _forget_sessions() -> None:
+    with _sessions_lock:
+        _sessions.clear()
+
+
+def session_for(conversation: Conversation) -> FitSession:
+    """The :class:`~contextfit.engine.session.FitSession` of an uploaded
+    conversation (the same object), kept for the page's reruns: each of them
+    re-plans the same messages, and the session keeps their analysis and
+    assembled blocks. A conversation whose message list grew since (the same
+    object, appended to) has the new messages added; any other change needs
+    a new conversation object, as an upload or an edit of the input makes.
+    """
+    with _sessions_lock:
+        found = next((s for s in _sessions if s.conversation is conversation), None)
+        if found is not None and len(found) > len(conversation.messages):
+            found = None
+        if found is None:
+            found = FitSession(conversation)
+        _sessions[:] = [found, *(s for s in _sessions if s is not found)][:SESSIONS_KEPT]
+    if len(found) < len(conversation.messages):
+        found.extend(conversation.messages[len(found):])
+    return found
+
+
 def iter_plans(conversation: Conversation, setup: Setup) -> Iterator[tuple[str, PromptPlan | ContextfitError]]:
     """``(strategy, plan)`` for each chosen strategy, one at a time (the
-    generator :func:`~contextfit.compare_strategies` collects)."""
-    return iter_strategies(conversation, plan_settings(setup), strategies=setup.strategies)
+    generator :func:`~contextfit.compare_strategies` collects), planned through
+    the conversation's session (:func:`session_for`)."""
+    return session_for(conversation).plans(plan_settings(setup), strategies=setup.strategies)
 
 
 def plan_all(
@@ -130,7 +166,7 @@ def plan_all(
 
 def plan_one(conversation: Conversation, setup: Setup, strategy: str) -> PromptPlan:
     """The plan of one strategy for the conversation and the user's choices."""
-    return plan_prompt(conversation, plan_settings(setup), context_strategy=strategy)
+    return session_for(conversation).plan(strategy, plan_settings(setup))
 
 
 def headline(plan: PromptPlan) -> dict[str, Any]:

@@ -1,0 +1,327 @@
+"""A chat that grows: :class:`FitSession` refits after one appended message
+without reading the others again.
+
+:func:`~contextfit.shift_context` and :func:`~contextfit.plan_prompt` are
+handed a list they do not own. Before they reuse what they learnt about a
+chat (the cached analysis of a prefix, analysis.py) they compare every earlier
+message with a snapshot, which is how they notice a message edited in place,
+and which costs time in proportion to the whole chat. A session owns its
+messages instead: it keeps copies of what it is given and changes them only
+through :meth:`FitSession.append`, :meth:`~FitSession.extend` and
+:meth:`~FitSession.edit`, so it knows which messages are new. A refit
+analyses and counts only those; the strategy's own walk (``truncate``: from
+the newest message back until the budget is full) is all that is left.
+
+A session answers exactly what a fresh :func:`~contextfit.shift_context` or
+:func:`~contextfit.plan_prompt` on :attr:`FitSession.messages` answers (the
+property tests in ``tests/test_session.py`` hold it to that, for every
+strategy, after appends and edits). It is safe to share between threads:
+each call holds the session's lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
+from ..inputs import messages as msg
+from .analysis import Facts, FitView, facts_for
+from .assembly import appended_blocks
+from .counting import Counting, CountTokens
+from .fitting import fit_messages
+from .pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
+from .plan_settings import DEFAULT_USER_NAME, PlanSettings, settings_for
+from .results import FitResult
+
+#: Analyses kept per counter: the newest, and the one before the last append
+#: (an edited or regenerated last message refits from it).
+FACTS_PER_COUNTER = 2
+#: Counters whose analyses a session keeps (least recently used go first).
+COUNTERS_KEPT = 4
+#: Settings whose assembled blocks a session keeps (the page's current
+#: settings and the one before, e.g. before an edit of the overrides).
+PLANS_KEPT = 2
+
+
+class _Lineage:
+    """Analyses of one list that only grows at its end (and is cut at an edit),
+    per counter: the session vouches that their prefixes are unchanged, so
+    none is compared again."""
+
+    __slots__ = ("_facts",)
+
+    def __init__(self) -> None:
+        self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
+
+    def cut(self, n: int) -> None:
+        """Forget the analyses of more than the first ``n`` items (item ``n`` changed)."""
+        for state, known in list(self._facts.items()):
+            kept = [facts for facts in known if facts.n <= n]
+            if kept:
+                self._facts[state] = kept
+            else:
+                del self._facts[state]
+
+    def held(self) -> int:
+        """How many analyses are kept."""
+        return sum(map(len, self._facts.values()))
+
+    def analyse(self, messages: Sequence[dict], counting: Counting, count_all: bool) -> FitView:
+        """The fit's view (the ``analyse`` step of :func:`~contextfit.engine.fitting.fit_messages`):
+        the longest known analysis extended by the new items, else the
+        counter's own cache (which compares)."""
+        state = counting.state
+        known = self._facts.pop(state, [])
+        n = len(messages)
+        base = max((facts for facts in known if facts.n <= n), key=lambda facts: facts.n, default=None)
+        if base is None:
+            facts = facts_for(messages, counting, count_all)  # type: ignore[arg-type]
+        elif base.n == n:
+            facts = base
+        else:
+            facts = base.extended(messages, counting, count_all)
+        self._facts[state] = [facts, *(other for other in known if other is not facts)][:FACTS_PER_COUNTER]
+        while len(self._facts) > COUNTERS_KEPT:
+            del self._facts[next(iter(self._facts))]
+        view = FitView(messages, facts, counting)  # type: ignore[arg-type]
+        if count_all:
+            view.count_all()
+        return view
+
+
+@dataclass(slots=True)
+class _Planned:
+    """The assembled blocks of the session's first ``n`` messages for one settings."""
+
+    settings: PlanSettings
+    prepared: Prepared
+    n: int
+    appendable: bool  # whether a new message only adds its own block at the end
+    has_history: bool  # whether a visible message that is not a system one came yet
+    lineage: _Lineage = field(default_factory=_Lineage)
+
+
+class FitSession:
+    """One chat, fitted again and again as it grows.
+
+    ``messages`` is a list of message dicts or a :class:`~contextfit.Conversation`
+    (whose character, persona, lorebook, memory, tools and settings then plan
+    with it). The session copies every message it is given: changing the
+    caller's dicts afterwards changes nothing here; change the session with
+    :meth:`append`, :meth:`extend` and :meth:`edit`. The dicts it hands out
+    (:attr:`messages`, a result's ``kept``) are its own: read them, do not edit them.
+
+    >>> import contextfit
+    >>> session = contextfit.FitSession([{"role": "system", "content": "Be brief."}])
+    >>> session.append({"role": "user", "content": "Hello!"})
+    >>> counter = contextfit.token_counter("gpt-4o")
+    >>> session.fit(counter, 100).tokens == contextfit.shift_context(session.messages, counter, 100).tokens
+    True
+    >>> session.edit(1, {"role": "user", "content": "Hi"})
+    >>> session.plan("truncate", model="gpt-4o").prompt_tokens
+    15
+    """
+
+    def __init__(self, messages: Any = ()) -> None:
+        conversation = None
+        if not isinstance(messages, (list, tuple)) and hasattr(messages, "messages"):
+            conversation, messages = messages, messages.messages
+        self._conversation = conversation
+        self._lock = threading.RLock()
+        self._messages: list[dict] = []
+        self._lineage = _Lineage()
+        self._plans: list[_Planned] = []
+        self._version = 0
+        self.extend(messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __getitem__(self, index: int) -> dict:
+        """Message ``index`` (the session's own dict: read it, do not edit it)."""
+        return self._messages[index]
+
+    def __repr__(self) -> str:
+        return f"<FitSession of {len(self._messages)} messages, version {self._version}>"
+
+    @property
+    def messages(self) -> list[dict]:
+        """The session's messages, in order (a new list of the session's own dicts)."""
+        return list(self._messages)
+
+    @property
+    def version(self) -> int:
+        """How many changes the session has seen (each append, extend and edit counts one)."""
+        return self._version
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The session's (reentrant) lock: hold it to make several calls on one state of the chat."""
+        return self._lock
+
+    @property
+    def conversation(self) -> Any:
+        """The :class:`~contextfit.Conversation` it was made from, else ``None``."""
+        return self._conversation
+
+    # -- changes ----------------------------------------------------------------
+    def append(self, message: dict) -> None:
+        """Add one message at the end."""
+        self.extend([message])
+
+    def extend(self, messages: Sequence[dict]) -> None:
+        """Add messages at the end, in order (all or none: a bad one refuses them all)."""
+        if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
+            raise InvalidMessages(
+                f"messages must be a list of message dicts, got {type(messages).__name__}", location="messages"
+            )
+        with self._lock:
+            start = len(self._messages)
+            owned = [_own(message, start + number) for number, message in enumerate(messages)]
+            if owned:
+                # A new list: a result made earlier keeps the list it was fitted on.
+                self._messages = [*self._messages, *owned]
+                self._version += 1
+
+    def edit(self, index: int, message: dict) -> None:
+        """Replace message ``index`` (negative counts from the end: ``-1`` is the last).
+
+        What the session learnt about the messages before ``index`` stays;
+        the rest is analysed again at the next fit.
+        """
+        with self._lock:
+            n = len(self._messages)
+            if isinstance(index, bool) or not isinstance(index, int) or not -n <= index < n:
+                raise InvalidMessages(f"edit needs the index of one of the {n} messages, got {index!r}.",
+                                      location=f"messages[{index!r}]")
+            index %= n
+            owned = _own(message, index)
+            messages = list(self._messages)
+            messages[index] = owned
+            self._messages = messages
+            self._lineage.cut(index)
+            self._plans = [planned for planned in self._plans if planned.n <= index]
+            self._version += 1
+
+    # -- fitting ----------------------------------------------------------------
+    def fit(
+        self,
+        count_tokens: CountTokens,
+        budget: int,
+        strategy: str | Any = "truncate",
+        *,
+        interceptors: Sequence[Callable[[list[dict]], list[dict] | None]] | None = None,
+        count_excluded: bool = True,
+        template: str = "openai",
+        **options: Any,
+    ) -> FitResult:
+        """:func:`~contextfit.shift_context` of the session's messages (same arguments, same result)."""
+        with self._lock:
+            return fit_messages(self._messages, count_tokens, budget, strategy, interceptors, count_excluded,
+                                template, options, self._lineage.analyse)
+
+    def plan(self, strategy: Any = None, settings: PlanSettings | None = None, **keywords: Any) -> PromptPlan:
+        """:func:`~contextfit.plan_prompt` of the session's messages with one
+        strategy (``strategy``, else the settings'); ``settings`` and
+        ``keywords`` as :func:`~contextfit.plan_prompt` takes them."""
+        with self._lock:
+            settings = self._settings(settings, keywords)
+            planned = self._planned(settings)
+            return plan_prepared(planned.prepared, settings, strategy, analyse=planned.lineage.analyse)
+
+    def plans(
+        self, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
+    ) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
+        """``(strategy, plan)`` for each strategy, one at a time, as
+        :func:`~contextfit.engine.pipeline.iter_strategies` yields them (a
+        strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``)."""
+        with self._lock:
+            settings = self._settings(settings, keywords)
+            try:
+                planned = self._planned(settings)
+            except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
+                for name in strategies:
+                    yield name, exc
+                return
+            # Every strategy plans these blocks, even if the chat grows meanwhile.
+            prepared, analyse = planned.prepared, planned.lineage.analyse
+        for name in strategies:
+            with self._lock:  # not held across the yield: the caller may append between two plans
+                try:
+                    plan: PromptPlan | ContextfitError = plan_prepared(prepared, settings, name, analyse=analyse)
+                except TokenBudgetExceeded as exc:
+                    plan = exc
+            yield name, plan
+
+    def held(self) -> dict[str, int]:
+        """What the session keeps besides its messages: analyses and assembled settings (bounded)."""
+        with self._lock:
+            analyses = self._lineage.held() + sum(planned.lineage.held() for planned in self._plans)
+            return {"messages": len(self._messages), "analyses": analyses, "settings": len(self._plans)}
+
+    # -- planning's assembled blocks ----------------------------------------------
+    def _settings(self, settings: PlanSettings | None, keywords: dict[str, Any]) -> PlanSettings:
+        source = self._conversation if self._conversation is not None else self._messages
+        return settings_for(source, settings, keywords)[1]
+
+    def _planned(self, settings: PlanSettings) -> _Planned:
+        """The assembled blocks for ``settings``: kept, extended by the new
+        messages' blocks when nothing is placed after the history, else made
+        again (:func:`~contextfit.engine.pipeline.prepare`)."""
+        messages, n = self._messages, len(self._messages)
+        planned = next((p for p in self._plans if p.settings == settings), None)
+        if planned is not None and planned.n < n and not self._append_blocks(planned, messages[planned.n:]):
+            planned = None
+        if planned is None:
+            planned = _Planned(
+                settings, prepare(messages, settings), n,
+                appendable=settings.character is None and settings.lorebook is None,
+                has_history=any(not _hidden(m) and msg.kind_of(m) != msg.SYSTEM for m in messages),
+            )
+        self._plans = [planned, *(p for p in self._plans if p is not planned)][:PLANS_KEPT]
+        return planned
+
+    def _append_blocks(self, planned: _Planned, new: list[dict]) -> bool:
+        """Add the blocks of ``new`` messages to ``planned``; ``False`` when
+        they would not simply go at the end (then the blocks are made again)."""
+        if not planned.appendable:
+            return False
+        has_history = planned.has_history
+        for message in new:
+            if _hidden(message):  # assembly counts hidden messages in a diagnostic
+                return False
+            if msg.kind_of(message) == msg.SYSTEM:
+                if not has_history:  # still the leading system run, before persona and memory
+                    return False
+            else:
+                has_history = True
+        settings = planned.settings
+        blocks = appended_blocks(
+            new, planned.n,
+            user_name=DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
+            char_name=settings.char_name, overrides=settings.overrides,
+        )
+        old = planned.prepared
+        planned.prepared = replace(old, blocks=[*old.blocks, *blocks],
+                                   texts=[*old.texts, *(msg.message_text(block) for block in blocks)])
+        planned.n += len(new)
+        planned.has_history = has_history
+        return True
+
+
+def _hidden(message: dict) -> bool:
+    return msg.meta_of(message).get("hidden") is True
+
+
+def _own(message: Any, index: int) -> dict:
+    """The session's copy of a message, checked as a fit would check it."""
+    if not isinstance(message, dict):
+        raise InvalidMessages(
+            f"each message must be a dict like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
+            location=f"messages[{index}]",
+        )
+    msg.refuse_lone_surrogates(message, f"messages[{index}]")
+    return msg.clone(message)

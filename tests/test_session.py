@@ -1,0 +1,392 @@
+"""FitSession: an append-aware chat answers exactly what a fresh fit or plan answers."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from conversations import WORDS, conversations, word_count_counter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import contextfit
+from contextfit.engine import session as session_module
+from contextfit.engine.session import FitSession
+
+pytest_plugins = ["api_fixtures"]  # the database fixture (SQLite, and PostgreSQL when configured)
+
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _fresh_counter():
+    return lambda ms: word_count_counter(ms)  # a new object: a cache of its own
+
+
+def _outcome(result, counted=True):
+    """What a fit answers; ``counted=False``: an excluded block's tokens may be
+    known or not (a lean fit counts what it needs; an earlier fit may have counted more)."""
+    if isinstance(result, contextfit.TokenBudgetExceeded):
+        return ("refused", result.protected_tokens, result.budget)
+    return (result.kept, result.tokens,
+            [(d.index, d.reason, d.tokens if counted or d.included else None) for d in result.decisions],
+            result.truncated,
+            [d["code"] for d in result.diagnostics], result.strategy)
+
+
+def _fit(fit, *args, **options):
+    try:
+        return fit(*args, interceptors=(), **options)
+    except contextfit.TokenBudgetExceeded as exc:
+        return exc
+
+
+@st.composite
+def changes(draw):
+    """A chat, then steps: append a turn, edit one message, regenerate the last one."""
+    messages = draw(conversations(max_turns=16))
+    steps = []
+    for _ in range(draw(st.integers(1, 6))):
+        step = draw(st.sampled_from(["append", "append", "append", "edit", "last"]))
+        words = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30)))
+        message = {"role": draw(st.sampled_from(["user", "assistant"])), "content": words}
+        if draw(st.integers(0, 5)) == 0:
+            message["meta"] = {"pinned": True}
+        steps.append((step, draw(st.integers(0, 10_000)), message))
+    return messages, steps
+
+
+def _apply(session: FitSession, mirror: list[dict], step: str, where: int, message: dict) -> None:
+    if step == "append" or not mirror:
+        session.append(message)
+        mirror.append(copy.deepcopy(message))
+        return
+    index = len(mirror) - 1 if step == "last" else where % len(mirror)
+    session.edit(index, message)
+    mirror[index] = copy.deepcopy(message)
+
+
+@SETTINGS
+@given(changes(), st.floats(0.2, 1.1), st.sampled_from(STRATEGIES), st.booleans())
+def test_a_session_fits_like_a_fresh_fit_after_appends_and_edits(chat, share, strategy, count_excluded):
+    messages, steps = chat
+    counter = _fresh_counter()
+    session, mirror = FitSession(messages), copy.deepcopy(messages)
+    for step, where, message in steps:
+        budget = int(share * word_count_counter(mirror))
+        _fit(session.fit, counter, budget, strategy, count_excluded=count_excluded)  # warm the session
+        _apply(session, mirror, step, where, message)
+        budget = int(share * word_count_counter(mirror))
+        warm = _fit(session.fit, counter, budget, strategy, count_excluded=count_excluded)
+        cold = _fit(contextfit.shift_context, copy.deepcopy(mirror), _fresh_counter(), budget, strategy,
+                    count_excluded=count_excluded)
+        assert session.messages == mirror
+        assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+
+
+@st.composite
+def plan_settings(draw):
+    """Settings with the parts that keep appends cheap (persona, memory,
+    overrides) and those that do not (a character card, a lorebook)."""
+    keywords = {"model": "gpt-4o", "context_limit": draw(st.integers(200, 3000)), "response_reserve": 100}
+    if draw(st.booleans()):
+        keywords["persona"] = "I am {{user}}, curious."
+    if draw(st.booleans()):
+        keywords["memory"] = ["alpha is a wolf.", {"content": "beta likes rivers.", "relevance": 0.4}]
+    if draw(st.booleans()):
+        keywords["overrides"] = {"m1": {"pinned": True}, "m3": {"manualExcluded": True}, "m6": {"relevance": 0.9}}
+    if draw(st.integers(0, 3)) == 0:
+        keywords["character"] = {"name": "Ava", "description": "A guide.", "post_history_instructions": "Stay brief."}
+    if draw(st.integers(0, 3)) == 0:
+        keywords["lorebook"] = {"entries": {"0": {"key": ["wolf"], "content": "Wolves howl.", "depth": 2}}}
+    keywords["user_name"] = draw(st.sampled_from([None, "Ann"]))
+    return keywords
+
+
+def _plan_outcome(plan):
+    if isinstance(plan, contextfit.ContextfitError):
+        return ("error", plan.code)
+    return plan.to_dict()
+
+
+@SETTINGS
+@given(changes(), plan_settings(), st.lists(st.sampled_from(STRATEGIES), min_size=1, max_size=3))
+def test_a_session_plans_like_plan_prompt_after_appends_and_edits(chat, keywords, strategies):
+    messages, steps = chat
+    messages = [m for m in messages if "meta" not in m or m["meta"].get("kind") is None]  # chat turns only
+    session, mirror = FitSession(messages), copy.deepcopy(messages)
+    for step, where, message in [("append", 0, {"role": "user", "content": "hi {{char}}"}), *steps]:
+        _apply(session, mirror, step, where, message)
+        warm = dict(session.plans(strategies=strategies, **keywords))
+        cold = dict(contextfit.compare_strategies(copy.deepcopy(mirror), strategies=strategies, **keywords))
+        assert {name: _plan_outcome(plan) for name, plan in warm.items()} == \
+            {name: _plan_outcome(plan) for name, plan in cold.items()}
+        one = strategies[0]
+        warm_one = _or_error(lambda: session.plan(one, **keywords))
+        cold_one = _or_error(lambda: contextfit.plan_prompt(copy.deepcopy(mirror), context_strategy=one, **keywords))
+        assert _plan_outcome(warm_one) == _plan_outcome(cold_one)
+
+
+def _or_error(plan):
+    try:
+        return plan()
+    except contextfit.ContextfitError as exc:
+        return exc
+
+
+def test_a_session_keeps_its_own_copies():
+    caller = [{"role": "user", "content": "alpha beta"}]
+    session = FitSession(caller)
+    message = {"role": "assistant", "content": "gamma", "meta": {"pinned": False}}
+    session.append(message)
+    caller[0]["content"] = "changed in place " * 20
+    message["meta"]["pinned"] = True
+    counter = _fresh_counter()
+    result = session.fit(counter, 1000)
+    assert session.messages == [{"role": "user", "content": "alpha beta"},
+                                {"role": "assistant", "content": "gamma", "meta": {"pinned": False}}]
+    assert [d.reason for d in result.decisions] == ["within_budget", "within_budget"]
+    assert result.tokens == word_count_counter(session.messages)
+
+
+def test_an_edit_is_seen_by_the_next_fit():
+    counter = _fresh_counter()
+    session = FitSession([{"role": "system", "content": "s"}, {"role": "user", "content": "a b c"},
+                          {"role": "user", "content": "d"}])
+    session.fit(counter, 100)
+    session.edit(1, {"role": "user", "content": "a b c " * 50, "meta": {"pinned": True}})
+    result = session.fit(counter, 1000)
+    assert result.decisions[1].reason == "pinned"
+    assert result.decisions[1].tokens == word_count_counter([session[1]]) - 3
+    session.edit(-1, {"role": "user", "content": "regenerated"})
+    assert session[2]["content"] == "regenerated" and session.version == 3
+
+
+def test_a_plain_fit_still_notices_an_edit_in_place_after_a_session_fitted_the_chat():
+    counter = _fresh_counter()
+    chat = [{"role": "system", "content": "s"}, {"role": "user", "content": "a b c"}, {"role": "user", "content": "d"}]
+    contextfit.shift_context(chat, counter, 100)
+    FitSession(chat).fit(counter, 100)
+    chat[1]["content"] = "a b c " * 50
+    chat[1]["meta"] = {"pinned": True}
+    result = contextfit.shift_context(chat, counter, 1000)
+    assert result.decisions[1].reason == "pinned"
+    assert result.decisions[1].tokens == word_count_counter([chat[1]]) - 3
+
+
+@pytest.mark.parametrize("bad", [None, "text", 3, ["role", "user"]])
+def test_a_bad_message_is_refused_and_changes_nothing(bad):
+    session = FitSession([{"role": "user", "content": "a"}])
+    with pytest.raises(contextfit.InvalidMessages) as caught:
+        session.extend([{"role": "assistant", "content": "b"}, bad])
+    assert caught.value.code == "INVALID_MESSAGES" and "messages[2]" in str(caught.value.location)
+    with pytest.raises(contextfit.InvalidMessages):
+        session.append(bad)
+    with pytest.raises(contextfit.InvalidMessages):
+        session.edit(0, bad)
+    assert session.messages == [{"role": "user", "content": "a"}] and session.version == 1
+
+
+def test_lone_surrogates_are_refused_like_a_fit_refuses_them():
+    session = FitSession()
+    with pytest.raises(contextfit.InvalidMessages):
+        session.append({"role": "user", "content": "bad \ud800"})
+    assert len(session) == 0
+
+
+@pytest.mark.parametrize("index", [3, -4, True, "1", 1.0, None])
+def test_edit_needs_the_index_of_a_message(index):
+    session = FitSession([{"role": "user", "content": "a"}] * 3)
+    with pytest.raises(contextfit.InvalidMessages):
+        session.edit(index, {"role": "user", "content": "b"})
+
+
+def test_messages_must_be_a_list():
+    for bad in ("text", {"role": "user"}, 5):
+        with pytest.raises(contextfit.InvalidMessages):
+            FitSession(bad)
+
+
+def test_a_session_holds_a_bounded_number_of_analyses_and_settings():
+    session = FitSession([{"role": "user", "content": f"turn {i}"} for i in range(30)])
+    counters = [_fresh_counter() for _ in range(session_module.COUNTERS_KEPT + 5)]
+    for turn in range(12):
+        session.append({"role": "assistant", "content": f"reply {turn}"})
+        for counter in counters:
+            session.fit(counter, 60)
+        session.plan("truncate", model="gpt-4o", context_limit=400 + turn, response_reserve=50)
+    held = session.held()
+    assert held["analyses"] <= session_module.COUNTERS_KEPT * session_module.FACTS_PER_COUNTER + \
+        session_module.PLANS_KEPT * session_module.FACTS_PER_COUNTER
+    assert held["settings"] <= session_module.PLANS_KEPT and held["messages"] == 42
+
+
+def test_an_append_refits_from_the_last_analysis_without_reading_the_others(monkeypatch):
+    """The work a refit does: only the appended message is analysed and counted."""
+    session = FitSession([{"role": "user", "content": f"turn {i} alpha"} for i in range(200)])
+    counter = contextfit.token_counter("gpt-4o")
+    session.fit(counter, 500, count_excluded=False)
+    analysed = []
+    original = contextfit.engine.analysis.Facts._add
+
+    def spy(self, messages, start, counting, count_now):
+        analysed.append(len(messages) - start)
+        return original(self, messages, start, counting, count_now)
+
+    monkeypatch.setattr(contextfit.engine.analysis.Facts, "_add", spy)
+    compared = []
+    monkeypatch.setattr(contextfit.engine.analysis, "_same_prefix", lambda *a: compared.append(1) or True)
+    session.append({"role": "user", "content": "one more"})
+    result = session.fit(counter, 500, count_excluded=False)
+    assert analysed == [1] and compared == []
+    assert result.kept[-1] == {"role": "user", "content": "one more"}
+
+
+# -- the API's per-process sessions ------------------------------------------------
+
+
+def test_chat_sessions_notice_another_process_write(database):
+    from contextfit.serving.generation import preview
+    from contextfit.serving.sessions import chat_sessions
+    from contextfit.serving.store import open_store
+
+    here, there = open_store(database), open_store(database)  # two processes' stores on one database
+    try:
+        chat = here.create_chat(model="gpt-4o", settings={"contextLimit": 2000, "responseReserve": 100},
+                                messages=[{"role": "user", "content": f"turn {i}"} for i in range(5)])
+        first = preview(here, {}, chat_id=chat.id)
+        session = chat_sessions().session_for(here.get_chat(chat.id))
+        assert len(session) == 5 and len(first.blocks) == 5
+        there.append_messages(chat.id, [{"role": "assistant", "content": "written by another process"}])
+        second = preview(here, {}, chat_id=chat.id)
+        assert [b.content for b in second.blocks][-1] == "written by another process"
+        assert chat_sessions().session_for(here.get_chat(chat.id)) is session and len(session) == 6
+        fresh = contextfit.plan_prompt(here.get_chat(chat.id).messages, model="gpt-4o", context_limit=2000,
+                                       response_reserve=100)
+        assert second.to_dict() == fresh.to_dict()
+    finally:
+        here.close()
+        there.close()
+
+
+def test_chat_sessions_start_over_when_the_held_messages_are_not_the_chat():
+    from contextfit.serving.sessions import ChatSessions
+    from contextfit.serving.store import Chat
+
+    sessions = ChatSessions()
+    old = Chat("c1", None, None, {}, [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "t0", "t1")
+    held = sessions.session_for(old)
+    assert sessions.session_for(old) is held  # same version: reused as it is
+    other = Chat("c1", None, None, {}, [{"role": "user", "content": "a"}, {"role": "user", "content": "X"},
+                                        {"role": "user", "content": "c"}], "t0", "t2")
+    renewed = sessions.session_for(other)
+    assert renewed is not held and renewed.messages == other.messages
+    shorter = Chat("c1", None, None, {}, [{"role": "user", "content": "a"}], "t0", "t3")
+    assert sessions.session_for(shorter).messages == shorter.messages
+
+
+def test_chat_sessions_are_bounded():
+    from contextfit.serving.sessions import ChatSessions
+    from contextfit.serving.store import Chat
+
+    sessions = ChatSessions(max_chats=3, max_messages=25)
+    for number in range(6):
+        sessions.session_for(Chat(f"c{number}", None, None, {}, [{"role": "user", "content": "x"}] * 5, "t", "t"))
+    assert len(sessions) == 3 and sessions.held_messages() == 15
+    sessions.session_for(Chat("big", None, None, {}, [{"role": "user", "content": "x"}] * 40, "t", "t"))
+    assert len(sessions) == 1 and sessions.held_messages() == 40  # the newest stays whatever its size
+    contextfit.clear_caches(vocabularies=False)
+
+
+def test_clear_caches_forgets_the_api_sessions():
+    from contextfit.serving.sessions import chat_sessions
+    from contextfit.serving.store import Chat
+
+    chat_sessions().session_for(Chat("c9", None, None, {}, [{"role": "user", "content": "x"}], "t", "t"))
+    assert len(chat_sessions()) >= 1
+    contextfit.clear_caches(vocabularies=False)
+    assert len(chat_sessions()) == 0
+
+
+# -- the dashboard's sessions --------------------------------------------------------
+
+
+def test_the_dashboard_plans_through_one_session_per_conversation():
+    from contextfit.views import dashboard
+
+    conversation = contextfit.load_conversation(
+        '{"messages": [' + ",".join(f'{{"role": "user", "content": "turn {i} alpha beta"}}' for i in range(40)) + "]}")
+    setup = dashboard.Setup(model="gpt-4o", context_limit=300, response_reserve=50)
+    plans = dashboard.plan_all(conversation, setup)
+    assert dashboard.session_for(conversation) is dashboard.session_for(conversation)
+    fresh = contextfit.compare_strategies(conversation, dashboard.plan_settings(setup))
+    assert {k: v.to_dict() for k, v in plans.items()} == {k: v.to_dict() for k, v in fresh.items()}
+    assert dashboard.plan_one(conversation, setup, "manual").to_dict() == fresh["manual"].to_dict()
+    sessions = [dashboard.session_for(contextfit.load_conversation('{"messages": []}'))
+                for _ in range(dashboard.SESSIONS_KEPT + 2)]
+    assert len(dashboard._sessions) == dashboard.SESSIONS_KEPT and sessions[-1] in dashboard._sessions
+
+
+# -- the analysis' short paths (issue 19: a lean cold fit's time) ----------------------
+
+
+class _Dict(dict):
+    """A dict subclass: analysed by the general path, the oracle of the short ones."""
+
+
+def _as_general(value):
+    if isinstance(value, dict):
+        return _Dict({key: _as_general(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return [_as_general(item) for item in value]
+    return value
+
+
+_TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(["", "x", "é", "ok"])
+_CALL = st.fixed_dictionaries({"id": _TEXT, "type": st.just("function"),
+                               "function": st.fixed_dictionaries({"name": _TEXT, "arguments": _TEXT})})
+_SHAPES = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "tool"]), "content": _TEXT}),
+    st.fixed_dictionaries({"role": st.sampled_from(["tool", "function", "user", "system"]), "content": _TEXT,
+                           "tool_call_id": _TEXT}),
+    st.fixed_dictionaries({"role": st.sampled_from(["assistant", "system", "é"]), "content": st.none(),
+                           "tool_calls": st.lists(_CALL, max_size=3)}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "tool_calls": st.lists(_CALL, min_size=1, max_size=2),
+                           "name": _TEXT}),
+)
+
+
+@SETTINGS
+@given(st.lists(_SHAPES, max_size=12), st.booleans())
+def test_the_short_analysis_paths_agree_with_the_general_one(messages, count_now):
+    from contextfit.engine.analysis import Facts
+    from contextfit.engine.counting import counting_for
+
+    counting = counting_for(contextfit.token_counter("gpt-4o"))
+    results = []
+    for chat in (messages, _as_general(messages)):
+        try:
+            results.append(Facts().extended(chat, counting, count_now))
+        except contextfit.InvalidMessages as exc:
+            results.append((exc.code, exc.location))
+    short, general = results
+    if isinstance(general, tuple):
+        assert short == general
+        return
+    for slot in set(Facts.__slots__) - {"nbytes"}:  # a memory estimate, which sizes a dict subclass apart
+        assert getattr(short, slot) == getattr(general, slot), slot
+
+
+def test_the_api_plans_exactly_the_messages_it_read(monkeypatch):
+    from contextfit.serving.sessions import ChatSessions
+    from contextfit.serving.store import Chat
+
+    sessions = ChatSessions()
+    chat = Chat("c1", None, None, {}, [{"role": "user", "content": f"turn {i}"} for i in range(3)], "t0", "t1")
+    settings = contextfit.PlanSettings(model="gpt-4o")
+    assert len(sessions.plan(chat, settings).blocks) == 3
+    # another request of this process read the chat later and moved its session on meanwhile
+    moved = FitSession([*chat.messages, {"role": "assistant", "content": "newer"}])
+    monkeypatch.setattr(sessions, "session_for", lambda _chat: moved)
+    plan = sessions.plan(chat, settings)
+    assert plan.to_dict() == contextfit.plan_prompt(chat.messages, settings).to_dict() and len(plan.blocks) == 3
