@@ -40,6 +40,7 @@ test: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench $(ARGS)
 	$(BIN)/python -m bench.fast
+	$(BIN)/python -m bench.profiles
 
 ## serve: the HTTP API on 127.0.0.1:8000
 serve: $(VENV)/.installed
