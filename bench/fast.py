@@ -105,7 +105,11 @@ def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[
 
 def measure(messages: list[dict], budget: int, runs: int) -> dict[str, list[float]]:
     """Seconds of every contender, one list per contender, repetition ``i`` at index ``i``."""
-    contenders = _contenders(messages, budget)
+    return timed(_contenders(messages, budget), runs)
+
+
+def timed(contenders: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]], runs: int) -> dict[str, list[float]]:
+    """Each ``(prepare, run)`` contender ``runs`` times in a rotating order, ``prepare`` untimed, gc first."""
     names = list(contenders)
     times: dict[str, list[float]] = {name: [] for name in names}
     for repeat in range(runs):

@@ -26,17 +26,16 @@ read the ratios, not the milliseconds.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from time import perf_counter
 from typing import Any
 
 from .contenders import _floor_run
+from .fast import timed
 from .conversations import synthetic
 from .oracle import encoding
 
@@ -89,20 +88,7 @@ class _Counted:
 
 def measure(messages: list[dict], names: list[str], runs: int) -> dict[str, list[float]]:
     """Seconds of every contender, repetition ``i`` at index ``i`` of each list."""
-    contenders = _contenders(messages, names)
-    order = list(contenders)
-    times: dict[str, list[float]] = {name: [] for name in order}
-    for repeat in range(runs):
-        shift = repeat % len(order)
-        for name in order[shift:] + order[:shift]:
-            prepare, run = contenders[name]
-            state = prepare()
-            gc.collect()
-            start = perf_counter()
-            run(state)
-            times[name].append(perf_counter() - start)
-        print(f"  run {repeat + 1}/{runs} done", file=sys.stderr, flush=True)
-    return times
+    return timed(_contenders(messages, names), runs)
 
 
 def ratio(times: dict[str, list[float]], name: str) -> float:
