@@ -8,11 +8,15 @@ each repetition times, in a rotating order with ``gc.collect()`` before each:
 
 * ``floor``: tiktoken's ``o200k_base`` ``encode_ordinary`` on every message's
   text (the same floor as ``bench.fast``);
-* for every exact profile, ``texts``: the same texts through a cold
+* for every exact profile, ``encode``: the same texts through the profile's
+  exact encoding alone, ``encode_ordinary`` on each (the like-for-like cost of
+  the vocabulary: no cache, no chat format);
+* ``texts``: the same texts through a cold
   :class:`~contextfit.tokens.tokenizers.Tokenizer` of that profile (a fresh
   count cache, counting with the profile's exact engine: tiktoken for BPE
   vocabularies, kitoken for SentencePiece; the fast o200k/cl100k engine is
-  left out so that ``o200k_base`` itself measures contextfit's overhead);
+  left out so that ``o200k_base`` itself measures contextfit's overhead; a
+  text repeated in the chat is counted once, as contextfit counts it);
 * and ``chat``: the whole conversation through a cold
   :class:`~contextfit.tokens.chat_counter.TokenCounter` of the profile
   (chat template and per-message overhead included): what a first fit counts.
@@ -69,6 +73,7 @@ def _contenders(messages: list[dict], names: list[str]) -> dict[str, tuple[Calla
         "floor": (lambda: (messages, floor), _floor_run),
     }
     for name in names:
+        found[f"{name} encode"] = (lambda name=name: (messages, _cold(name)[0].encoding.encode_ordinary), _floor_run)
         found[f"{name} texts"] = (lambda name=name: (messages, _Counted(_cold(name)[0].count)), _floor_run)
         found[f"{name} chat"] = (lambda name=name: _cold(name)[1], lambda counter: counter(messages))
     return found
@@ -101,7 +106,8 @@ def rows(times: dict[str, list[float]], names: list[str]) -> list[dict[str, Any]
     found = []
     for name in names:
         chat = ratio(times, f"{name} chat")
-        found.append({"profile": name, "texts": ratio(times, f"{name} texts"), "chat": chat,
+        found.append({"profile": name, "encode": ratio(times, f"{name} encode"), "texts": ratio(times, f"{name} texts"),
+                      "chat": chat,
                       "chat_ms": statistics.median(times[f"{name} chat"]) * 1000,
                       "met": None if name in OPENAI else chat <= TARGET})
     return found
@@ -112,11 +118,12 @@ def markdown(found: list[dict[str, Any]], times: dict[str, list[float]], info: d
              f"Full count of the chat with each exact profile, as a ratio to tiktoken's o200k floor "
              f"({statistics.median(times['floor']) * 1000:.0f} ms median) in the same run. Load average at the "
              f"start {info['load_start']}, at the end {info['load_end']} (2 cores).", "",
-             f"| profile | texts (cold tokenizer) x floor | chat (cold counter, template) x floor | chat ms | "
-             f"chat <= {TARGET}x? |", "|---|--:|--:|--:|:-:|"]
+             f"| profile | encode (the vocabulary alone) x floor | texts (cold tokenizer) x floor | "
+             f"chat (cold counter, template) x floor | chat ms | chat <= {TARGET}x? |", "|---|--:|--:|--:|--:|:-:|"]
     for row in found:
         met = {True: "yes", False: "**no**", None: "—"}[row["met"]]
-        lines.append(f"| {row['profile']} | {row['texts']:.2f} | {row['chat']:.2f} | {row['chat_ms']:.0f} | {met} |")
+        lines.append(f"| {row['profile']} | {row['encode']:.2f} | {row['texts']:.2f} | {row['chat']:.2f} | "
+                     f"{row['chat_ms']:.0f} | {met} |")
     return "\n".join(lines) + "\n"
 
 
