@@ -183,14 +183,15 @@ class Tokenizer:
         >>> get_tokenizer("o200k_base").estimate("Hello world!")
         3
         """
-        upper = self.count(text)
-        if not self.profile.approximate:
-            return upper
+        profile = self.profile
+        if not profile.approximate:
+            return self.count(text)
         text = text if text.__class__ is str else _as_text(text)
         key = text if len(text) < DIGEST_FROM else digest(text)
-        tokens = self._cache.lookup(key)  # the unscaled count count() left there
-        tokens = self._unscaled(text, key) if tokens is None else tokens  # unless evicted meanwhile
-        return min(upper, (tokens * self.profile.point_percent + 50) // 100)
+        tokens = self._cache.lookup(key)  # one lookup: the unscaled count both numbers come from
+        tokens = self._unscaled(text, key) if tokens is None else tokens
+        upper = -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
+        return min(upper, (tokens * profile.point_percent + 50) // 100)
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
         """``count`` for each text, in order.
