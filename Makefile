@@ -41,6 +41,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench $(ARGS)
 	$(BIN)/python -m bench.fast
 	$(BIN)/python -m bench.replay
+	$(BIN)/python -m bench.profiles
 
 ## serve: the HTTP API on 127.0.0.1:8000
 serve: $(VENV)/.installed

@@ -161,7 +161,12 @@ def measure(messages: list[dict], budget: int, runs: int, cpu: dict[str, list[fl
     """Seconds of every contender, one list per contender, repetition ``i`` at index ``i``
     (``cpu``, when given, gets the CPU seconds of this process the same way: on
     a loaded machine, the work done apart from the waits for a core)."""
-    contenders = _contenders(messages, budget)
+    return timed(_contenders(messages, budget), runs, cpu)
+
+
+def timed(contenders: dict[str, tuple[Callable[[], Any], Callable[[Any], Any]]], runs: int,
+          cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """Each ``(prepare, run)`` contender ``runs`` times in a rotating order, ``prepare`` untimed, gc first."""
     names = list(contenders)
     times: dict[str, list[float]] = {name: [] for name in names}
     for repeat in range(runs):

@@ -34,6 +34,9 @@ VARIABLES: dict[str, str] = {
     "ANTHROPIC_API_KEY": "the `anthropic` provider's key",
     "ANTHROPIC_BASE_URL": "the `anthropic` provider's base URL",
     "CONTEXTFIT_ANTHROPIC_MODEL": "the `anthropic` provider's default model",
+    "CONTEXTFIT_NATIVE_COUNT": "`1`/`on`/`true`/`yes`: ask the provider's token-count endpoint for each generation's request",
+    "GEMINI_API_KEY": "the key for Gemini's token-count endpoint (native counting)",
+    "CONTEXTFIT_GEMINI_BASE_URL": "the base URL of Gemini's token-count endpoint",
 }
 
 

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from contextfit.views import charts, dashboard
+from contextfit.views import bands, charts, dashboard
 from contextfit.views.audits import list_audited_chats, load_audit_plan
 from contextfit.serving.store_cache import shared_store
 
@@ -34,14 +34,16 @@ if st.button("Replay under other settings", key="audit-replay",
 status = {"completed": st.success, "failed": st.error, "cancelled": st.warning}.get(audit.status, st.info)
 status(f"{audit.status} · {audit.provider} · {audit.model}" + (f" · {audit.error_code}" if audit.error_code else ""))
 left, middle, right = st.columns(3)
-left.metric("Prompt tokens", "—" if audit.prompt_tokens is None else f"{audit.prompt_tokens:,}")
+left.metric("Prompt tokens", "—" if audit.prompt_tokens is None else f"{audit.prompt_tokens:,}",
+            help="Counted with the model's tokenizer; for an approximate profile, the upper end of its band.")
 middle.metric("Budget", f"{audit.budget:,}", help="Context limit minus response reserve.")
 right.metric("Context limit", f"{audit.context_limit:,}", help=f"Response reserve {audit.response_reserve:,}.")
 st.caption(
-    f"strategy {audit.strategy or '—'} · tokenizer {audit.tokenizer.profile}"
-    + (" · approximate" if audit.tokenizer.approximate else " · exact")
+    f"strategy {audit.strategy or '—'} · tokenizer {audit.tokenizer.profile}: {bands.band_text(audit)}"
     + f" · started {audit.created_at} · finished {audit.finished_at or '—'}"
 )
+if bands.provider_count_text(audit):
+    st.caption(bands.provider_count_text(audit))
 if audit.blocks:
     st.plotly_chart(charts.budget_figure(plan), key="audit-budget", width="stretch")
     st.plotly_chart(charts.blocks_figure(plan), key="audit-blocks", width="stretch")

@@ -6,6 +6,8 @@ import streamlit as st
 import contextfit
 from contextfit.tokens import fast
 from contextfit.views.catalog import price_row, price_rows
+from contextfit.serving.store_cache import shared_store
+from contextfit.views import bands, calibration
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")
@@ -58,6 +60,7 @@ with right:
 tokenizer = contextfit.get_tokenizer(name)
 pieces = tokenizer.pieces(text)  # pieces and ids always come from tiktoken, the reference
 st.metric("Tokens", f"{tokenizer.count(text):,}", help="Approximate profiles scale an exact count up; pieces show the base split.")
+st.caption(bands.tokens_text(tokenizer.count(text), tokenizer.estimate(text), tokenizer.approximate))
 st.code(" | ".join(piece.replace("\n", "↵").replace(" ", "·") for piece in pieces) or "(empty)", language=None)
 st.dataframe(
     pd.DataFrame({"piece": [repr(piece)[1:-1] for piece in pieces], "id": tokenizer.encode(text)}),
@@ -88,3 +91,15 @@ st.dataframe(
     hide_index=True,
     width="stretch",
 )
+
+st.subheader("Calibration from real usage")
+st.caption(
+    "The prompt tokens providers reported for the stored generations (the latest of each chat), and their "
+    "token-count endpoints' answers when native counting is on, against contextfit's count. Above 1: contextfit "
+    "counted low. The same table: contextfit calibrate."
+)
+rows = calibration.calibration(shared_store())
+if rows:
+    st.dataframe(pd.DataFrame([row.to_dict() for row in rows]), hide_index=True, width="stretch")
+else:
+    st.text(calibration.calibration_lines(rows)[0])

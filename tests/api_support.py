@@ -153,6 +153,10 @@ class FakeProvider:
                     fake.release.wait(60)
                     behaviour = "success"
                 status, payload = _answer(behaviour, body, anthropic)
+                if behaviour == "success" and self.path.endswith(("/v1/messages/count_tokens", ":countTokens")):
+                    # a token-count endpoint (native counting): a count the test can predict
+                    tokens = fake_count(body)
+                    payload = {"input_tokens": tokens} if self.path.endswith("count_tokens") else {"totalTokens": tokens}
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -183,6 +187,11 @@ class FakeProvider:
                     self.wfile.write(b"0\r\n\r\n")
 
         return Handler
+
+
+def fake_count(body: dict) -> int:
+    """What the fake's token-count endpoints answer for a request body."""
+    return 1000 + len(json.dumps(body, sort_keys=True)) // 4
 
 
 def _answer(behaviour: str, body: dict, anthropic: bool) -> tuple[int, dict]:

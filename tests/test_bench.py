@@ -196,6 +196,28 @@ def test_the_readme_shows_every_issue_19_target_the_bench_prints():
     assert missing == [], "README's Performance section must show each target bench.fast prints"
 
 
+def test_the_profiles_bench_prints_every_exact_profile_against_the_floor(tmp_path, capsys):
+    from bench import profiles
+
+    assert profiles.main(["--messages", "200", "--runs", "1", "--only", "deepseek", "--only", "o200k",
+                          "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "profiles.json").read_text())
+    assert [row["profile"] for row in data["rows"]] == ["o200k_base", "deepseek"]
+    assert data["rows"][0]["met"] is None and isinstance(data["rows"][1]["met"], bool)
+    out = capsys.readouterr().out
+    assert "| deepseek |" in out and "Load average at the start" in out
+    assert {"llama3", "qwen3.5", "mistral", "mistral-tekken", "deepseek"} <= set(profiles.exact_profiles())
+
+
+def test_the_profiles_bench_ratios_are_medians_of_paired_ratios():
+    from bench.profiles import rows
+
+    times = {"floor": [1.0, 2.0, 1.0], "deepseek encode": [1.0, 4.0, 1.0], "deepseek texts": [1.0, 1.0, 2.0],
+             "deepseek chat": [2.0, 3.0, 1.0]}
+    [row] = rows(times, ["deepseek"])
+    assert row["encode"] == 1.0 and row["texts"] == 1.0 and row["chat"] == 1.5 and row["met"] is True  # 2, 1.5, 1
+
+
 def test_the_clearing_section_compares_clear_tool_results_with_truncate():
     from bench import clearing
 

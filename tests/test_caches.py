@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib
 import pkgutil
 from pathlib import Path
 
 import pytest
+from api_support import FakeProvider
 
 import contextfit
 from contextfit import caches
@@ -58,6 +60,13 @@ def _warm_everything() -> None:
 
     chat_sessions().session_for(Chat("chat_warm", None, None, {}, history, "t0", "t0"))  # the API's sessions
     dashboard.session_for(contextfit.load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}'))
+
+    from contextfit.serving import native_count
+
+    with FakeProvider() as fake:  # a provider's token count of a request, cached by its hash
+        counter = native_count.NativeCounter("anthropic", fake.url("success", anthropic=True), "key")
+        plan = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="claude-sonnet-4")
+        asyncio.run(native_count.count_plan(plan, {"anthropic": counter}))
 
 
 def test_clear_caches_empties_every_registered_cache_after_warming():

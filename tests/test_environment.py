@@ -12,7 +12,7 @@ from conftest import REPO
 from contextfit import environment
 
 PACKAGE = REPO / "contextfit"
-NAME = re.compile(r"^(CONTEXTFIT|OPENAI|ANTHROPIC)_[A-Z0-9_]+$")
+NAME = re.compile(r"^(CONTEXTFIT|OPENAI|ANTHROPIC|GEMINI)_[A-Z0-9_]+$")
 NOT_VARIABLES = {"CONTEXTFIT_ERROR"}  # the base error code, not a variable
 
 

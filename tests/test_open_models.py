@@ -12,7 +12,6 @@ the reference (Mistral: mistral-common's ``encode_chat_completion``).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import re
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_FIXTURES
+from data import make_open_model_refs as references  # the generator of the references
 from contextfit.tokens import tokenizers, vocabularies
 from contextfit.tokens.chat_counter import TokenCounter, token_counter
 from contextfit.errors import TokenizerUnavailable
@@ -33,34 +33,11 @@ VOCABS = sorted(open_models.VOCABULARIES)
 LITERAL = re.compile(r"<\|[a-z_0-9]+\|>|</?think>|</?tool_call>|</?tool_response>|<｜[^｜]+｜>|\[/?INST\]|</?s>")
 
 
-def _strings(value: object, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _strings(item, out)
-    elif isinstance(value, list):
-        for item in value:
-            _strings(item, out)
-
-
 def fixture_texts() -> list[str]:
     """Every string in every shared JSON / JSONL fixture and jtokkit's CSV inputs, de-duplicated."""
     if not SHARED_FIXTURES.exists():
         pytest.skip("shared fixtures are absent")
-    out: list[str] = []
-    for path in sorted(SHARED_FIXTURES.rglob("*")):
-        if path.suffix == ".json":
-            _strings(json.loads(path.read_text(encoding="utf-8")), out)
-        elif path.suffix == ".jsonl":
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    _strings(json.loads(line), out)
-        elif path.suffix == ".csv":
-            with path.open(encoding="utf-8", newline="") as handle:
-                out.extend(row["input"] for row in csv.DictReader(handle))
-    seen: set[str] = set()
-    return [text for text in out if text and not (text in seen or seen.add(text))]
+    return references.fixture_texts(SHARED_FIXTURES)
 
 
 def _key(text: str) -> str:
@@ -170,27 +147,6 @@ def test_a_damaged_vocabulary_file_is_refused(monkeypatch: pytest.MonkeyPatch, t
 # ------------------------------------------------------------------------- templates
 
 
-def _plain(messages: list[dict]) -> list[dict]:
-    """role/content strings only, tool traffic flattened to user text (how the references were made)."""
-    out = []
-    for message in messages:
-        role, content = message.get("role"), message.get("content")
-        if isinstance(content, list):
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        if not isinstance(content, str):
-            content = "" if content is None else json.dumps(content)
-        role = "user" if role == "tool" else role
-        if role in ("system", "user", "assistant"):
-            out.append({"role": role, "content": content})
-    return out
-
-
-def _mistral_prepared(messages: list[dict]) -> list[dict]:
-    messages = [m for m in messages if m["content"].strip()]
-    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
-    return messages[: users[-1] + 1] if users else []
-
-
 def _conversations() -> dict[str, list[dict]]:
     from contextfit.inputs.formats import load_conversation
 
@@ -198,7 +154,7 @@ def _conversations() -> dict[str, list[dict]]:
     for path in sorted(SHARED_FIXTURES.rglob("*")):
         if path.suffix in (".json", ".jsonl") and "encodings" not in path.name:
             try:
-                found[str(path.relative_to(SHARED_FIXTURES))] = _plain(load_conversation(path).messages)
+                found[str(path.relative_to(SHARED_FIXTURES))] = references.plain(load_conversation(path).messages)
             except Exception:  # noqa: BLE001 - not a conversation
                 continue
     return found
@@ -216,7 +172,7 @@ def test_whole_conversations_equal_the_rendered_chat_template(profile: str) -> N
         if messages is None:
             continue
         if profile.startswith("mistral"):
-            messages = _mistral_prepared(messages)
+            messages = references.mistral_prepared(messages)
         compared += 1
         if counter(messages) != expected:
             wrong.append((name, counter(messages), expected))

@@ -68,6 +68,8 @@ class PlanBlock:
     origin: str = "input"
     sources: tuple[int, ...] = ()
     message: dict = field(default_factory=dict, repr=False, compare=False)
+    #: The point estimate of ``tokens`` for an approximate profile (``tokens`` is the band's upper end).
+    tokens_estimate: int | None = None
 
     @property
     def fate(self) -> str:
@@ -82,6 +84,7 @@ class PlanBlock:
             "kind": self.kind,
             "content": self.content,
             "tokens": self.tokens,
+            "tokensEstimate": self.tokens if self.tokens_estimate is None else self.tokens_estimate,
             "included": self.included,
             "reason": self.reason,
             "fate": self.fate,
@@ -134,6 +137,9 @@ class PromptPlan:
     fit: FitResult = field(repr=False, compare=False)
     #: tokens per tool definition, largest first, and whether they are exact (tool_defs.py)
     tools_view: dict = field(default_factory=dict, repr=False, compare=False)
+    #: The point estimate of ``prompt_tokens`` (``None``: exact, the same number); ``prompt_tokens``,
+    #: which the fit holds to the budget, is the upper end of an approximate profile's band.
+    prompt_tokens_estimate: int | None = None
 
     @property
     def excluded(self) -> list[PlanBlock]:
@@ -153,6 +159,7 @@ class PromptPlan:
             "responseReserve": self.response_reserve,
             "budget": self.budget,
             "promptTokens": self.prompt_tokens,
+            "promptTokensEstimate": self.prompt_tokens if self.prompt_tokens_estimate is None else self.prompt_tokens_estimate,
             "toolsTokens": self.tools_tokens,
             "tools": self.tools_view,
             "tokenizer": self.tokenizer.to_dict(),
@@ -307,6 +314,7 @@ def plan_prepared(
         diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent, *guessed],
         fit=fit,
         tools_view=_tools_view(prepared),
+        prompt_tokens_estimate=_point_estimates(prepared, fit.kept, blocks) if tokenizer.approximate else None,
     )
 
 
@@ -333,6 +341,18 @@ def fit_prepared(
             f"budget is {prepared.budget}. Raise the context limit, lower the response reserve, or unpin or "
             f"shorten protected messages.", blocks=exc.blocks, prompt_tokens=exc.prompt_tokens + tools,
         ) from None
+
+
+def _point_estimates(prepared: Prepared, kept: list[dict], blocks: list[PlanBlock]) -> int:
+    """Give each counted block its point estimate; return the prompt's (an approximate
+    profile counts the band's upper end, which the fit uses, and this typical value)."""
+    point = prepared.tokenizer.estimator()
+    tools = point.count_tools(prepared.tools) if prepared.tools else 0
+    sent = sent_counter(point, prepared.template)
+    for block in blocks:
+        if block.tokens is not None:
+            block.tokens_estimate = tools if block.origin == "request" else sent.count_message(block.message)
+    return sent(kept) + tools
 
 
 def _tools_view(prepared: Prepared) -> dict:

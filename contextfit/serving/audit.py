@@ -56,6 +56,12 @@ class AuditBlock:
     tokens: int | None
     included: bool
     reason: str
+    #: The point estimate of ``tokens`` (an approximate profile's ``tokens`` is the band's upper end).
+    tokens_estimate: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokens_estimate is None:  # exact, or an audit stored before estimates: the same number
+            object.__setattr__(self, "tokens_estimate", self.tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return camel_dict(self)
@@ -96,6 +102,19 @@ class PromptContextAudit:
     error_message: str | None = None
     created_at: str = field(default_factory=utc_now)
     finished_at: str | None = None
+    #: The point estimate of ``prompt_tokens`` (equal for an exact profile; ``prompt_tokens``
+    #: is the upper end of an approximate profile's band, the number the fit used).
+    prompt_tokens_estimate: int | None = None
+    #: The provider's own count of the final request, from its token-count endpoint
+    #: (``contextfit.serving.native_count``): ``{"provider", "tokens", "cached"}``, or
+    #: ``{"provider", "tokens": None, "code", "message"}`` when it failed; ``None`` when not asked.
+    provider_count: dict | None = None
+    #: The prompt tokens the provider reported having read, from a completed generation's usage.
+    provider_prompt_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.prompt_tokens_estimate is None:  # exact, or an audit stored before estimates: the same number
+            object.__setattr__(self, "prompt_tokens_estimate", self.prompt_tokens)
 
     def finish(self, status: str, error: ContextfitError | None = None) -> PromptContextAudit:
         """This audit with a terminal ``status`` and, on failure, the error's code and message."""
@@ -127,7 +146,8 @@ class PromptContextAudit:
             model=self.model,
             strategy=self.strategy or "",
             blocks=[
-                PlanBlock(b.index, b.id, b.role, b.kind, texts.get(b.id, ""), b.tokens, b.included, b.reason)
+                PlanBlock(b.index, b.id, b.role, b.kind, texts.get(b.id, ""), b.tokens, b.included, b.reason,
+                          tokens_estimate=b.tokens_estimate)
                 for b in self.blocks
             ],
             provider_messages=self.provider_messages,
@@ -141,12 +161,13 @@ class PromptContextAudit:
             tokenizer=self.tokenizer,
             diagnostics=self.interceptor_diagnostics,
             fit=None,
+            prompt_tokens_estimate=self.prompt_tokens_estimate,
         )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PromptContextAudit:
         """Read back what :meth:`to_dict` wrote."""
-        blocks = tuple(AuditBlock(**block) for block in data["blocks"])
+        blocks = tuple(AuditBlock(**from_camel_dict(AuditBlock, block)) for block in data["blocks"])
         return cls(**from_camel_dict(cls, data, blocks=blocks, tokenizer=TokenizerInfo(**data["tokenizer"])))
 
 
@@ -170,6 +191,7 @@ def audit_from_plan(
         provider_messages=plan.provider_messages,
         provider_system=plan.provider_system,
         interceptor_diagnostics=[d for d in plan.diagnostics if d.get("code") in INTERCEPTOR_CODES],
+        prompt_tokens_estimate=plan.prompt_tokens_estimate,
     )
 
 

@@ -28,12 +28,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 from anyio import to_thread
 
+from . import native_count
 from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_plan, refused_audit
 from ..errors import GenerationCancelled, GenerationInterrupted, ProviderError, TokenBudgetExceeded
 from ..jsonpath import replace_lone_surrogates
@@ -41,6 +42,7 @@ from ..engine.pipeline import PromptPlan, plan_prompt
 from .sessions import chat_sessions
 from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
+from .usage import reported_prompt_tokens
 from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
 from ..engine.settings import merge_settings, provider_options
 from .store import Chat, Store
@@ -237,8 +239,15 @@ async def generate(
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
     offload: Callable[..., Awaitable[Any]] | None = None,
+    native: Mapping[str, native_count.NativeCounter] | None = None,
 ) -> GenerationResult:
     """Generate the next reply of a stored chat, with its audit (see the module docstring).
+
+    ``native`` maps catalog providers to their token-count endpoints
+    (:mod:`contextfit.serving.native_count`; default: what the environment
+    enables, usually nothing): the provider's count of the request is then
+    recorded in the audit next to contextfit's, and a failure only noted there.
+    A completed audit also records the prompt tokens the provider reported.
 
     ``offload(fn)`` runs the planning (CPU work) off the event loop: a worker
     thread by default; the API passes its bounded pool.
@@ -269,11 +278,24 @@ async def generate(
         await to_thread.run_sync(store.record_audit, audit)
         raise
     audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name)
+    counters = native_count.configured() if native is None else native
+    counted: list[dict] = []
     seq = None
+
+    async def count_and_complete() -> ProviderReply:
+        if counters:  # the provider's own count first: a short call, never an error (native_count.py)
+            found = await native_count.count_plan(plan, counters, request.settings.tools)
+            counted.extend([found] if found is not None else [])
+        return await backend.complete(request.for_provider(plan))
+
     try:
         seq = await to_thread.run_sync(store.begin_generation, audit)
         # Any process may cancel it through the database, which also renews its lease meanwhile.
-        reply = await watched(store.engine, audit.generation_id, lambda: backend.complete(request.for_provider(plan)))
+        try:
+            reply = await watched(store.engine, audit.generation_id, count_and_complete)
+        finally:
+            if counted:
+                audit = replace(audit, provider_count=counted[0])
         message = reply_message(reply, audit)
     except anyio.get_cancelled_exc_class():
         await _finish_shielded(store, audit.finish(CANCELLED, GenerationCancelled()), seq)
@@ -292,7 +314,7 @@ async def generate(
         error = ProviderError(backend.name, detail=f"the provider raised {type(exc).__name__}")
         await _finish_shielded(store, audit.finish(FAILED, error), seq)
         raise error from exc
-    done = audit.finish(COMPLETED)
+    done = replace(audit.finish(COMPLETED), provider_prompt_tokens=reported_prompt_tokens(reply.usage))
     stored = await _finish_shielded(store, done, seq, message)
     if stored is None:  # the chat was deleted while the provider answered (raises), or the lease ran out
         await to_thread.run_sync(store.get_chat, chat_id)

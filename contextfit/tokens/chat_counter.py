@@ -56,16 +56,17 @@ class TokenCounter:
 
     # __weakref__: the engine keeps per-counter state in a WeakKeyDictionary
     __slots__ = (
-        "__weakref__", "_count", "_per_message", "_role_costs", "_template", "additive", "base_tokens", "chat",
-        "images", "tokenizer",
+        "__weakref__", "_count", "_estimator", "_per_message", "_role_costs", "_template", "additive", "base_tokens",
+        "chat", "images", "tokenizer",
     )
 
-    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None) -> None:
+    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None, *, point: bool = False) -> None:
         self.tokenizer = tokenizer
         # image parts are counted from their dimensions (contextfit/tokens/images.py)
         self.images = images if images is not None else profile_rule(tokenizer.name)
         self.chat = tokenizer.profile.chat
-        self._count = tokenizer.count
+        self._count = tokenizer.estimate if point else tokenizer.count
+        self._estimator: TokenCounter | None = self if point or not tokenizer.approximate else None
         # An exact open-model profile counts with its family's chat template
         # (contextfit/tokens/templates.py): exact for the whole conversation,
         # which is not the sum of its messages, so the engine recounts it.
@@ -87,6 +88,21 @@ class TokenCounter:
 
     def __repr__(self) -> str:
         return f"TokenCounter(profile={self.profile!r}, approximate={self.approximate})"
+
+    def estimator(self) -> TokenCounter:
+        """The same counter giving point estimates (:meth:`Tokenizer.estimate`) instead of the
+        band's upper end; itself for an exact profile. Chat overhead is the same.
+
+        >>> counter = token_counter("claude-sonnet-4")
+        >>> message = [{"role": "user", "content": "Hello world! " * 20}]
+        >>> counter.estimator()(message), counter(message)
+        (79, 92)
+        >>> token_counter("gpt-4o").estimator() is token_counter("gpt-4o")
+        True
+        """
+        if self._estimator is None:
+            self._estimator = TokenCounter(self.tokenizer, self.images, point=True)
+        return self._estimator
 
     def __call__(self, messages: Iterable[Any]) -> int:
         """Tokens of ``messages`` as sent, reply priming included."""

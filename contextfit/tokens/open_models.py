@@ -125,8 +125,13 @@ QWEN35_PATTERN = (
 # turn (digits, then CJK, then a GPT-4-like pattern). This one pattern gives the same
 # pieces: letter and punctuation runs may not swallow digits or CJK, and the last
 # branch keeps the characters no split matches (HF keeps them; tiktoken would drop them).
+# The six branches before the first lookahead are one group: tiktoken's regex engine
+# (fancy-regex) hands a group without lookarounds to the `regex` crate as one anchored
+# match with the same leftmost-first preference, instead of trying each branch in its
+# backtracking VM in turn (a word is the fourth branch). Same pieces, about 20% less
+# time over the 10,000-message bench chat (bench/profiles.py).
 _CJK = "一-龥぀-ゟ゠-ヿ"
-DEEPSEEK_PATTERN = "|".join(
+DEEPSEEK_PATTERN = "(?:" + "|".join(
     [
         r"\p{N}{1,3}",
         rf"[{_CJK}]+",
@@ -134,6 +139,9 @@ DEEPSEEK_PATTERN = "|".join(
         rf"[^\r\n\p{{L}}\p{{P}}\p{{S}}\p{{N}}]?[[\p{{L}}\p{{M}}]&&[^{_CJK}]]+",
         rf" ?[[\p{{P}}\p{{S}}]&&[^{_CJK}]]+[\r\n]*",
         r"\s*[\r\n]+",
+    ]
+) + ")|" + "|".join(
+    [
         rf"\s+(?![^\s\p{{N}}{_CJK}])",
         r"\s+",
         rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}](?![[\p{{L}}\p{{M}}]&&[^{_CJK}]]))+",

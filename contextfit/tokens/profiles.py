@@ -68,6 +68,10 @@ class TokenizerProfile:
     slack_tokens: int = 0
     #: The measured band: how the real count relates to this estimate (docs/tokenizers.md).
     band: str = ""
+    #: The point estimate of an approximate profile: the unscaled count times
+    #: this / 100 (the typical real-to-unscaled ratio); ``factor_percent`` and
+    #: ``slack_tokens`` give the band's upper end, which the fit uses.
+    point_percent: int = 100
 
 
 # OpenAI cookbook, "How to count tokens with tiktoken": 3 tokens per message,
@@ -127,9 +131,10 @@ PROFILES: dict[str, TokenizerProfile] = {
             "anthropic", _CL100K, True,
             "Estimate for Claude 3 to 4.6 and Haiku 4.5: cl100k_base x 1.35, rounded up "
             "(measured up to 30% more tokens than GPT-4o, on code; margin added).",
-            _CLAUDE_CHAT, factor_percent=135,
+            _CLAUDE_CHAT, factor_percent=135, point_percent=116,
             band="Unverifiable offline: Claude 3+'s tokenizer is private. Against the only offline "
-            "one (Claude 2's, no longer accurate) the median text is 1.0x and CJK up to 2x.",
+            "one (Claude 2's, no longer accurate) the median text is 1.0x and CJK up to 2x; the point "
+            "estimate, 1.16x, is the published Claude 3.5 vs GPT-4o ratio on English.",
         ),
         # Claude Opus 4.7 and later (Sonnet/Opus/Haiku 5.x): Anthropic's docs say the
         # newer tokenizer counts "approximately 30% more tokens" than Haiku 4.5
@@ -139,7 +144,9 @@ PROFILES: dict[str, TokenizerProfile] = {
             "anthropic-2026", _CL100K, True,
             "Estimate for Claude Opus 4.7 and later (the newer tokenizer): cl100k_base x 1.8, "
             "rounded up (Anthropic: ~30% more tokens than Claude 4.5/4.6; probes: up to 1.46x).",
-            _CLAUDE_CHAT, factor_percent=180,
+            _CLAUDE_CHAT, factor_percent=180, point_percent=151,
+            band="Unverifiable offline: no reference for the newer tokenizer. About 1.16 x 1.3 = 1.51x the "
+            "unscaled count is the typical real count; x 1.8 is the upper end.",
         ),
         # Gemini: private SentencePiece vocabulary (256k; Gemma shares it) that
         # splits numbers into single digits; Google: "a token is about 4
@@ -225,7 +232,7 @@ def _estimate(name: str, basis: str, chat: ChatFormat, factor: int, slack: int, 
         name, _CL100K, True, f"{basis} (the vocabulary package is not installed): cl100k_base"
         + (" with single-digit numbers" if digits else "") + f", {rule}, rounded up.",
         chat, factor_percent=factor, split_digits=digits, slack_tokens=slack,
-        band=_FALLBACK_BAND.format(lo=lo, hi=hi, mid=mid, rule=rule),
+        band=_FALLBACK_BAND.format(lo=lo, hi=hi, mid=mid, rule=rule), point_percent=round(float(mid) * 100),
     )
 
 

@@ -142,25 +142,56 @@ class Tokenizer:
         key = text if len(text) < DIGEST_FROM else digest(text)
         tokens = self._cache.lookup(key)
         if tokens is None:
-            profile = self.profile
-            digits = profile.split_digits
-            if self.fast is not None and not digits:
-                tokens = self.fast.count(text)
-            elif len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
-                ids = self.encoding.encode_ordinary(text)
-                tokens = len(ids)
-                if digits:  # a number token of k digits costs k tokens in these families
-                    tokens += sum(map(self._digit_extra.__getitem__, ids))
-            else:  # a long text: its ids a part at a time
-                tokens = 0
-                for ids in blank_runs.encode_parts(self.encoding, text):
-                    tokens += len(ids)
-                    if digits:
-                        tokens += sum(map(self._digit_extra.__getitem__, ids))
-            if profile.approximate:
-                tokens = -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
-            self._cache.put_key(key, tokens)
+            tokens = self._unscaled(text, key)
+        profile = self.profile
+        if profile.approximate:  # the upper end of the band: what the fit uses
+            return -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
         return tokens
+
+    def _unscaled(self, text: str, key: Any) -> int:
+        """Count ``text`` with the exact encoding (digits split where the profile says) and cache it.
+
+        The cache holds this unscaled count, which an approximate profile's
+        upper bound (:meth:`count`) and point estimate (:meth:`estimate`) share.
+        """
+        digits = self.profile.split_digits
+        if self.fast is not None and not digits:
+            tokens = self.fast.count(text)
+        elif len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+            ids = self.encoding.encode_ordinary(text)
+            tokens = len(ids)
+            if digits:  # a number token of k digits costs k tokens in these families
+                tokens += sum(map(self._digit_extra.__getitem__, ids))
+        else:  # a long text: its ids a part at a time
+            tokens = 0
+            for ids in blank_runs.encode_parts(self.encoding, text):
+                tokens += len(ids)
+                if digits:
+                    tokens += sum(map(self._digit_extra.__getitem__, ids))
+        self._cache.put_key(key, tokens)
+        return tokens
+
+    def estimate(self, text: str) -> int:
+        """The point estimate of ``text``'s tokens: :meth:`count` for an exact
+        profile; for an approximate one the unscaled count times the profile's
+        typical ratio (``point_percent``), never above :meth:`count`, the upper
+        end of the band.
+
+        >>> claude = get_tokenizer("anthropic")
+        >>> claude.estimate("Hello world!"), claude.count("Hello world!")
+        (3, 5)
+        >>> get_tokenizer("o200k_base").estimate("Hello world!")
+        3
+        """
+        profile = self.profile
+        if not profile.approximate:
+            return self.count(text)
+        text = text if text.__class__ is str else _as_text(text)
+        key = text if len(text) < DIGEST_FROM else digest(text)
+        tokens = self._cache.lookup(key)  # one lookup: the unscaled count both numbers come from
+        tokens = self._unscaled(text, key) if tokens is None else tokens
+        upper = -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
+        return min(upper, (tokens * profile.point_percent + 50) // 100)
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
         """``count`` for each text, in order.

@@ -18,6 +18,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ..engine.pipeline import PlanBlock, PromptPlan, fate_of
+from .bands import band_text
 
 FATES = ("protected", "kept", "summarized", "compressed", "excluded")
 FATE_COLORS = {
@@ -101,6 +102,7 @@ def budget_figure(plan: PromptPlan, legend: bool = False) -> go.Figure:
     if overhead > 0:  # reply priming and tool definitions belong to no block
         sent[("protected", "overhead")] = overhead
     shown: set[str] = set()
+    band = f"<br>prompt: {html.escape(band_text(plan))}"  # approximate: the point estimate and the upper end shown
     for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False))):
         for (fate, kind), tokens in sorted(totals.items(), key=lambda item: (FATES.index(item[0][0]), item[0][1])):
             traces.append({
@@ -112,7 +114,7 @@ def budget_figure(plan: PromptPlan, legend: bool = False) -> go.Figure:
                 "legendgroup": fate,
                 "showlegend": fate not in shown,
                 "marker": {"color": FATE_COLORS[fate], "line": {"color": "white", "width": 1}},
-                "hovertemplate": f"{fate} · {html.escape(kind)}: %{{x:,}} tokens<extra></extra>",
+                "hovertemplate": f"{fate} · {html.escape(kind)}: %{{x:,}} tokens{band}<extra></extra>",
             })
             shown.add(fate)
     free = max(plan.budget - plan.prompt_tokens, 0)

@@ -18,6 +18,7 @@ from .. import environment
 from ..errors import ContextfitError
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
 from ..engine.plan_settings import PlanSettings, conversation_model
+from .bands import band_text
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -52,10 +53,9 @@ def print_plan(name: str, plan: PromptPlan | ContextfitError, out: TextIO) -> No
     if isinstance(plan, ContextfitError):
         print(f"\n{name}: {plan.code}: {plan}", file=out)
         return
-    approx = " (approximate)" if plan.tokenizer.approximate else ""
     print(
         f"\n{name} — {plan.prompt_tokens:,} of {plan.budget:,} tokens "
-        f"(context {plan.context_limit:,}, reserve {plan.response_reserve:,}; {plan.tokenizer.profile}{approx})",
+        f"(context {plan.context_limit:,}, reserve {plan.response_reserve:,}; {plan.tokenizer.profile}: {band_text(plan)})",
         file=out,
     )
     print(budget_bar(plan), file=out)
@@ -161,6 +161,23 @@ def _models(args: argparse.Namespace, out: TextIO) -> int:
         )
     print("Prices: US dollars per million tokens from the catalog, base tier (— = none in the catalog). "
           "Sources, dates and cache prices: the Models page, or get_model(id).prices.", file=out)
+    return 0
+
+
+def _calibrate(args: argparse.Namespace, out: TextIO) -> int:
+    from ..serving.store import open_store
+    from .calibration import calibration, calibration_lines
+
+    store = open_store(args.db)
+    try:
+        rows = calibration(store)
+    finally:
+        store.close()
+    if args.json:
+        json.dump([row.to_dict() for row in rows], out, indent=2)
+        out.write("\n")
+    else:
+        print("\n".join(calibration_lines(rows)), file=out)
     return 0
 
 
@@ -278,6 +295,11 @@ def parser() -> argparse.ArgumentParser:
 
     models = commands.add_parser("models", help="list the model catalog")
     models.set_defaults(run=_models)
+
+    calibrate = commands.add_parser("calibrate", help="the provider-reported prompt tokens against ours, per model")
+    calibrate.add_argument("--db", help="SQLite file or database URL (default: $CONTEXTFIT_DB, else contextfit.db)")
+    calibrate.add_argument("--json", action="store_true", help="print the rows as JSON")
+    calibrate.set_defaults(run=_calibrate)
 
     serve = commands.add_parser("serve", help="start the HTTP API (/api/v2)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, this machine only)")

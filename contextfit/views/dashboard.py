@@ -27,6 +27,7 @@ from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, assembled
 from ..engine.session import FitSession
 from ..engine.plan_settings import PlanSettings, conversation_model, settings_for
 from ..engine.settings import plan_options
+from .bands import band_text
 
 #: Editable per-block fields and the table column that shows each.
 EDITABLE = {"pinned": "pinned", "manualExcluded": "exclude", "relevance": "relevance"}
@@ -188,6 +189,7 @@ def headline(plan: PromptPlan) -> dict[str, Any]:
         "dropped_tokens": sum(block.tokens or 0 for block in dropped),
         "tokenizer": plan.tokenizer.profile,
         "approximate": plan.tokenizer.approximate,
+        "band": band_text(plan),  # "about N tokens (approximate, up to M)" or "N tokens, exact"
     }
 
 
@@ -374,6 +376,7 @@ def audit_rows(audit: Any) -> list[dict[str, Any]]:
 
     return [
         {"#": block.index, "id": block.id, "role": block.role, "kind": block.kind, "tokens": block.tokens,
+         **({"estimate": block.tokens_estimate} if audit.tokenizer.approximate else {}),
          "fate": fate_of(block.reason), "reason": block.reason}
         for block in audit.blocks
     ]

@@ -206,15 +206,16 @@ def _model_of(cls: type, name: str, doc: str, **extra: Any) -> type[BaseModel]:
         name,
         __base__=_Open,
         __doc__=doc,
-        **{camel_case(field.name): (hints[field.name], ...) for field in fields(cls)},
-        **extra,
+        **{**{camel_case(field.name): (hints[field.name], ...) for field in fields(cls)}, **extra},
     )
 
 
+AuditBlockModel = _model_of(AuditBlock, "AuditBlock", "One prompt block as the audit records it.")
 ContextAudit = _model_of(
     PromptContextAudit,
     "ContextAudit",
     "The latest audit of a chat (SPEC §5); status is completed, failed or cancelled. Never holds a provider's response body.",
+    blocks=(list[AuditBlockModel], ...),  # type: ignore[valid-type]
 )
 Chat = _model_of(StoredChat, "Chat", "A chat with its settings and its messages, in order.")
 PlanBlock = _model_of(
