@@ -81,3 +81,43 @@ def test_settings_survive_a_page_switch_and_live_in_the_url(page, server):
     # The page may still be applying the run's messages when it turns idle: wait for the value, do not sleep.
     page.wait_for_function("() => document.querySelector('input[aria-label=\"Context limit\"]')?.value === '2000'")
     assert prompt_tokens(page) == tokens
+
+
+def test_an_edit_keeps_the_tables_scroll_position(page):
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
+    box = page.get_by_role("textbox", name="Conversation")
+    chat = [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " * 8} for i in range(1, 120)]
+    box.fill(json.dumps(chat))
+    with script_run(page):
+        box.press("Control+Enter")
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    grid.scroll_into_view_if_needed()
+    scroller = grid.locator(".dvn-scroller").first
+    scroller.evaluate("element => { element.scrollTop = element.scrollHeight; }")
+    page.wait_for_function("element => element.scrollTop > 1000", arg=scroller.element_handle())
+    before = scroller.evaluate("element => element.scrollTop")
+    frame = grid.bounding_box()
+    # The last visible row, column "pinned" (the sixth): click its cell, then toggle it from the keyboard.
+    page.mouse.click(frame["x"] + 40, frame["y"] + frame["height"] - 30)
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    with script_run(page):
+        page.keyboard.press(" ")
+    page.wait_for_selector(READY)
+    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    after = page.locator('[data-testid="stDataFrame"]').last.locator(".dvn-scroller").first.evaluate("element => element.scrollTop")
+    assert after > 1000 and abs(after - before) < 100, (before, after)
+
+
+def test_the_first_paint_and_refit_benchmarks_run():
+    """``python -m bench.dashboard --first-paint`` and ``--refit`` on small inputs: real timings, no threshold."""
+    from bench import dashboard as bench_dashboard
+
+    paint = bench_dashboard.measure_first_paint(runs=1)
+    assert paint["compare"][0]["charts"] == 11 and paint["trivial"][0]["charts"] == 9
+    assert 0 < paint["compare"][0]["charts_drawn"] <= paint["compare"][0]["idle"] and paint["ratio"] > 0
+    assert "| Compare (default sample, every strategy) | 11 |" in bench_dashboard.report_first_paint(paint)
+    refit = bench_dashboard.measure_refits(messages=60, runs=1)
+    assert refit["messages"] == 60 and refit["refits"][0]["warm_change"]["idle"] > 0
+    assert "| warm limit change |" in bench_dashboard.report_refits(refit)
