@@ -371,13 +371,13 @@ def report(result: dict) -> str:
         "Each run is a fresh server process: a *cold* upload (nothing of the chat cached; the page has drawn only "
         "its sample), then a *warm* upload of the same chat with a different last message (a new file; every other "
         "message's counts cached by the cold upload), then a change of the response reserve. Times from the start "
-        "of the action, in the browser: *charts drawn* when all four strategies' charts and the fate matrix are on "
+        "of the action, in the browser: *charts drawn* when every strategy's charts and the fate matrix are on "
         "the page; *idle* when the run is over (edit table included). A refit redraws charts already on the page, "
         "so only its end is timed. The browser and the server share the machine's CPUs.",
         "",
         "| action | all charts drawn: median (min–max) | page idle: median (min–max) | runs |",
         "|---|--:|--:|--:|",
-        _row("cold upload: a fresh server process (tokenized, fitted 4 ways)", result["cold_uploads"]),
+        _row(f"cold upload: a fresh server process (tokenized, fitted {STRATEGIES} ways)", result["cold_uploads"]),
         _row("warm upload: the same process, the chat with a new last message", result["warm_uploads"]),
         _row("change the response reserve (counts cached)", result["refits"]),
         "",

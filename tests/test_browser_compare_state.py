@@ -57,6 +57,13 @@ def test_a_limit_below_the_reserve_shows_a_friendly_message(page):
     assert page.locator('[data-testid="stException"]').count() == 0
     assert page.locator('[data-testid="stProgress"]').count() == 0
     page.screenshot(path=str(ARTIFACTS / "compare-limit-below-reserve.png"), full_page=True)
+    # The reserve's bound follows the limit: a reserve typed above it is not taken.
+    reserve.fill("9000")
+    reserve.press("Enter")
+    page.wait_for_selector(READY)
+    page.locator('[data-testid="stSidebar"]').screenshot(path=str(ARTIFACTS / "compare-reserve-above-limit.png"))
+    assert "reserve=2000" in page.url  # marked as invalid in the field, not applied
+    assert page.locator('[data-testid="stException"]').count() == 0
 
 
 def test_settings_survive_a_page_switch_and_live_in_the_url(page, server):
