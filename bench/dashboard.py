@@ -144,17 +144,23 @@ def _upload(page, path: Path) -> dict[str, float]:
     return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)))
 
 
+def _opened(browser, port: int):
+    """A new page on the dashboard at ``port``, watched (:data:`WATCH`), once its sample is drawn."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    page.set_default_timeout(300_000)
+    page.add_init_script(WATCH)
+    page.goto(f"http://127.0.0.1:{port}")
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    return page
+
+
 def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int) -> dict[str, dict[str, float]]:
     """A fresh dashboard process: the cold upload, the warm upload, a reserve change."""
     port = _free_port()
     server = _start(port, folder)
     try:
-        page = browser.new_page(viewport={"width": 1600, "height": 1400})
-        page.set_default_timeout(300_000)
-        page.add_init_script(WATCH)
-        page.goto(f"http://127.0.0.1:{port}")
-        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+        page = _opened(browser, port)
         found = {"cold": _upload(page, cold), "warm": _upload(page, warm)}
         box = page.get_by_role("spinbutton", name="Response reserve")
 
@@ -270,12 +276,7 @@ def measure_refits(messages: int, runs: int) -> dict:
                 port = _free_port()
                 server = _start(port, Path(folder))
                 try:
-                    page = browser.new_page(viewport={"width": 1600, "height": 1400})
-                    page.set_default_timeout(300_000)
-                    page.add_init_script(WATCH)
-                    page.goto(f"http://127.0.0.1:{port}")
-                    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
-                    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+                    page = _opened(browser, port)
                     upload = _upload(page, path)
                     box = page.get_by_role("spinbutton", name="Context limit")
                     limit = int(box.input_value())
