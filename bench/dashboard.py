@@ -13,8 +13,21 @@ the run is over, for three actions in a row:
   message but the last come from the caches the cold upload filled.
 * *reserve change*: the response reserve changed (a refit, every count cached).
 
+Two more measurements (issue 14), each with the load average beside it:
+
+* ``--first-paint``: a fresh server process and a fresh browser for every
+  run, alternately the Compare page (its default sample) and a trivial
+  Streamlit page of nine plotly charts (``bench/trivial_page.py``): the time
+  from opening the page to every chart drawn, and Compare's median over the
+  trivial page's.
+* ``--refit``: a chat of ``--refit-messages`` (1,000) messages uploaded, then
+  the context limit changed twice (the first change warms what a limit change
+  needs); the second is timed to the page idle again.
+
     python -m bench.dashboard                    # 10,000 messages, 3 fresh processes
     python -m bench.dashboard --messages 1000 --runs 2
+    python -m bench.dashboard --first-paint --runs 3
+    python -m bench.dashboard --refit --runs 3
 
 Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the
 dev requirements (playwright). Writes ``bench/results/dashboard.json`` and
@@ -46,7 +59,7 @@ ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-STRATEGIES = 4
+STRATEGIES = 5
 CHARTS = 2 * STRATEGIES + 1  # a budget bar and a block chart per strategy, and the fate matrix
 
 # Records, with the page's own clock, when the number of drawn charts and the
@@ -73,9 +86,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start(port: int, folder: Path) -> subprocess.Popen:
+def _start(port: int, folder: Path, script: str = "app.py") -> subprocess.Popen:
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "CONTEXTFIT_DB": str(folder / "chats.db")},
     )
@@ -140,6 +154,17 @@ def _upload(page, path: Path) -> dict[str, float]:
     return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)))
 
 
+def _opened(browser, port: int):
+    """A new page on the dashboard at ``port``, watched (:data:`WATCH`), once its sample is drawn."""
+    page = browser.new_page(viewport={"width": 1600, "height": 1400})
+    page.set_default_timeout(300_000)
+    page.add_init_script(WATCH)
+    page.goto(f"http://127.0.0.1:{port}")
+    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
+    return page
+
+
 def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int) -> dict[str, dict[str, float]]:
     """A fresh dashboard process: the cold upload, the warm upload, a reserve change."""
     port = _free_port()
@@ -202,6 +227,143 @@ def measure(messages: int, runs: int) -> dict:
             "refits": refits, "first_paints": first, "machine": info}
 
 
+def _first_paint(playwright, folder: Path, script: str, charts: int) -> dict[str, float]:
+    """A fresh server for ``script`` and a fresh browser: from opening the page
+    to its ``charts`` charts drawn (the browser draws them after the run is
+    over, one by one), and to idle."""
+    port = _free_port()
+    server = _start(port, folder, script)
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1400})
+            page.set_default_timeout(300_000)
+            page.add_init_script(WATCH)
+            started = time.time()
+            page.goto(f"http://127.0.0.1:{port}")
+            page.wait_for_function(
+                f"() => window.__marks.some(m => m[1] >= {charts})"
+                " && document.querySelector('[data-testid=stApp]').getAttribute('data-test-script-state') === 'notRunning'",
+                timeout=300_000,
+            )
+            marks = page.evaluate("window.__marks")
+            charts = max(m[1] for m in marks)
+            drawn = next(m[0] for m in marks if m[1] >= charts)
+            idle = next(m[0] for m in marks if m[2] == "notRunning" and m[1] >= charts)
+            return {"charts": charts, "charts_drawn": drawn - started, "idle": max(idle, drawn) - started}
+        finally:
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def measure_first_paint(runs: int) -> dict:
+    """First paint of Compare and of the nine-chart page, alternately, each with a fresh server and browser."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
+    found: dict[str, list] = {"compare": [], "trivial": [], "load_average": []}
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
+        for run in range(runs):
+            order = ("trivial", "compare") if run % 2 == 0 else ("compare", "trivial")
+            for name in order:
+                found["load_average"].append(os.getloadavg()[0])
+                script, charts = ("app.py", CHARTS) if name == "compare" else ("bench/trivial_page.py", 9)
+                found[name].append(_first_paint(playwright, Path(folder), script, charts))
+    return {**found, "ratio": first_paint_ratio(found), "machine": _machine()}
+
+
+def first_paint_ratio(result: dict) -> float | None:
+    """Compare's median time to every chart drawn over the nine-chart page's."""
+    compare = [r["charts_drawn"] for r in result["compare"]]
+    trivial = [r["charts_drawn"] for r in result["trivial"]]
+    return statistics.median(compare) / statistics.median(trivial) if compare and trivial else None
+
+
+def measure_refits(messages: int, runs: int) -> dict:
+    """A chat of ``messages`` uploaded to a fresh process, the limit changed once (warming), then timed."""
+    from playwright.sync_api import sync_playwright
+
+    chat = list(synthetic(messages).messages)
+    refits: list[dict] = []
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
+        path = Path(folder) / "chat.json"
+        path.write_text(json.dumps(chat))
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            for run in range(runs):
+                port = _free_port()
+                server = _start(port, Path(folder))
+                try:
+                    page = _opened(browser, port)
+                    upload = _upload(page, path)
+                    box = page.get_by_role("spinbutton", name="Context limit")
+                    limit = int(box.input_value())
+
+                    def change(value: int) -> None:
+                        box.fill(str(value))
+                        box.press("Enter")
+
+                    first = _idle(page, time.time(), lambda: change(limit // 2))
+                    load = os.getloadavg()[0]
+                    warm = _idle(page, time.time(), lambda: change(limit // 3))
+                    refits.append({"upload": upload, "first_change": first, "warm_change": warm, "load_average": load})
+                    page.close()
+                finally:
+                    server.terminate()
+                    server.wait(timeout=30)
+        finally:
+            browser.close()
+    return {"messages": len(chat), "refits": refits, "machine": _machine()}
+
+
+def _machine() -> dict:
+    import streamlit
+
+    return {**machine(), "streamlit": streamlit.__version__}
+
+
+def report_first_paint(result: dict) -> str:
+    loads = result["load_average"]
+    return "\n".join([
+        "# First paint: Compare against a trivial nine-chart Streamlit page",
+        "",
+        f"Every run a fresh server process and a fresh chromium; from opening the page to every chart drawn. "
+        f"Load average (1 min) before each run: {min(loads):.2f}–{max(loads):.2f} on {result['machine']['nproc']} CPUs.",
+        "",
+        "| page | charts | all charts drawn: median (min–max) | page idle: median (min–max) | runs |",
+        "|---|--:|--:|--:|--:|",
+        f"| Compare (default sample, every strategy) | {result['compare'][0]['charts']} | "
+        f"{_spread([r['charts_drawn'] for r in result['compare']])} | {_spread([r['idle'] for r in result['compare']])} | "
+        f"{len(result['compare'])} |",
+        f"| trivial page (bench/trivial_page.py) | {result['trivial'][0]['charts']} | "
+        f"{_spread([r['charts_drawn'] for r in result['trivial']])} | {_spread([r['idle'] for r in result['trivial']])} | "
+        f"{len(result['trivial'])} |",
+        "",
+        f"Compare over the trivial page (medians, all charts drawn): {result['ratio']:.2f}×.",
+    ])
+
+
+def report_refits(result: dict) -> str:
+    refits = result["refits"]
+    loads = [r["load_average"] for r in refits]
+    return "\n".join([
+        f"# A limit change on a {result['messages']:,}-message chat",
+        "",
+        f"A fresh server process per run; the chat uploaded, the context limit changed once (warming), then again "
+        f"(timed to the page idle). Load average (1 min) before the timed change: {min(loads):.2f}–{max(loads):.2f} on "
+        f"{result['machine']['nproc']} CPUs.",
+        "",
+        "| action | page idle: median (min–max) | runs |",
+        "|---|--:|--:|",
+        f"| upload (cold) | {_spread([r['upload']['idle'] for r in refits])} | {len(refits)} |",
+        f"| first limit change | {_spread([r['first_change']['idle'] for r in refits])} | {len(refits)} |",
+        f"| warm limit change | {_spread([r['warm_change']['idle'] for r in refits])} | {len(refits)} |",
+    ])
+
+
 def _spread(values: list[float]) -> str:
     if not values:
         return "—"
@@ -231,13 +393,13 @@ def report(result: dict) -> str:
         "Each run is a fresh server process: a *cold* upload (nothing of the chat cached; the page has drawn only "
         "its sample), then a *warm* upload of the same chat with a different last message (a new file; every other "
         "message's counts cached by the cold upload), then a change of the response reserve. Times from the start "
-        "of the action, in the browser: *charts drawn* when all four strategies' charts and the fate matrix are on "
+        "of the action, in the browser: *charts drawn* when every strategy's charts and the fate matrix are on "
         "the page; *idle* when the run is over (edit table included). A refit redraws charts already on the page, "
         "so only its end is timed. The browser and the server share the machine's CPUs.",
         "",
         "| action | all charts drawn: median (min–max) | page idle: median (min–max) | runs |",
         "|---|--:|--:|--:|",
-        _row("cold upload: a fresh server process (tokenized, fitted 4 ways)", result["cold_uploads"]),
+        _row(f"cold upload: a fresh server process (tokenized, fitted {STRATEGIES} ways)", result["cold_uploads"]),
         _row("warm upload: the same process, the chat with a new last message", result["warm_uploads"]),
         _row("change the response reserve (counts cached)", result["refits"]),
         _row("first paint of Compare: the page opened in a fresh process (its sample)", result.get("first_paints", [])),
@@ -255,7 +417,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.dashboard", description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--first-paint", action="store_true", help="Compare's first paint against a nine-chart page")
+    parser.add_argument("--refit", action="store_true", help="a warm limit change on a chat of --refit-messages")
+    parser.add_argument("--refit-messages", type=int, default=1000)
     options = parser.parse_args(argv)
+    if options.first_paint or options.refit:
+        RESULTS.mkdir(exist_ok=True)
+        if options.first_paint:
+            result = measure_first_paint(options.runs)
+            (RESULTS / "dashboard-first-paint.json").write_text(json.dumps(result, indent=2))
+            print(report_first_paint(result))
+        if options.refit:
+            result = measure_refits(options.refit_messages, options.runs)
+            (RESULTS / "dashboard-refit.json").write_text(json.dumps(result, indent=2))
+            print(report_refits(result))
+        return
     result = measure(options.messages, options.runs)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dashboard.json").write_text(json.dumps(result, indent=2))

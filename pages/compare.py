@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.views import charts, dashboard, source_panel
+from contextfit.views import charts, compare_state, dashboard, source_panel
 
 state = st.session_state
 state.setdefault("overrides", {})
@@ -26,36 +26,43 @@ if source is None:
 conversation = source.conversation
 
 input_key = source.key
-if state.get("input_key") != input_key:  # a new conversation: fresh defaults and no edits
-    state.input_key = input_key
-    state.overrides = {}
-    state.model = dashboard.suggested_setup(conversation).model
+models = [info.id for info in contextfit.list_models()]
+names = contextfit.registry.names()
+# Settings survive page switches and reruns (kept outside widget state), start from the URL once per
+# session, and are repaired before the widgets are drawn: a widget never holds a value the engine refuses.
+notes = compare_state.settle(state, input_key=input_key, suggest=partial(dashboard.suggested_setup, conversation),
+                             models=models, names=names, query=st.query_params.to_dict())
+for key, value in compare_state.query_of(state).items():
+    if st.query_params.get(key) != value:
+        st.query_params[key] = value
+for note in notes:
+    st.warning(note)
 
 with st.sidebar:
     st.header("Model and budget")
-    models = [info.id for info in contextfit.list_models()]
     model = st.selectbox("Model", models, key="model", help="From the catalog; the tokenizer follows the model.")
-    suggested = dashboard.suggested_setup(conversation, model)
-    if state.get("limits_for") != (input_key, model):
-        state.limits_for = (input_key, model)
-        state.limit, state.reserve = suggested.context_limit, suggested.response_reserve
-    limit = st.number_input("Context limit", min_value=1, step=256, key="limit",
+    limit = st.number_input("Context limit", min_value=1, max_value=compare_state.MAX_LIMIT, step=256, key="limit",
                             help="The model's whole window, prompt and response together.")
-    reserve = st.number_input("Response reserve", min_value=0, step=128, key="reserve",
-                              help="Room kept free for the answer; the prompt's budget is the limit minus this.")
-    names = contextfit.registry.names()
-    strategies = st.multiselect("Strategies", names, default=[n for n in names if n in contextfit.engine.pipeline.BUILTIN_STRATEGIES],
+    reserve = st.number_input("Response reserve", min_value=0, max_value=compare_state.reserve_max(limit), step=128,
+                              key="reserve", help="Room kept free for the answer; the prompt's budget is the limit "
+                              "minus this, so it stays below the limit.")
+    strategies = st.multiselect("Strategies", names, key="strategies",
                                 help="Each one fits the same conversation; they are shown side by side.")
     with st.expander("Strategy options"):
-        summary_tokens = st.number_input("Summary size (tokens)", min_value=0, value=0, step=32,
+        summary_tokens = st.number_input("Summary size (tokens)", min_value=0, max_value=compare_state.MAX_SUMMARY_TOKENS,
+                                         step=32, key="summary_tokens",
                                          help="summarize: the summary's maximum size; 0 chooses a tenth of the budget.")
-        relevance_window = st.number_input("Relevance query window", min_value=1, value=6,
+        relevance_window = st.number_input("Relevance query window", min_value=1, max_value=compare_state.MAX_RELEVANCE_WINDOW,
+                                           key="relevance_window",
                                            help="vector-recall: how many recent messages lorebook and memory are compared with.")
-        user_name = st.text_input("User name", value="User", help="Fills {{user}} in cards, lorebooks and chats.")
+        user_name = st.text_input("User name", key="user_name", max_chars=compare_state.MAX_USER_NAME,
+                                  help="Fills {{user}} in cards, lorebooks and chats.")
 
 if conversation.warnings:
     with st.expander(f"Import notes ({len(conversation.warnings)})"):
         st.text("\n".join(conversation.warnings))
+if (current_input := compare_state.current_input_note(conversation)) is not None:
+    st.caption(current_input)
 if not strategies:
     st.info("Choose at least one strategy in the sidebar.")
     st.stop()
@@ -67,10 +74,12 @@ setup = dashboard.Setup(
 )
 # Each strategy's column is drawn as soon as its plan is made, so the
 # browser renders one strategy while the next is fitted.
+fits = st.empty()  # says so when every block fits, with the Squeeze button
 progress = st.progress(0.0, text="Counting tokens and fitting…")
 plans: dict[str, contextfit.PromptPlan | contextfit.ContextfitError] = {}
 columns = st.columns(len(strategies))
-for done, (column, (name, plan)) in enumerate(zip(columns, dashboard.iter_plans(conversation, setup)), start=1):
+made = compare_state.each_strategy(dashboard.iter_plans(conversation, setup), strategies)  # an error is a column's, never the page's
+for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
     plans[name] = plan
     progress.progress(done / len(strategies), text=f"Fitted {name} ({done} of {len(strategies)})")
     with column:
@@ -110,6 +119,16 @@ for done, (column, (name, plan)) in enumerate(zip(columns, dashboard.iter_plans(
             if note["code"] not in ("RELEVANCE", "ORPHAN_TOOL_RESULT"):
                 st.caption(f"{note['code']}: " + dashboard.plain(note.get("message", "")))
 progress.empty()
+if compare_state.everything_fits(plans):
+    whole = next(plan for plan in plans.values() if isinstance(plan, contextfit.PromptPlan))
+    squeezed = compare_state.squeeze_limit(whole)
+    with fits.container():
+        st.info(f"Everything fits: every strategy sends all {len(whole.blocks)} blocks ({whole.prompt_tokens:,} tokens of a "
+                f"{whole.budget:,}-token budget), so the strategies have nothing to do and look alike.")
+        if squeezed is not None:
+            st.button(f"Squeeze: lower the context limit to {squeezed:,}", key="squeeze",
+                      on_click=compare_state.remember, args=(state, "limit", squeezed),
+                      help="A limit under which a quarter of what may be dropped no longer fits, to see the strategies at work.")
 
 fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, contextfit.ContextfitError)}
 if len(fitted) > 1:
@@ -137,5 +156,4 @@ edited = st.data_editor(
 changes = dashboard.overrides_from_rows(edited.to_dict("records"), rows)
 if changes:
     state.overrides = dashboard.merge_overrides(state.overrides, changes)
-    state.editor_version += 1
-    st.rerun()
+    st.rerun()  # the same editor (same key) stays: its scroll position and the open sections are kept

@@ -188,7 +188,7 @@ def test_a_pasted_conversation_is_compared():
 
 def test_an_impossible_budget_is_shown_per_strategy():
     at = app().run()
-    at.sidebar.number_input(key="reserve").set_value(1800).run()
+    at.sidebar.number_input(key="reserve").set_value(2150).run()
     assert not at.exception
     assert len(at.error) == 5 and all("TOKEN_BUDGET_EXCEEDED" in e.value for e in at.error)
 

@@ -26,7 +26,7 @@ SAMPLES = (
     Sample(
         "roleplay",
         "Role-play with card, persona, lorebook and memory",
-        "Which lore survives? truncate drops the oldest blocks, vector-recall the least relevant ones. Lower the limit to see summaries.",
+        "Which lore survives? truncate drops the oldest blocks, vector-recall the least relevant lore first, summarize folds old turns into a summary, manual drops the out-of-character aside, clear-tool-results clears the older ledger lookup.",
         "roleplay.json",
     ),
     Sample(

@@ -164,6 +164,22 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def summary_position(view: FitView) -> int:
+    """Where the summary goes: just before the current user input; when the
+    chat ends on a reply (no input is pending), just before the newest chat
+    message's group, so the summary never lands after the newest reply (nor
+    between a tool call and its results, nor after post-history blocks).
+    With no chat message at all, at the end."""
+    if view.current_input is not None:
+        return view.current_input
+    kinds, facts = view.facts.kinds, view.facts
+    for index in range(view.n - 1, -1, -1):
+        if kinds[index] == msg.HISTORY:
+            root = facts.group_of.get(index)
+            return facts.members[root][0] if root is not None else index
+    return view.n
+
+
 class Summarize(BuiltinStrategy):
     """Like truncate, but the dropped history becomes one local extractive
     summary placed just before the current user input.
@@ -241,7 +257,7 @@ class Summarize(BuiltinStrategy):
             return plain("no sentence of the dropped history fits the summary size")
         for index in scanned:
             reasons[index] = r.SUMMARIZED
-        before = view.current_input if view.current_input is not None else view.n
+        before = summary_position(view)
         diagnostics = []
         left_out = reasons.count(r.OVER_BUDGET)
         if limited:

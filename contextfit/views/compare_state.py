@@ -1,0 +1,324 @@
+"""The Compare page's settings: always valid, kept for the whole browser
+session, and written to the URL — without Streamlit, so it is tested here.
+
+Streamlit forgets the value of a widget that a run does not draw: leaving
+Compare for another page (or for the audit after "Send with echo provider")
+would reset the model, the limits and the strategies. :func:`settle` runs at
+the top of every Compare run on ``st.session_state`` (any mutable mapping
+here): it puts back what Streamlit dropped from a copy kept under a key no
+widget owns, reads the URL's ``model``, ``limit``, ``reserve`` and
+``strategies`` once per session, fills the defaults of a new conversation,
+and repairs combinations the engine would refuse (a reserve at or above the
+limit) with a one-line note instead of an exception. The widgets are then
+drawn with these keys and bounds that follow each other (:func:`reserve_max`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ContextfitError
+from ..engine import results as r
+from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan
+from ..jsonpath import replace_lone_surrogates
+from ..inputs.formats import Conversation
+from ..inputs.messages import HISTORY, kind_of, role_of
+from ..limits import MAX_MESSAGES
+
+#: Widget keys of the "Model and budget" section whose values are kept.
+KEPT = ("model", "limit", "reserve", "strategies", "summary_tokens", "relevance_window", "user_name")
+#: The query parameters this module owns (the source section owns ``sample`` and ``upload``).
+URL_KEYS = ("model", "limit", "reserve", "strategies")
+#: Bounds of the widgets: the engine has no upper bound, a browser's number field has (2**53).
+MAX_LIMIT = 100_000_000
+MAX_SUMMARY_TOKENS = 1_000_000
+MAX_RELEVANCE_WINDOW = MAX_MESSAGES
+MAX_USER_NAME = 200
+DEFAULTS: dict[str, Any] = {"summary_tokens": 0, "relevance_window": 6, "user_name": "User"}
+#: What "Squeeze" keeps of the tokens strategies may drop.
+SQUEEZE_SHARE = 0.75
+
+
+def kept(key: str) -> str:
+    """The session key, owned by no widget, that keeps a widget's value.
+
+    >>> kept("limit")
+    'kept:limit'
+    """
+    return f"kept:{key}"
+
+
+@dataclass(frozen=True, slots=True)
+class UrlSettings:
+    """What the URL asked for (``None``: not asked, or not valid) and a note per value ignored."""
+
+    model: str | None = None
+    limit: int | None = None
+    reserve: int | None = None
+    strategies: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def _one(params: Mapping[str, Any], key: str) -> str | None:
+    value = params.get(key)
+    if isinstance(value, (list, tuple)):
+        value = value[-1] if value else None
+    return None if value is None else str(value)
+
+
+def _whole(text: str, minimum: int, maximum: int) -> int | None:
+    text = text.strip().replace(",", "").replace("_", "")
+    if not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if minimum <= value <= maximum else None
+
+
+def read_query(params: Mapping[str, Any], models: Sequence[str], names: Sequence[str]) -> UrlSettings:
+    """The comparison a URL asks for; a value that is not valid is ignored with a note.
+
+    >>> url = read_query({"model": "gpt-4o", "limit": "8000", "reserve": "-1", "strategies": "truncate,nope"},
+    ...                  ["gpt-4o"], ["truncate", "summarize"])
+    >>> url.model, url.limit, url.reserve, url.strategies
+    ('gpt-4o', 8000, None, ('truncate',))
+    >>> url.notes
+    ("Ignored reserve='-1' from the link: a whole number of tokens from 0 is expected.", "Ignored the unknown strategy 'nope' from the link.")
+    """
+    notes: list[str] = []
+    model = _one(params, "model")
+    if model is not None and model not in models:
+        notes.append(f"Ignored model={model[:60]!r} from the link: it is not in the catalog.")
+        model = None
+    found: dict[str, int | None] = {}
+    for key, minimum in (("limit", 1), ("reserve", 0)):
+        text = _one(params, key)
+        found[key] = None if text is None else _whole(text, minimum, MAX_LIMIT)
+        if text is not None and found[key] is None:
+            notes.append(f"Ignored {key}={text[:60]!r} from the link: a whole number of tokens from {minimum} is expected.")
+    limit, reserve = found["limit"], found["reserve"]
+    if limit is not None and reserve is not None and reserve >= limit:
+        notes.append(f"Ignored reserve={reserve} from the link: it must be below the limit ({limit}).")
+        reserve = None
+    strategies: tuple[str, ...] | None = None
+    text = _one(params, "strategies")
+    if text is not None:
+        asked = [name.strip() for name in text.split(",") if name.strip()]
+        strategies = tuple(dict.fromkeys(name for name in asked if name in names))
+        notes.extend(f"Ignored the unknown strategy {name[:60]!r} from the link." for name in asked if name not in names)
+        if asked and not strategies:
+            strategies = None
+    return UrlSettings(model, limit, reserve, strategies, tuple(notes))
+
+
+def query_of(state: Mapping[str, Any]) -> dict[str, str]:
+    """The URL's query parameters for the current comparison (what :func:`read_query` reads back).
+
+    >>> query_of({"model": "gpt-4o", "limit": 8000, "reserve": 1000, "strategies": ["truncate", "manual"]})
+    {'model': 'gpt-4o', 'limit': '8000', 'reserve': '1000', 'strategies': 'truncate,manual'}
+    """
+    return {
+        "model": str(state["model"]),
+        "limit": str(int(state["limit"])),
+        "reserve": str(int(state["reserve"])),
+        "strategies": ",".join(state["strategies"]),
+    }
+
+
+def default_reserve(limit: int, suggested: int) -> int:
+    """A reserve that fits under ``limit``: the suggested one, at most a quarter of the limit.
+
+    >>> default_reserve(8000, 16384), default_reserve(1, 400), default_reserve(200_000, 16384)
+    (2000, 0, 16384)
+    """
+    return max(0, min(suggested, limit // 4, limit - 1))
+
+
+def reserve_max(limit: int) -> int:
+    """The largest reserve the widget accepts under ``limit``: the prompt keeps at least one token.
+
+    >>> reserve_max(8000), reserve_max(1)
+    (7999, 0)
+    """
+    return max(0, int(limit) - 1)
+
+
+def _whole_in(value: Any, minimum: int, maximum: int, default: int) -> int:
+    if isinstance(value, bool):
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return min(max(number, minimum), maximum)
+
+
+def settle(
+    state: MutableMapping[str, Any],
+    *,
+    input_key: Any,
+    suggest: Callable[[str | None], Any],
+    models: Sequence[str],
+    names: Sequence[str],
+    query: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Make the session's settings whole and valid before the widgets are drawn.
+
+    ``suggest(model)`` gives the conversation's defaults for a model (``None``:
+    the conversation's own), an object with ``model``, ``context_limit`` and
+    ``response_reserve`` (:func:`~contextfit.views.dashboard.suggested_setup`).
+    ``query`` is read once per session. Returns notes to show, one line each.
+
+    >>> from types import SimpleNamespace as S
+    >>> suggest = lambda model: S(model=model or "gpt-4o", context_limit=128000, response_reserve=16384)
+    >>> state = {}
+    >>> settle(state, input_key=1, suggest=suggest, models=["gpt-4o"], names=["truncate"], query={"limit": "x"})
+    ["Ignored limit='x' from the link: a whole number of tokens from 1 is expected."]
+    >>> state["model"], state["limit"], state["reserve"], state["strategies"]
+    ('gpt-4o', 128000, 16384, ['truncate'])
+    >>> state["limit"] = 8000  # typed in the widget
+    >>> settle(state, input_key=1, suggest=suggest, models=["gpt-4o"], names=["truncate"])
+    ['Response reserve lowered from 16,384 to 2,000: it must stay below the context limit (8,000), or nothing is left for the prompt. Raise the limit for a bigger reserve.']
+    >>> del state["limit"]  # Streamlit drops a widget's value on another page
+    >>> _ = settle(state, input_key=1, suggest=suggest, models=["gpt-4o"], names=["truncate"])
+    >>> state["limit"]
+    8000
+    """
+    notes: list[str] = []
+    for key in KEPT:  # what Streamlit dropped while another page was shown
+        if key not in state and kept(key) in state:
+            state[key] = state[kept(key)]
+    if "url_read" not in state:
+        state["url_read"] = True
+        url = read_query(query or {}, models, names)
+        notes.extend(url.notes)
+        state["url_pending"] = url
+    pending: UrlSettings | None = state.get("url_pending")
+    if state.get("input_key") != input_key:  # a new conversation: its defaults, no edits
+        state["input_key"] = input_key
+        state["overrides"] = {}
+        state["editor_version"] = state.get("editor_version", 0) + 1
+        state["model"] = pending.model if pending is not None and pending.model else suggest(None).model
+    if state.get("model") not in models:
+        state["model"] = suggest(None).model if suggest(None).model in models else models[0]
+    chosen = state.get("strategies")
+    if chosen is None:
+        chosen = list(pending.strategies) if pending is not None and pending.strategies is not None else [
+            name for name in names if name in BUILTIN_STRATEGIES
+        ]
+    state["strategies"] = [name for name in dict.fromkeys(chosen) if name in names]
+    for key, value in DEFAULTS.items():
+        state.setdefault(key, value)
+    state["summary_tokens"] = _whole_in(state["summary_tokens"], 0, MAX_SUMMARY_TOKENS, 0)
+    state["relevance_window"] = _whole_in(state["relevance_window"], 1, MAX_RELEVANCE_WINDOW, 6)
+    name = str(state["user_name"])[:MAX_USER_NAME]
+    if replace_lone_surrogates(name) != name:  # no UTF-8 text can carry it: the engine would refuse the whole run
+        name = replace_lone_surrogates(name)
+        notes.append("A broken character (a lone surrogate) in the user name was replaced by \ufffd.")
+    state["user_name"] = name
+    model = state["model"]
+    suggested = None
+    if state.get("limits_for") != (input_key, model) or "limit" not in state or "reserve" not in state:
+        state["limits_for"] = (input_key, model)
+        suggested = suggest(model)
+        state["limit"], state["reserve"] = int(suggested.context_limit), int(suggested.response_reserve)
+        if pending is not None:  # the link's limits, for the first conversation of the session
+            state["limit"] = pending.limit or state["limit"]
+            state["reserve"] = pending.reserve if pending.reserve is not None else state["reserve"]
+            if pending.limit is not None and pending.reserve is None:
+                state["reserve"] = default_reserve(state["limit"], state["reserve"])
+    state["url_pending"] = None
+    state["limit"] = _whole_in(state["limit"], 1, MAX_LIMIT, 1)
+    reserve = _whole_in(state["reserve"], 0, MAX_LIMIT, 0)
+    if reserve >= state["limit"]:
+        suggested = suggested or suggest(model)
+        fixed = default_reserve(state["limit"], int(suggested.response_reserve))
+        notes.append(
+            f"Response reserve lowered from {reserve:,} to {fixed:,}: it must stay below the context limit "
+            f"({state['limit']:,}), or nothing is left for the prompt. Raise the limit for a bigger reserve."
+        )
+        reserve = fixed
+    state["reserve"] = reserve
+    for key in KEPT:
+        state[kept(key)] = state[key]
+    return notes
+
+
+def remember(state: MutableMapping[str, Any], key: str, value: Any) -> None:
+    """Set a kept setting from code (a button's callback): the widget's key and its kept copy."""
+    state[key] = value
+    state[kept(key)] = value
+
+
+def everything_fits(plans: Mapping[str, Any]) -> bool:
+    """Whether every strategy that could plan sends every block but those
+    excluded by hand: nothing gave way for room, so the strategies look alike."""
+    fitted = [plan for plan in plans.values() if isinstance(plan, PromptPlan)]
+    return bool(fitted) and all(block.included or block.reason == r.MANUAL for plan in fitted for block in plan.blocks)
+
+
+def squeeze_limit(plan: PromptPlan) -> int | None:
+    """A context limit under which strategies have work to do: the protected
+    blocks and the chat overhead fit, and a quarter of the rest does not.
+    ``None`` when nothing could be dropped.
+
+    >>> from contextfit import plan_prompt
+    >>> chat = [{"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 20} for i in range(1, 12)]
+    >>> plan = plan_prompt(chat, model="gpt-4o", context_limit=100_000, response_reserve=1000)
+    >>> limit = squeeze_limit(plan)
+    >>> squeezed = plan_prompt(chat, model="gpt-4o", context_limit=limit, response_reserve=1000)
+    >>> limit < 100_000 and any(not block.included for block in squeezed.blocks)
+    True
+    """
+    droppable = sum(block.tokens or 0 for block in plan.blocks if block.included and block.fate != "protected")
+    if droppable <= 1:
+        return None
+    budget = plan.prompt_tokens - droppable + int(droppable * SQUEEZE_SHARE)
+    return plan.response_reserve + max(1, budget)
+
+
+def current_input_note(conversation: Conversation) -> str | None:
+    """One line when the chat does not end on a user message: what is then the current input.
+
+    >>> from contextfit import load_conversation
+    >>> current_input_note(load_conversation([{"role": "user", "content": "Hi"}])) is None
+    True
+    >>> print(current_input_note(load_conversation([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])))
+    The chat ends on an assistant message: no user input is pending, so no message is protected as the current input (strategies keep the newest messages first), and a summary goes just before the newest reply.
+    """
+    for message in reversed(conversation.messages):
+        if kind_of(message) != HISTORY:
+            continue
+        role = role_of(message)
+        if role == "user":
+            return None
+        return (
+            f"The chat ends on {'an' if role[:1] in 'aeiou' else 'a'} {role} message: no user input is pending, so "
+            "no message is protected as the current input (strategies keep the newest messages first), and a "
+            "summary goes just before the newest reply."
+        )
+    return None
+
+
+def each_strategy(
+    made: Iterable[tuple[str, PromptPlan | ContextfitError]], strategies: Sequence[str]
+) -> Iterator[tuple[str, PromptPlan | ContextfitError]]:
+    """``(strategy, plan or error)`` for every strategy, even when the run
+    itself fails (settings the engine refuses): that error is then each
+    remaining strategy's, shown in its column, not an exception on the page.
+
+    >>> def failing():
+    ...     yield "truncate", "a plan"
+    ...     raise ContextfitError("refused", code="INVALID_SETTINGS")
+    >>> [(name, getattr(plan, "code", plan)) for name, plan in each_strategy(failing(), ["truncate", "manual", "summarize"])]
+    [('truncate', 'a plan'), ('manual', 'INVALID_SETTINGS'), ('summarize', 'INVALID_SETTINGS')]
+    """
+    done = 0
+    try:
+        for item in made:
+            done += 1
+            yield item
+    except ContextfitError as error:
+        for name in strategies[done:]:
+            yield name, error

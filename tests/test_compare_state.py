@@ -1,0 +1,344 @@
+"""The Compare page's state and safety: settings that survive page switches and
+reruns, the URL, bounds that follow each other, no traceback from any widget,
+the default sample at work, the Squeeze button, and where a summary lands."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from conftest import REPO
+from streamlit.testing.v1 import AppTest
+
+import contextfit
+from contextfit.engine.strategies import ContextStrategy
+from contextfit.inputs.samples import load_sample, sample_text
+from contextfit.views import compare_state, dashboard
+
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+MODELS = [info.id for info in contextfit.list_models()]
+CHAT = [{"role": "system", "content": "Be brief."}] + [
+    {"role": "user" if i % 2 else "assistant", "content": f"Turn {i} is about the harbour bell and the storm. " * 6}
+    for i in range(1, 13)
+]  # ends on an assistant reply
+
+
+def suggest(model):
+    return SimpleNamespace(model=model or "gpt-4o", context_limit=128_000, response_reserve=16_384)
+
+
+def settle(state, query=None, input_key=1):
+    return compare_state.settle(state, input_key=input_key, suggest=suggest, models=MODELS, names=STRATEGIES, query=query)
+
+
+# -- logic ------------------------------------------------------------------------------
+
+
+def test_a_limit_at_or_below_the_reserve_lowers_the_reserve_with_a_note():
+    state = {}
+    assert settle(state) == []
+    assert (state["limit"], state["reserve"]) == (128_000, 16_384)
+    for limit, reserve in ((8000, 2000), (1, 0), (2, 0)):
+        state["limit"], state["reserve"] = limit, 16_384
+        notes = settle(state)
+        assert state["reserve"] == reserve < state["limit"]
+        assert len(notes) == 1 and notes[0].startswith("Response reserve lowered from 16,384") and "Raise the limit" in notes[0]
+    assert compare_state.reserve_max(8000) == 7999 and compare_state.reserve_max(1) == 0
+
+
+def test_values_streamlit_dropped_come_back_from_the_kept_copies():
+    state = {}
+    settle(state)
+    state.update(model="claude-sonnet-4", strategies=["manual"], summary_tokens=50, relevance_window=2, user_name="Ann")
+    settle(state)  # the model changed: its own limits
+    state.update(limit=9000, reserve=1000)
+    settle(state)
+    state["overrides"] = {"m1": {"pinned": True}}
+    before = {key: state[key] for key in compare_state.KEPT}
+    for key in compare_state.KEPT:  # another page was shown: Streamlit forgot every widget's value
+        del state[key]
+    assert settle(state) == []
+    assert {key: state[key] for key in compare_state.KEPT} == before
+    assert state["overrides"] == {"m1": {"pinned": True}}
+    settle(state, input_key=2)  # a new conversation: its defaults and no edits, the strategies stay
+    assert state["overrides"] == {} and state["model"] == "gpt-4o" and state["limit"] == 128_000
+    assert state["strategies"] == ["manual"]
+
+
+def test_the_url_is_read_once_and_bad_values_are_ignored_with_a_note():
+    state = {}
+    query = {"model": "gpt-4o-mini", "limit": "9000", "reserve": "1000", "strategies": "manual,truncate"}
+    assert settle(state, query) == []
+    assert (state["model"], state["limit"], state["reserve"], state["strategies"]) == ("gpt-4o-mini", 9000, 1000, ["manual", "truncate"])
+    assert compare_state.query_of(state) == query
+    state["limit"] = 7000
+    settle(state, query)  # read once per session: the user's edit stays
+    assert state["limit"] == 7000
+
+    bad = {"model": "gpt-9", "limit": "1e9", "reserve": "12", "strategies": "nope"}
+    state = {}
+    notes = settle(state, bad)
+    assert len(notes) == 3 and state["model"] == "gpt-4o" and state["limit"] == 128_000 and state["strategies"] == STRATEGIES
+    url = compare_state.read_query({"limit": "100", "reserve": "100"}, MODELS, STRATEGIES)
+    assert (url.limit, url.reserve) == (100, None) and "below the limit" in url.notes[0]
+    url = compare_state.read_query({"limit": ["1", "<script>"], "reserve": "٣"}, MODELS, STRATEGIES)
+    assert url.limit is None and url.reserve is None and len(url.notes) == 2
+
+
+def test_odd_widget_values_are_repaired():
+    state = {"summary_tokens": -5, "relevance_window": 10**12, "user_name": "x" * 5000, "strategies": ["gone", "manual"]}
+    settle(state)
+    assert state["summary_tokens"] == 0 and state["relevance_window"] == compare_state.MAX_RELEVANCE_WINDOW
+    assert len(state["user_name"]) == compare_state.MAX_USER_NAME and state["strategies"] == ["manual"]
+    state["user_name"] = "Ann\ud800"
+    assert settle(state) == ["A broken character (a lone surrogate) in the user name was replaced by \ufffd."]
+    assert state["user_name"] == "Ann\ufffd"
+
+
+def test_the_default_sample_shows_every_strategy_at_work():
+    conversation = load_sample("roleplay")
+    setup = dashboard.suggested_setup(conversation)
+    plans = {name: dashboard.plan_one(conversation, setup, name) for name in STRATEGIES}
+    assert len({plan.prompt_tokens for plan in plans.values()}) == len(STRATEGIES)
+    assert plans["summarize"].summary is not None and plans["summarize"].summary.content.strip()
+    reasons = {name: {block.reason for block in plan.blocks} for name, plan in plans.items()}
+    assert "manual" in reasons["manual"] and "low_relevance" in reasons["vector-recall"]
+    assert "compressed" in reasons["clear-tool-results"]
+    assert not compare_state.everything_fits(plans)
+
+
+def test_squeeze_makes_the_strategies_work_when_everything_fits():
+    conversation = load_sample("roleplay")
+    roomy = dashboard.Setup("gpt-4o", 128_000, 16_384)
+    plans = {name: dashboard.plan_one(conversation, roomy, name) for name in STRATEGIES}
+    assert compare_state.everything_fits(plans)
+    limit = compare_state.squeeze_limit(plans["truncate"])
+    squeezed = dashboard.Setup("gpt-4o", limit, 16_384)
+    plans = {name: dashboard.plan_one(conversation, squeezed, name) for name in STRATEGIES}
+    assert not compare_state.everything_fits(plans)
+    assert all(any(not block.included for block in plan.blocks) for plan in plans.values())
+    assert len({plan.prompt_tokens for plan in plans.values()}) >= 3 and plans["summarize"].summary is not None
+    alone = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
+    assert compare_state.squeeze_limit(alone) is None  # nothing could ever be dropped
+
+
+def test_what_is_the_current_input_when_the_chat_ends_on_a_reply():
+    assert compare_state.current_input_note(contextfit.load_conversation(CHAT)).startswith(
+        "The chat ends on an assistant message: no user input is pending"
+    )
+    assert compare_state.current_input_note(contextfit.load_conversation(CHAT[:-1])) is None
+    assert compare_state.current_input_note(load_sample("roleplay")) is None
+
+
+def summary_index(plan) -> int:
+    return next(i for i, block in enumerate(plan.blocks) if block.reason == "summary")
+
+
+def test_the_summary_never_lands_after_the_newest_reply():
+    plan = contextfit.plan_prompt(CHAT, model="gpt-4o", context_strategy="summarize", context_limit=700, response_reserve=100)
+    newest = next(i for i, block in enumerate(plan.blocks) if block.id == "m12")
+    assert plan.summary is not None and summary_index(plan) == newest - 1
+    assert plan.provider_messages[-1]["role"] == "assistant"
+    # With a character card, its post-history instructions come after the chat: the summary stays before the reply.
+    roleplay = load_sample("roleplay")
+    ends_on_reply = contextfit.load_conversation(
+        {**json.loads(sample_text("roleplay")), "messages": list(roleplay.messages[:-1])}
+    )
+    plan = contextfit.plan_prompt(ends_on_reply, model="gpt-4o", context_strategy="summarize", context_limit=1600, response_reserve=400)
+    kinds = [(block.role, block.reason) for block in plan.blocks]
+    last_history = max(i for i, block in enumerate(plan.blocks) if block.kind == "history")
+    assert plan.summary is not None and summary_index(plan) < last_history, kinds
+    # A chat that ends on a tool result: the summary goes before the call, never between it and its result.
+    tools = CHAT + [
+        {"role": "user", "content": "Check the tide."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "t1", "type": "function", "function": {"name": "tide", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "t1", "content": "Low tide at 4."},
+    ]  # fmt: skip
+    plan = contextfit.plan_prompt(tools, model="gpt-4o", context_strategy="summarize", context_limit=700, response_reserve=100)
+    call = next(i for i, block in enumerate(plan.blocks) if block.id == "m14")
+    assert summary_index(plan) == call - 1
+
+
+# -- the page ---------------------------------------------------------------------------
+
+
+def app() -> AppTest:
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+
+
+def pasted(chat=None) -> AppTest:
+    """The app with a plain chat pasted (no suggested settings: gpt-4o's own, a 16,384 reserve)."""
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    at.text_area(key="paste").set_value(json.dumps(chat or CHAT)).run()
+    return at
+
+
+def clean(at: AppTest) -> None:
+    assert not at.exception, at.exception[0].value if at.exception else ""
+    assert not at.get("progress"), "the progress bar is cleared"
+
+
+def test_a_limit_below_the_reserve_explains_itself_instead_of_a_traceback():
+    at = pasted()
+    assert at.sidebar.number_input(key="reserve").value == 16_384
+    at.sidebar.number_input(key="limit").set_value(8000).run()
+    clean(at)
+    assert not at.error
+    assert at.warning[0].value.startswith("Response reserve lowered from 16,384 to 2,000")
+    assert at.sidebar.number_input(key="reserve").value == 2000
+    assert len(at.get("plotly_chart")) == 11
+
+
+def widget(at, key):
+    return at.sidebar.number_input(key=key) if key in ("limit", "reserve", "summary_tokens", "relevance_window") else at.sidebar.text_input(key=key)
+
+
+EXTREMES = [
+    ("limit", 1),
+    ("limit", compare_state.MAX_LIMIT),
+    ("reserve", 0),
+    ("reserve", 2199),  # the sample's limit minus one
+    ("summary_tokens", 0),
+    ("summary_tokens", compare_state.MAX_SUMMARY_TOKENS),
+    ("relevance_window", compare_state.MAX_RELEVANCE_WINDOW),
+    ("user_name", ""),
+    ("user_name", "y" * compare_state.MAX_USER_NAME),
+    ("user_name", "\u202eAnn\u0000{{char}}\U0001f600\u0301"),
+]
+
+
+@pytest.mark.parametrize(("key", "value"), EXTREMES, ids=[f"{key}={str(value)[:12]!r}" for key, value in EXTREMES])
+def test_no_widget_value_shows_a_traceback(key, value):
+    at = app().run()
+    widget(at, key).set_value(value).run()
+    clean(at)
+    assert len(at.subheader) >= 5  # every strategy has its column, with a plan or its error
+
+
+def test_no_strategy_and_a_model_switch_after_editing_the_limit():
+    at = app().run()
+    at.sidebar.multiselect(key="strategies").set_value([]).run()
+    clean(at)
+    assert "Choose at least one strategy" in at.info[0].value
+    at.sidebar.multiselect(key="strategies").set_value(["truncate", "manual"]).run()
+    at.sidebar.number_input(key="limit").set_value(300).run()
+    at.sidebar.selectbox(key="model").set_value("claude-sonnet-4").run()
+    clean(at)
+    assert at.sidebar.number_input(key="limit").value == 2200  # the sample suggests its own limit and reserve
+    at.sidebar.number_input(key="limit").set_value(100).run()
+    at.sidebar.selectbox(key="model").set_value("gpt-4o-mini").run()
+    clean(at)
+    assert at.sidebar.number_input(key="reserve").value < at.sidebar.number_input(key="limit").value
+
+
+@pytest.mark.parametrize("edit", [{"pinned": True}, {"manualExcluded": True}, {"relevance": 0.0}, {"relevance": 1.0},
+                                  {"pinned": True, "manualExcluded": True}])
+def test_an_edit_on_every_block_shows_no_traceback(edit):
+    at = app().run()
+    conversation = load_sample("roleplay")
+    rows = dashboard.editor_rows(conversation, dashboard.suggested_setup(conversation), {})
+    at.session_state["overrides"] = {row["id"]: dict(edit) for row in rows}
+    at.run()
+    clean(at)
+    assert len(at.subheader) >= 5
+
+
+def test_a_strategy_that_raises_shows_no_traceback():
+    class Broken(ContextStrategy):
+        description = "Raises."
+
+        def propose(self, view, budget, **options):
+            raise RuntimeError("kaput")
+
+    cleanup = contextfit.registry.register("broken-test", Broken())
+    try:
+        at = app().run()
+        at.sidebar.multiselect(key="strategies").set_value(["broken-test", "truncate"]).run()
+        clean(at)
+        assert [s.value for s in at.subheader][:2] == ["broken-test", "truncate"]
+    finally:
+        cleanup()
+
+
+def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
+    at = app().run()
+    at.sidebar.selectbox(key="model").set_value("gpt-4o-mini").run()
+    at.sidebar.number_input(key="limit").set_value(2000).run()
+    at.sidebar.number_input(key="reserve").set_value(300).run()
+    at.sidebar.multiselect(key="strategies").set_value(["summarize", "truncate"]).run()
+    at.sidebar.number_input(key="summary_tokens").set_value(64).run()
+    at.sidebar.number_input(key="relevance_window").set_value(3).run()
+    at.sidebar.text_input(key="user_name").set_value("Tomas").run()
+    at.session_state["overrides"] = {"m1": {"pinned": True}}
+    at.run()
+    expected = {"model": "gpt-4o-mini", "limit": 2000, "reserve": 300, "strategies": ["summarize", "truncate"],
+                "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas"}
+    metrics = [m.value for m in at.metric]
+    assert {key: at.query_params[key] for key in compare_state.URL_KEYS} == {
+        "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate"}
+    for page in ("pages/models.py", "pages/audit.py", "pages/plugins.py"):
+        at.switch_page(page).run()
+        clean(at)
+        at.switch_page("pages/compare.py").run()
+        clean(at)
+        assert {key: at.session_state[key] for key in expected} == expected, page
+        assert at.session_state["overrides"] == {"m1": {"pinned": True}}
+        assert [m.value for m in at.metric] == metrics
+    at.run()  # and a plain rerun
+    assert {key: at.session_state[key] for key in expected} == expected
+
+
+def test_settings_survive_send_with_echo_and_the_way_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
+    at = app().run()
+    at.sidebar.number_input(key="limit").set_value(1900).run()
+    at.sidebar.multiselect(key="strategies").set_value(["manual"]).run()
+    at.button(key="send-manual").click().run()
+    clean(at)
+    assert at.title[0].value == "Audit"
+    at.switch_page("pages/compare.py").run()
+    assert at.sidebar.number_input(key="limit").value == 1900
+    assert at.sidebar.multiselect(key="strategies").value == ["manual"]
+
+
+def test_a_shared_link_reopens_the_comparison_and_bad_values_get_one_line():
+    at = app()
+    at.query_params.update({"model": "gpt-4o-mini", "limit": "1900", "reserve": "300", "strategies": "manual,truncate"})
+    at.run()
+    clean(at)
+    assert not at.warning
+    assert (at.sidebar.selectbox(key="model").value, at.sidebar.number_input(key="limit").value,
+            at.sidebar.number_input(key="reserve").value) == ("gpt-4o-mini", 1900, 300)
+    assert [s.value for s in at.subheader][:2] == ["manual", "truncate"]
+    at = app()
+    at.query_params.update({"model": "<b>gpt</b>", "limit": "-4", "reserve": "lots", "strategies": "nope"})
+    at.run()
+    clean(at)
+    assert len(at.warning) == 4 and all(w.value.startswith("Ignored") for w in at.warning)
+    assert at.sidebar.number_input(key="limit").value == 2200  # the sample's own
+    assert at.query_params["limit"] == "2200"
+
+
+def test_the_first_load_shows_the_strategies_at_work_and_squeeze_when_everything_fits():
+    at = app().run()
+    clean(at)
+    tokens = [m.value for m in at.metric][:5]
+    assert len(set(tokens)) == 5
+    assert not any(b.key == "squeeze" for b in at.button)
+    at.sidebar.number_input(key="limit").set_value(128_000).run()
+    assert at.info[0].value.startswith("Everything fits")
+    assert len({m.value for m in at.metric}) == 2  # all alike but manual, which drops the aside marked by hand
+    at.button(key="squeeze").click().run()
+    clean(at)
+    assert at.sidebar.number_input(key="limit").value < 128_000
+    assert not any(b.key == "squeeze" for b in at.button)
+    assert len({m.value for m in at.metric}) >= 3
+
+
+def test_a_chat_ending_on_a_reply_says_what_the_current_input_is():
+    at = pasted()
+    clean(at)
+    assert any(c.value.startswith("The chat ends on an assistant message") for c in at.caption)
