@@ -158,7 +158,7 @@ for done, (column, (name, plan)) in enumerate(zip(columns, dashboard.iter_plans(
                                mime="text/csv", key=f"csv-{name}", on_click="ignore")
             st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{name}-plan.json",
                                mime="application/json", key=f"plan-{name}", on_click="ignore")
-        if send.button("Send (echo)", key=f"send-{name}",
+        if send.button("Send", key=f"send-{name}",
                        help="Store this conversation as a chat, generate with the offline echo provider under this "
                        "strategy, and open its audit."):
             with st.spinner("Generating…"):
@@ -182,8 +182,12 @@ with verdict_area:
     rows = verdict.verdict_rows(plans)
     table = pd.DataFrame(verdict.table(rows))
     styles = pd.DataFrame(verdict.styles(rows))
-    st.dataframe(table.style.apply(lambda _: styles, axis=None), hide_index=True, width="stretch", key="verdict",
-                 column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
+    styled = table.style.apply(lambda _: styles, axis=None).hide(axis="index")
+    if presenting:  # HTML, which the presentation CSS enlarges (a data grid is a canvas)
+        st.table(styled)
+    else:
+        st.dataframe(styled, hide_index=True, width="stretch", key="verdict",
+                     column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
     st.caption("Best value of each column highlighted. Prompt cost: the prompt at the model's catalog input price "
                "(the reply is billed on top).")
     settings = {"model": model, "context limit": f"{int(limit):,}", "response reserve": f"{int(reserve):,}",
@@ -209,8 +213,9 @@ if len(fitted) > 1:
     st.subheader("What two strategies do differently")
     names = list(fitted)
     left, right = st.columns(2)
-    first = left.selectbox("Strategy A", names, index=0, key="diff-a")
-    second = right.selectbox("Strategy B", names, index=1, key="diff-b")
+    pair = diff.default_pair(fitted)
+    first = left.selectbox("Strategy A", names, index=pair[0], key="diff-a")
+    second = right.selectbox("Strategy B", names, index=pair[1], key="diff-b")
     differences = diff.differences(fitted[first], fitted[second])
     if first == second or not differences:
         st.caption("Same blocks, same fates." if first != second else "Pick two different strategies.")
@@ -222,13 +227,15 @@ st.subheader("Edit the conversation")
 st.caption("Pin a block to protect it, mark it for manual exclusion, or set its relevance (0–1); the comparison follows.")
 rows = dashboard.editor_rows(conversation, setup, plans)
 shown = diff.fate_columns(rows, plans)
+fate_columns = [f"fate: {name}" for name in plans]
 edited = st.data_editor(
     pd.DataFrame(shown),
     key=f"editor-{state.editor_version}",
     placeholder="—",
     hide_index=True,
     width="stretch",
-    disabled=["id", "role", "kind", "text", "tokens", *(column for column in shown[0] if column.startswith("fate: "))] if shown else True,
+    disabled=["id", "role", "kind", "text", "tokens", *fate_columns],
+    column_order=["id", "role", "kind", "tokens", *fate_columns, *dashboard.EDITABLE.values(), "text"],
     column_config={
         "pinned": st.column_config.CheckboxColumn("pinned", help="Protected: never dropped."),
         "exclude": st.column_config.CheckboxColumn("exclude", help="meta.manualExcluded: the manual strategy drops it first."),

@@ -52,7 +52,7 @@ def test_budget_bar_zooms_to_the_prompt_at_real_windows_and_cuts_no_bar(limit):
     longest = max(plan.prompt_tokens, sum(b.tokens or 0 for b in plan.blocks if not b.included))
     assert longest <= top < plan.budget / 10  # zoomed: the prompt fills the axis, not 1 % of it
     assert layout["xaxis2"]["range"] == [0, 100] and layout["xaxis2"]["ticksuffix"] == "%"
-    assert "budget line off this zoomed axis" in layout["annotations"][0]["text"]
+    assert layout["annotations"][0]["text"].endswith("% of the budget · zoomed in") and not layout.get("shapes")
     # A shared scale smaller than this plan's prompt never cuts it off.
     small = json.loads(charts.budget_figure(plan, token_scale=1).to_json())["layout"]["xaxis"]["range"][1]
     assert small >= plan.prompt_tokens
@@ -62,7 +62,7 @@ def test_budget_line_marks_the_budget_when_it_is_in_view():
     plan = plans_for()["truncate"]
     layout = json.loads(charts.budget_figure(plan).to_json())["layout"]
     assert layout["shapes"][0]["x0"] == plan.budget
-    assert f"of a {plan.budget:,}-token budget" in layout["annotations"][0]["text"]
+    assert layout["annotations"][0]["text"] == f"{100 * plan.prompt_tokens / plan.budget:.1f}% of the budget"
 
 
 def test_a_tools_request_adds_up_with_its_tool_definitions_and_overhead():

@@ -182,3 +182,11 @@ def test_presentation_enlarges_a_figure():
     height = figure.layout.height
     presentation.enlarge(figure)
     assert figure.layout.height > height and figure.layout.font.size == presentation.FONT_SIZE
+
+
+def test_the_diff_opens_on_two_strategies_that_differ():
+    plans = plans_for("roleplay")  # truncate and summarize agree here; vector-recall does not
+    first, second = diff.default_pair(plans)
+    names = list(plans)
+    assert first == 0 and diff.differences(plans[names[first]], plans[names[second]])
+    assert all(not diff.differences(plans[names[0]], plans[names[i]]) for i in range(1, second))

@@ -177,7 +177,8 @@ def legend_html() -> str:
     items = [item(style.label, style.color, style.color, style.pattern) for style in SHADES.values()]
     items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
     items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
-    return '<div style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">' + "".join(items) + "</div>"
+    return ('<div class="contextfit-legend" style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">'
+            + "".join(items) + "</div>")
 
 
 def _integer_ticks(top: float) -> dict[str, Any]:
@@ -255,10 +256,10 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
         shapes.append({"type": "line", "xref": "x", "yref": "y domain", "x0": plan.budget, "x1": plan.budget,
                        "y0": 0, "y1": 1, "line": {"color": "#333333", "dash": "dash", "width": 1}})
     used = 100 * plan.prompt_tokens / plan.budget if plan.budget else 100.0
-    annotations.append({"x": 1.0, "y": 1.0, "xref": "paper", "yref": "paper", "showarrow": False,
-                        "xanchor": "right", "yanchor": "bottom", "font": {"size": 11},
-                        "text": f"{plan.prompt_tokens:,} of a {plan.budget:,}-token budget ({used:.1f}%)"
-                        + ("" if budget_in_view else " · budget line off this zoomed axis")})
+    # Short: a narrow column's chart is some 200 pixels wide, and the caption above says the rest.
+    annotations.append({"x": 0, "y": 1.0, "xref": "paper", "yref": "paper", "showarrow": False,
+                        "xanchor": "left", "yanchor": "bottom", "font": {"size": 11},
+                        "text": f"{used:.1f}% of the budget" + ("" if budget_in_view else " · zoomed in")})
     return _figure(
         traces,
         legend,
@@ -266,7 +267,7 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
                "anchor": "y"},
         yaxis={"categoryorder": "array", "categoryarray": ["not sent", "sent"], "domain": [0, 0.58]},
         xaxis2={**_AXIS, "range": [0, 100], "ticksuffix": "%", "anchor": "y2", "showgrid": False,
-                "tickvals": [0, 25, 50, 75, 100]},
+                "tickvals": [0, 50, 100]},
         yaxis2={**_AXIS, "domain": [0.74, 1], "anchor": "x2"},
         shapes=shapes,
         annotations=annotations,
@@ -352,7 +353,7 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
         top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
         ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if len(blocks) <= 12 else {"tickformat": ",d"}
         return _figure(traces, legend,
-                       xaxis={"title": "block, in prompt order", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
+                       xaxis={"title": "block (prompt order)", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
                        yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
                        barmode="overlay", height=260, bargap=0.15)
     size = math.ceil(len(blocks) / dense_threshold)

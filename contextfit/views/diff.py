@@ -103,3 +103,22 @@ def fate_columns(rows: Sequence[Mapping[str, Any]], plans: Mapping[str, PromptPl
         else:
             fates[name] = {}
     return [{**row, **{f"fate: {name}": fates[name].get(row["id"], "—") for name in plans}} for row in rows]
+
+
+def default_pair(plans: Mapping[str, PromptPlan]) -> tuple[int, int]:
+    """Positions of the two strategies the diff view opens on: the first, and
+    the first other one that treats some block differently (else the second).
+
+    >>> from contextfit import plan_prompt
+    >>> chat = [{"role": "user", "content": "Hi"}]
+    >>> default_pair({"a": plan_prompt(chat, model="gpt-4o"), "b": plan_prompt(chat, model="gpt-4o")})
+    (0, 1)
+    """
+    plans_list = list(plans.values())
+    if len(plans_list) < 2:
+        return 0, 0
+    first = plans_list[0]
+    for position, plan in enumerate(plans_list[1:], start=1):
+        if differences(first, plan):
+            return 0, position
+    return 0, 1

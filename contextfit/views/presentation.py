@@ -1,7 +1,8 @@
 """Presentation mode: the Compare page for a projector at 1920×1080.
 
 Larger text (page CSS) and larger charts (:func:`enlarge`); the page folds
-the sidebar away. Static CSS only: no user text goes into it.
+the sidebar away and shows tables as HTML (a data grid is drawn on a canvas
+that page CSS cannot enlarge). Static CSS only: no user text goes into it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ CSS = """<style>
 [data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
 [data-testid="stMain"] h1 { font-size: 3rem !important; }
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
-[data-testid="stMetricValue"] { font-size: 3rem !important; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 3rem !important; }
+.contextfit-legend { font-size: 1.2rem !important; }
+[data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
 
