@@ -331,3 +331,25 @@ def test_a_pasted_path_is_text_not_a_file_on_the_server(tmp_path, monkeypatch):
     assert not at.exception
     assert seen[-1] == str(secret).encode()  # content, never a path
     assert load(seen[-1]).messages[0]["content"] == str(secret)
+
+
+def test_a_request_with_tools_shows_its_tool_definitions_and_each_tool():
+    at = app().run()
+    at.sidebar.selectbox[0].set_value("coding_agent").run()
+    assert not at.exception and not at.error
+    kinds = table_with(at, "kind")
+    tools_row = kinds[kinds["kind"] == "tool definitions"].iloc[0]
+    plan = dashboard.plan_one(load_sample("coding_agent"), dashboard.suggested_setup(load_sample("coding_agent")), "truncate")
+    assert tools_row["truncate"] == plan.tools_tokens > 0
+    per_tool = table_with(at, "tool")
+    assert per_tool["tokens"].sum() == plan.tools_tokens
+    named = per_tool[~per_tool["tool"].str.startswith("tool framing")]["tokens"].tolist()
+    assert named == sorted(named, reverse=True) and len(named) >= 2
+
+
+def test_one_strategy_alone_has_a_verdict_and_no_diff():
+    at = app().run()
+    at.sidebar.multiselect[0].set_value(["summarize"]).run()
+    assert not at.exception and not at.error
+    assert list(table_with(at, "prompt cost")["strategy"]) == ["summarize"]
+    assert not any(box.key in ("diff-a", "diff-b") for box in at.selectbox)

@@ -61,7 +61,7 @@ SHADES: dict[str, Shade] = {
     reasons.SUMMARIZED: Shade("summarized", "folded into the summary", "#F6DDA6", "|"),
     reasons.COMPRESSED: Shade("compressed", "compressed", FATE_COLORS["compressed"]),
     reasons.OVER_BUDGET: Shade("excluded", "excluded: over budget", FATE_COLORS["excluded"]),
-    reasons.LOW_RELEVANCE: Shade("excluded", "excluded: low relevance", "#D6D6D6", "."),
+    reasons.LOW_RELEVANCE: Shade("excluded", "excluded: low relevance", "#CFCFCF", "."),
     reasons.MANUAL: Shade("excluded", "excluded: manual", "#8E8E8E", "x"),
     reasons.LATE_OVERFLOW: Shade("excluded", "excluded: late overflow", "#A3A3A3", "-"),
     "excluded": Shade("excluded", "excluded: other", "#C9C9C9", "+"),
@@ -83,7 +83,8 @@ def _marker(shade: str) -> dict[str, Any]:
     style = SHADES[shade]
     marker: dict[str, Any] = {"color": style.color}
     if style.pattern:
-        marker["pattern"] = {"shape": style.pattern, "fgcolor": "#555555", "size": 6, "solidity": 0.25}
+        marker["pattern"] = {"shape": style.pattern, "fgcolor": "#555555", "bgcolor": style.color, "fillmode": "replace",
+                             "size": 6, "solidity": 0.3}
     return marker
 
 
@@ -274,7 +275,7 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
         barmode="stack",
         height=250 if legend else 200,
         bargap=0.3,
-        margin={"l": 10, "r": 10, "t": 28, "b": 10},
+        margin={"l": 10, "r": 20, "t": 28, "b": 10},  # room for the gauge's "100%" label
     )
 
 
