@@ -45,6 +45,13 @@ def test_the_html_report_opens_offline_with_its_charts_rendered(page, tmp_path):
         assert offline.locator(".js-plotly-plot").last.locator(".heatmaplayer image, .hm image").count() >= 1
         assert offline.locator("td", has_text="truncate").count() >= 1
         assert not errors and all(url.startswith("file://") for url in asked)
+        overflowing = offline.evaluate(
+            """() => [...document.querySelectorAll('.strategy')].filter(card => {
+                   const box = card.getBoundingClientRect();
+                   return [...card.querySelectorAll('.main-svg')].some(svg => svg.getBoundingClientRect().right > box.right + 1);
+               }).length"""
+        )
+        assert overflowing == 0  # every chart fits its card
         ARTIFACTS.mkdir(exist_ok=True)
         offline.screenshot(path=str(ARTIFACTS / "report-1440.png"), full_page=True)
     finally:

@@ -6,6 +6,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
+from conftest import shared_path
 
 import contextfit
 from contextfit.engine.plugins import ContextStrategyRegistry
@@ -115,6 +116,22 @@ def test_tool_definitions_are_a_labelled_row_and_per_tool_largest_first():
     assert len(named) >= 2 and [r["tokens"] for r in named] == sorted((r["tokens"] for r in named), reverse=True)
     assert sum(row["tokens"] for row in tools) == plan.tools_tokens
     assert breakdown.per_tool(plans_for("support_chat")["truncate"]) == []
+
+
+def test_the_request_that_showed_437_tokens_in_blocks_of_86_now_adds_up():
+    """Issue 14: a pydantic-ai request with tools showed 437 prompt tokens whose blocks added up to 86.
+
+    The 351 missing were the tool definitions (348, now the protected block
+    ``tools``) and the reply priming (3, "chat overhead"): the breakdown and the
+    budget bar now name both.
+    """
+    conversation = contextfit.load_conversation(
+        shared_path("pydantic-ai", "openai_chat", "test_complex_agent_run.request.json").read_bytes())
+    plan = dashboard.plan_one(conversation, dashboard.suggested_setup(conversation), "truncate")
+    rows = breakdown.by_kind(plan)
+    assert plan.prompt_tokens == 437
+    assert rows == {"tool definitions": plan.tools_tokens, "history": 86, "chat overhead": 437 - 86 - plan.tools_tokens}
+    assert sum(row["tokens"] for row in breakdown.per_tool(plan)) == plan.tools_tokens
 
 
 # -- diff -------------------------------------------------------------------------------

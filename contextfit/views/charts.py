@@ -267,7 +267,7 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
         xaxis={"title": None, "range": [0, top * 1.03], "separatethousands": True, **_integer_ticks(top),
                "anchor": "y"},
         yaxis={"categoryorder": "array", "categoryarray": ["not sent", "sent"], "domain": [0, 0.58]},
-        xaxis2={**_AXIS, "range": [0, 100], "ticksuffix": "%", "anchor": "y2", "showgrid": False,
+        xaxis2={**_AXIS, "range": [0, 100], "ticktext": ["0%", "50%", "100%"], "anchor": "y2", "showgrid": False,
                 "tickvals": [0, 50, 100]},
         yaxis2={**_AXIS, "domain": [0.74, 1], "anchor": "x2"},
         shapes=shapes,

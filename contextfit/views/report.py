@@ -28,7 +28,7 @@ body{font-family:Inter,system-ui,sans-serif;margin:2rem auto;max-width:1400px;pa
 h1{font-size:1.7rem;margin-bottom:.2rem} h2{font-size:1.25rem;margin-top:2rem} h3{font-size:1.05rem;margin:.5rem 0}
 table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} th,td{border:1px solid #ddd;padding:.35rem .6rem;text-align:left}
 th{background:#f5f5f5} td.num{text-align:right;font-variant-numeric:tabular-nums}
-.strategies{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:1rem}
+.strategies{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:1rem}
 .strategy{border:1px solid #e3e3e3;border-radius:8px;padding:.6rem} .muted{color:#666;font-size:.85rem}
 """
 
@@ -116,5 +116,8 @@ def comparison_html(
     for name, plan in plans.items():
         if isinstance(plan, ContextfitError):
             parts.append(f"<p class='muted'>{html.escape(name)}: {html.escape(plan.code)}: {html.escape(str(plan))}</p>")
+    # Each chart is drawn as the page is read, before the grid holds all its cells: fit them once it is whole.
+    parts.append("<script>window.addEventListener('load', () => document.querySelectorAll('.js-plotly-plot')"
+                 ".forEach(plot => Plotly.Plots.resize(plot)));</script>")
     parts.append("</body></html>")
     return "\n".join(parts)
