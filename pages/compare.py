@@ -35,6 +35,7 @@ if presenting != state.get("was_presenting", False):
     state.was_presenting = presenting
     st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
 st.html(charts.legend_html())
+st.html(charts.CHART_CSS)
 
 with st.sidebar:
     st.header("Conversation")
@@ -235,13 +236,13 @@ edited = st.data_editor(
     hide_index=True,
     width="stretch",
     disabled=["id", "role", "kind", "text", "tokens", *fate_columns],
-    column_order=["id", "role", "kind", "tokens", *fate_columns, *dashboard.EDITABLE.values(), "text"],
+    column_order=["id", "role", "kind", "text", "tokens", *dashboard.EDITABLE.values(), *fate_columns],
     column_config={
         "pinned": st.column_config.CheckboxColumn("pinned", help="Protected: never dropped."),
         "exclude": st.column_config.CheckboxColumn("exclude", help="meta.manualExcluded: the manual strategy drops it first."),
         "relevance": st.column_config.NumberColumn("relevance", min_value=0.0, max_value=1.0, step=0.05,
                                                    help="meta.relevance, used by vector-recall instead of its own score."),
-        "text": st.column_config.TextColumn("text", width="large"),
+        "text": st.column_config.TextColumn("text", width="medium"),  # room for each strategy's fate column
     },
 )
 changes = dashboard.overrides_from_rows(edited.to_dict("records"), rows)

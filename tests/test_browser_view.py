@@ -106,3 +106,33 @@ def test_screenshots_of_the_compare_page_at_1440_and_1920(page):
                    return !bar || bar.getAttribute('aria-expanded') === 'false' || bar.getBoundingClientRect().width < 10; }"""
     )
     page.screenshot(path=str(ARTIFACTS / "compare-1920-presentation.png"), full_page=True)
+
+
+CLIPPED = """(label) => {
+    // Whether an ancestor that clips its overflow cuts the hover label off.
+    const box = label.getBoundingClientRect();
+    for (let node = label.parentElement; node && node !== document.body; node = node.parentElement) {
+        const style = getComputedStyle(node);
+        if (style.overflow === 'visible' && style.overflowX === 'visible') continue;
+        const frame = node.getBoundingClientRect();
+        if (box.left < frame.left - 1 || box.right > frame.right + 1) return node.className || node.tagName;
+    }
+    return null;
+}"""
+
+
+def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page):
+    page.set_viewport_size({"width": 1440, "height": 900})  # five columns: each chart is some 180 pixels wide
+    for number in (1, 3, 0):  # two block charts and a budget bar
+        chart = page.locator('[data-testid="stPlotlyChart"]').nth(number)
+        chart.scroll_into_view_if_needed()
+        bars = chart.locator(".barlayer .point path")
+        bars.first.wait_for()
+        bars.nth(min(3, bars.count() - 1)).hover(force=True)
+        label = chart.locator(".hoverlayer .hovertext").first
+        label.wait_for()
+        assert label.bounding_box()["width"] > chart.bounding_box()["width"] * 0.8  # as wide as the chart, or wider
+        assert label.evaluate(CLIPPED) is None
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"compare-hover-{number}.png"))
+        page.mouse.move(0, 0)

@@ -41,6 +41,16 @@ DENSE_THRESHOLD = 300
 _FONT = {"family": "Inter, system-ui, sans-serif", "size": 12}
 #: Plotly's options for every chart the dashboard and the report draw: no mode bar.
 PLOTLY_CONFIG = {"displayModeBar": False, "displaylogo": False, "responsive": True}
+#: Page CSS that lets a hover label reach past its chart (side-by-side charts are some
+#: 180 pixels wide at 1440, a block's label about 300), above the neighbouring columns.
+CHART_CSS = """<style>
+[data-testid="stPlotlyChart"], [data-testid="stPlotlyChart"] .js-plotly-plot, [data-testid="stPlotlyChart"] .plot-container,
+[data-testid="stPlotlyChart"] .svg-container, [data-testid="stPlotlyChart"] .main-svg,
+[data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]),
+[data-testid="stElementContainer"]:has(> div > [data-testid="stPlotlyChart"]) { overflow: visible !important; }
+[data-testid="stColumn"]:has([data-testid="stPlotlyChart"]:hover),
+[data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]:hover) { position: relative; z-index: 1000; }
+</style>"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +109,7 @@ def block_keys(plan: PromptPlan) -> list[str]:
     return keys
 
 
-def preview(text: str, width: int = 120, line: int = 60) -> str:
+def preview(text: str, width: int = 120, line: int = 48) -> str:
     """Escaped text for a hover label, at most ``width`` characters in lines of
     about ``line`` (a hover label wider than a narrow column is cut off).
 
@@ -265,10 +275,10 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
         traces,
         legend,
         xaxis={"title": None, "range": [0, top * 1.03], "separatethousands": True, **_integer_ticks(top),
-               "anchor": "y"},
+               "anchor": "y", "nticks": 2, "tickangle": 0},  # a column is narrow: two labels fit
         yaxis={"categoryorder": "array", "categoryarray": ["not sent", "sent"], "domain": [0, 0.58]},
-        xaxis2={**_AXIS, "range": [0, 100], "ticktext": ["0%", "50%", "100%"], "anchor": "y2", "showgrid": False,
-                "tickvals": [0, 50, 100]},
+        xaxis2={**_AXIS, "range": [0, 100], "ticktext": ["0%", "100%"], "anchor": "y2", "showgrid": False,
+                "tickvals": [0, 100]},
         yaxis2={**_AXIS, "domain": [0.74, 1], "anchor": "x2"},
         shapes=shapes,
         annotations=annotations,
@@ -354,7 +364,7 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
         top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
         ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if len(blocks) <= 12 else {"tickformat": ",d"}
         return _figure(traces, legend,
-                       xaxis={"title": "block (prompt order)", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
+                       xaxis={"title": "prompt order", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
                        yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
                        barmode="overlay", height=260, bargap=0.15)
     size = math.ceil(len(blocks) / dense_threshold)
