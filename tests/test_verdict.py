@@ -60,9 +60,12 @@ def test_best_values_are_marked_and_ties_and_sameness_handled():
         assert marked == (row.strategy in best["prompt_tokens"])
 
 
-def test_a_model_without_catalog_prices_says_so():
-    plan = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4.1")
-    assert contextfit.tokens.models.get_model("gpt-4.1").prices is None
+def test_a_model_without_catalog_prices_says_so(monkeypatch):
+    import dataclasses
+
+    plan = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
+    unpriced = dataclasses.replace(contextfit.tokens.models.get_model("gpt-4o"), prices=None)
+    monkeypatch.setattr(verdict, "get_model", lambda model: unpriced)  # the catalog is being priced model by model
     row = verdict.verdict_row("truncate", plan)
     assert row.cost is None and verdict.table([row])[0]["prompt cost"] == verdict.NO_PRICE
 
