@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.views import charts, compare_state, dashboard, source_panel
+from contextfit.views import breakdown, charts, compare_state, dashboard, diff, presentation, report, source_panel, verdict
 
 state = st.session_state
 state.setdefault("overrides", {})
@@ -18,7 +18,15 @@ st.caption(
     "Which blocks does the model see? Every strategy fits the same conversation into the same budget. "
     "Each strategy's bar is the context window: what is sent, the free budget, and the response reserve."
 )
+presenting = st.toggle("Presentation mode", key="presentation",
+                       help="Larger text and charts for a projector (1920×1080); the sidebar folds away.")
+if presenting:
+    st.html(presentation.CSS)
+if presenting != state.get("was_presenting", False):
+    state.was_presenting = presenting
+    st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
 st.html(charts.legend_html())
+st.html(charts.CHART_CSS)
 
 source = source_panel.conversation_source()  # the sidebar's "Conversation" section
 if source is None:
@@ -72,12 +80,23 @@ setup = dashboard.Setup(
     summary_tokens=int(summary_tokens) or None, relevance_window=int(relevance_window), user_name=user_name,
     overrides=state.overrides,
 )
+verdict_area = st.container()  # the verdict row goes on top, once every plan is made
 # Each strategy's column is drawn as soon as its plan is made, so the
-# browser renders one strategy while the next is fitted.
+# browser renders one strategy while the next is fitted; the charts follow
+# once all are made, so side-by-side charts can share their scales.
 fits = st.empty()  # says so when every block fits, with the Squeeze button
 progress = st.progress(0.0, text="Counting tokens and fitting…")
 plans: dict[str, contextfit.PromptPlan | contextfit.ContextfitError] = {}
+chart_slots = {}
 columns = st.columns(len(strategies))
+
+
+def show(figure, key):
+    """Draw a figure (enlarged in presentation mode), without plotly's mode bar."""
+    st.plotly_chart(presentation.enlarge(figure) if presenting else figure, key=key, width="stretch",
+                    config=charts.PLOTLY_CONFIG)
+
+
 made = compare_state.each_strategy(dashboard.iter_plans(conversation, setup), strategies)  # an error is a column's, never the page's
 for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
     plans[name] = plan
@@ -89,29 +108,30 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
             continue
         numbers = dashboard.headline(plan)
         st.metric("Prompt tokens", f"{numbers['prompt_tokens']:,}",
-                  help="What is sent, counted with the model's tokenizer (chat overhead included).")
+                  help="What is sent, counted with the model's tokenizer (tool definitions and chat overhead included).")
         st.caption(
             f"of a {numbers['budget']:,}-token budget ({numbers['used_percent']}%) · context {numbers['context_limit']:,}"
             f" · reserve {numbers['response_reserve']:,}"
         )
         st.caption(f"tokenizer {numbers['tokenizer']}" + (" · approximate" if numbers["approximate"] else " · exact"))
-        st.plotly_chart(charts.budget_figure(plan), key=f"budget-{name}", width="stretch")
-        st.plotly_chart(charts.blocks_figure(plan), key=f"blocks-{name}", width="stretch")
+        chart_slots[name] = (st.empty(), st.empty())
         with st.expander(f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens"):
             st.text("\n".join(dashboard.dropped_lines(plan)) or "Nothing: every block is sent.")
         if plan.summary is not None:
             with st.expander("Summary sent to the model"):
                 st.text(plan.summary.content)
-        # Files are made when a button is clicked, not on every run.
-        st.download_button("Provider messages (JSON)", partial(dashboard.provider_json, plan), file_name=f"{name}-messages.json",
-                           mime="application/json", key=f"messages-{name}", on_click="ignore", width="stretch")
-        st.download_button("Blocks (CSV)", partial(dashboard.blocks_csv, plan), file_name=f"{name}-blocks.csv",
-                           mime="text/csv", key=f"csv-{name}", on_click="ignore", width="stretch")
-        st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{name}-plan.json",
-                           mime="application/json", key=f"plan-{name}", on_click="ignore", width="stretch")
-        if st.button("Send with echo provider", key=f"send-{name}", width="stretch",
-                     help="Store this conversation as a chat, generate with the offline echo provider under this "
-                     "strategy, and open its audit."):
+        export, send = st.columns(2)
+        with export.popover("Export", help="This strategy's request, blocks or whole plan as a file."):
+            # Files are made when a button is clicked, not on every run.
+            st.download_button("Provider messages (JSON)", partial(dashboard.provider_json, plan), file_name=f"{name}-messages.json",
+                               mime="application/json", key=f"messages-{name}", on_click="ignore")
+            st.download_button("Blocks (CSV)", partial(dashboard.blocks_csv, plan), file_name=f"{name}-blocks.csv",
+                               mime="text/csv", key=f"csv-{name}", on_click="ignore")
+            st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{name}-plan.json",
+                               mime="application/json", key=f"plan-{name}", on_click="ignore")
+        if send.button("Send", key=f"send-{name}",
+                       help="Store this conversation as a chat, generate with the offline echo provider under this "
+                       "strategy, and open its audit."):
             with st.spinner("Generating…"):
                 state.audit_chat = dashboard.send_with_echo(conversation, setup, name)
             st.switch_page("pages/audit.py")
@@ -131,26 +151,78 @@ if compare_state.everything_fits(plans):
                       help="A limit under which a quarter of what may be dropped no longer fits, to see the strategies at work.")
 
 fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, contextfit.ContextfitError)}
+token_scale, block_scale = charts.prompt_scale(list(fitted.values())), charts.block_scale(list(fitted.values()))
+for name, (budget_slot, blocks_slot) in chart_slots.items():
+    with budget_slot:
+        show(charts.budget_figure(fitted[name], token_scale=token_scale), f"budget-{name}")
+    with blocks_slot:
+        show(charts.blocks_figure(fitted[name], token_scale=block_scale), f"blocks-{name}")
+
+with verdict_area:
+    st.subheader("Verdict")
+    rows = verdict.verdict_rows(plans)
+    table = pd.DataFrame(verdict.table(rows))
+    styles = pd.DataFrame(verdict.styles(rows))
+    styled = table.style.apply(lambda _: styles, axis=None).hide(axis="index")
+    if presenting:  # HTML, which the presentation CSS enlarges (a data grid is a canvas)
+        st.table(styled)
+    else:
+        st.dataframe(styled, hide_index=True, width="stretch", key="verdict",
+                     column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
+    st.caption("Best value of each column highlighted. Prompt cost: the prompt at the model's catalog input price "
+               "(the reply is billed on top).")
+    settings = {"model": model, "context limit": f"{int(limit):,}", "response reserve": f"{int(reserve):,}",
+                "strategies": ", ".join(strategies), "user name": user_name}
+    st.download_button("Download the comparison (HTML)", partial(report.comparison_html, plans, source_name=source.name,
+                                                                   settings=settings),
+                       file_name="contextfit-comparison.html", mime="text/html", key="report", on_click="ignore",
+                       help="One file with the verdict, settings, breakdown and charts; opens offline.")
+
+if fitted:
+    st.subheader("Tokens by kind")
+    st.caption("What each strategy sends, by kind of block (SillyTavern's prompt itemization); "
+               "chat overhead is the reply priming and framing no block holds. Each column adds up to the prompt tokens.")
+    st.dataframe(pd.DataFrame(breakdown.breakdown_table(fitted)), hide_index=True, key="breakdown")
+    tools = breakdown.per_tool(next(iter(fitted.values())))
+    if tools:
+        st.caption("Tool definitions, per tool (the same for every strategy), largest first:")
+        st.dataframe(pd.DataFrame(tools), hide_index=True, key="tools")
+
 if len(fitted) > 1:
     st.subheader("Fate of every block, strategy by strategy")
-    st.plotly_chart(charts.fate_matrix_figure(fitted), key="matrix", width="stretch")
+    show(charts.fate_matrix_figure(fitted), "matrix")
+    st.subheader("What two strategies do differently")
+    names = list(fitted)
+    left, right = st.columns(2)
+    pair = diff.default_pair(fitted)
+    first = left.selectbox("Strategy A", names, index=pair[0], key="diff-a")
+    second = right.selectbox("Strategy B", names, index=pair[1], key="diff-b")
+    differences = diff.differences(fitted[first], fitted[second])
+    if first == second or not differences:
+        st.caption("Same blocks, same fates." if first != second else "Pick two different strategies.")
+    else:
+        st.caption(f"{len(differences)} blocks differ.")
+        st.dataframe(pd.DataFrame([d.to_row(first, second) for d in differences]), hide_index=True, key="diff")
 
 st.subheader("Edit the conversation")
 st.caption("Pin a block to protect it, mark it for manual exclusion, or set its relevance (0–1); the comparison follows.")
 rows = dashboard.editor_rows(conversation, setup, plans)
+shown = diff.fate_columns(rows, plans)
+fate_columns = [f"fate: {name}" for name in plans]
 edited = st.data_editor(
-    pd.DataFrame(rows),
+    pd.DataFrame(shown),
     key=f"editor-{state.editor_version}",
     placeholder="—",
     hide_index=True,
     width="stretch",
-    disabled=["id", "role", "kind", "text", "tokens"],
+    disabled=["id", "role", "kind", "text", "tokens", *fate_columns],
+    column_order=["id", "role", "kind", "text", "tokens", *dashboard.EDITABLE.values(), *fate_columns],
     column_config={
         "pinned": st.column_config.CheckboxColumn("pinned", help="Protected: never dropped."),
         "exclude": st.column_config.CheckboxColumn("exclude", help="meta.manualExcluded: the manual strategy drops it first."),
         "relevance": st.column_config.NumberColumn("relevance", min_value=0.0, max_value=1.0, step=0.05,
                                                    help="meta.relevance, used by vector-recall instead of its own score."),
-        "text": st.column_config.TextColumn("text", width="large"),
+        "text": st.column_config.TextColumn("text", width="medium"),  # room for each strategy's fate column
     },
 )
 changes = dashboard.overrides_from_rows(edited.to_dict("records"), rows)

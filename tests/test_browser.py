@@ -144,7 +144,7 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
         box.press("Control+Enter")
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
-    charts.first.locator(".barlayer").wait_for()
+    charts.first.locator(".barlayer").first.wait_for()  # the budget chart has two: the window gauge and the prompt
     assert charts.count() == 11  # a budget bar and a block chart per strategy (five), then the fate matrix
     truncate_blocks = charts.nth(1)
     assert len(bars(truncate_blocks)) == len(chat)

@@ -12,7 +12,8 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.views import dashboard, source_panel
+from contextfit.views import charts as chart_views
+from contextfit.views import dashboard, source_panel, verdict
 from contextfit.inputs.samples import SAMPLES, load_sample
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
@@ -123,7 +124,7 @@ def test_dropped_lines_stop_at_the_limit():
     lines = dashboard.dropped_lines(plan, limit=5)
     dropped = sum(not block.included for block in plan.blocks)
     assert len(lines) == 6 and lines[-1] == f"… and {dropped - 5} more"
-    assert lines[0].startswith("#0 user (") and "over_budget" in lines[0]
+    assert lines[0].startswith("m0 user (") and "over_budget" in lines[0]  # the block id, as on every chart
 
 
 def test_plain_escapes_markdown():
@@ -140,24 +141,81 @@ def app() -> AppTest:
 def test_first_load_compares_a_sample_under_every_builtin_strategy():
     at = app().run()
     assert not at.exception and not at.error
-    assert [s.value for s in at.subheader][:5] == list(STRATEGIES)
+    assert [s.value for s in at.subheader][:6] == ["Verdict", *STRATEGIES]
     charts = at.get("plotly_chart")
     assert len(charts) == 2 * len(STRATEGIES) + 1  # budget bar and block chart per strategy, then the fate matrix
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
+    shade = {style.label: name for name, style in chart_views.SHADES.items()}
+    budget_axes, block_axes = set(), set()
     for number, name in enumerate(STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
         budget = json.loads(charts[2 * number].proto.spec)
+        window = [t for t in budget["data"] if t["y"] == ["window"]]
+        assert sum(decode(t["x"])[0] for t in window) == pytest.approx(100)
         sent = [t for t in budget["data"] if t["y"] == ["sent"]]
-        assert sum(decode(t["x"])[0] for t in sent) == plan.context_limit
+        assert sum(decode(t["x"])[0] for t in sent) == plan.prompt_tokens
+        budget_axes.add(tuple(budget["layout"]["xaxis"]["range"]))
         blocks = json.loads(charts[2 * number + 1].proto.spec)
+        block_axes.add(tuple(blocks["layout"]["yaxis"]["range"]))
         heights = {}
         for trace in blocks["data"]:
             for x, y in zip(decode(trace["x"]), decode(trace["y"])):
-                heights[x] = (trace["name"], y)
-        assert heights == {b.index: (b.fate, b.tokens) for b in plan.blocks}
+                heights[x] = (shade[trace["name"]], y)
+        assert heights == {b.index: (chart_views.shade_of(b.reason), b.tokens) for b in plan.blocks}
+    assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
     matrix = json.loads(charts[-1].proto.spec)["data"][0]
     assert matrix["y"] == list(STRATEGIES)
+
+
+def table_with(at, column):
+    """The page's table that has this column (AppTest does not keep a read-only table's key)."""
+    return next(frame.value for frame in at.dataframe if column in frame.value.columns)
+
+
+def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
+    at = app().run()
+    table = table_with(at, "prompt cost")
+    conversation = load_sample("roleplay")
+    setup = dashboard.suggested_setup(conversation)
+    assert list(table["strategy"]) == list(STRATEGIES)
+    price = contextfit.tokens.models.get_model(setup.model).prices
+    for (_, row), name in zip(table.iterrows(), STRATEGIES):
+        plan = dashboard.plan_one(conversation, setup, name)
+        assert row["prompt tokens"] == f"{plan.prompt_tokens:,}"
+        assert row["% of budget"] == f"{round(100 * plan.prompt_tokens / plan.budget, 1)}%"
+        assert int(row["dropped"]) == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
+        assert int(row["summarized"]) == sum(b.reason == "summarized" for b in plan.blocks)
+        assert int(row["compressed"]) == sum(b.reason == "compressed" for b in plan.blocks)
+        assert row["prompt cost"] == verdict.money(price.cost(plan.prompt_tokens).total)
+        assert row["what it does"] and row["what it does"] == verdict.descriptions()[name]
+    assert at.get("download_button")  # the HTML report and the per-strategy exports
+
+
+def test_the_page_shows_the_breakdown_the_diff_and_fates_in_the_edit_table():
+    at = app().run()
+    breakdown_table = table_with(at, "kind")
+    total = breakdown_table[breakdown_table["kind"] == "total"].iloc[0]
+    others = breakdown_table[breakdown_table["kind"] != "total"]
+    for name in STRATEGIES:
+        assert others[name].sum() == total[name]  # every kind, overhead included, adds up to the prompt
+    assert {"character", "persona", "lorebook", "memory", "history", "chat overhead"} <= set(others["kind"])
+    at.selectbox(key="diff-a").set_value("truncate").run()
+    at.selectbox(key="diff-b").set_value("vector-recall").run()
+    assert not at.exception
+    differing = table_with(at, "truncate: fate")
+    assert len(differing) > 0 and set(differing.columns) >= {"block", "truncate: fate", "vector-recall: fate"}
+    editor = at.dataframe[-1].value  # the edit table
+    assert {f"fate: {name}" for name in STRATEGIES} <= set(editor.columns)
+
+
+def test_presentation_mode_enlarges_the_charts():
+    at = app().run()
+    normal = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["height"]
+    at.toggle(key="presentation").set_value(True).run()
+    assert not at.exception
+    large = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert large["height"] > normal and large["font"]["size"] > 12
 
 
 def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():
@@ -273,3 +331,25 @@ def test_a_pasted_path_is_text_not_a_file_on_the_server(tmp_path, monkeypatch):
     assert not at.exception
     assert seen[-1] == str(secret).encode()  # content, never a path
     assert contextfit.load_conversation(seen[-1]).messages[0]["content"] == str(secret)
+
+
+def test_a_request_with_tools_shows_its_tool_definitions_and_each_tool():
+    at = app().run()
+    at.sidebar.selectbox[0].set_value("coding_agent").run()
+    assert not at.exception and not at.error
+    kinds = table_with(at, "kind")
+    tools_row = kinds[kinds["kind"] == "tool definitions"].iloc[0]
+    plan = dashboard.plan_one(load_sample("coding_agent"), dashboard.suggested_setup(load_sample("coding_agent")), "truncate")
+    assert tools_row["truncate"] == plan.tools_tokens > 0
+    per_tool = table_with(at, "tool")
+    assert per_tool["tokens"].sum() == plan.tools_tokens
+    named = per_tool[~per_tool["tool"].str.startswith("tool framing")]["tokens"].tolist()
+    assert named == sorted(named, reverse=True) and len(named) >= 2
+
+
+def test_one_strategy_alone_has_a_verdict_and_no_diff():
+    at = app().run()
+    at.sidebar.multiselect[0].set_value(["summarize"]).run()
+    assert not at.exception and not at.error
+    assert list(table_with(at, "prompt cost")["strategy"]) == ["summarize"]
+    assert not any(box.key in ("diff-a", "diff-b") for box in at.selectbox)

@@ -79,3 +79,9 @@ def dashboard_port():
 def test_the_app_websocket_opens_only_for_loopback_host_names(dashboard_port, host, opens):
     status = _handshake(dashboard_port, host).split(b"\r\n", 1)[0]
     assert (b" 101 " in status) is opens, status
+
+
+def test_the_theme_colour_comes_from_the_charts_palette():
+    from contextfit.views.charts import FATE_COLORS
+
+    assert CONFIG["theme"]["primaryColor"] in FATE_COLORS.values()

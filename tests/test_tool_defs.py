@@ -65,7 +65,7 @@ def test_tight_budgets_never_drop_the_tools_block():
 def test_chart_audit_and_csv_show_the_tools_block():
     plan = contextfit.plan_prompt(CHAT, model="gpt-4o", tools=TOOLS)
     names = [trace.hovertemplate for trace in budget_figure(plan).data if trace.hovertemplate]
-    assert any("protected · tools" in name for name in names)
+    assert any("protected · tool definitions" in name for name in names)  # the tools block, by its plain name
     audit = audit_from_plan(plan, chat_id="c1", provider="echo").to_dict()
     assert audit["blocks"][0]["kind"] == "tools" and audit["blocks"][0]["tokens"] == plan.tools_tokens
     assert blocks_csv(plan).splitlines()[1].split(",")[:4] == ["0", "tools", "system", "tools"]

@@ -2,10 +2,14 @@
 
 One colour per fate in every chart (colour-blind safe, Okabe–Ito):
 protected blue, kept green, summarized orange, compressed purple, excluded
-grey; the response reserve is a hatched vermilion band. Every number goes
-into the figures as plain lists, and every piece of user text is
-HTML-escaped before it reaches a hover label: pasted markup is shown, never
-interpreted.
+grey; the response reserve is a hatched vermilion band. Within a fate a
+*shade* says more, the same way in every chart (:data:`SHADES`): the summary
+that is sent is solid orange, the blocks folded into it pale and striped;
+exclusions stay grey but over budget, low relevance, manual and late overflow
+differ by shade and pattern. A block is named by its id everywhere
+(:func:`block_keys`). Every number goes into the figures as plain lists, and
+every piece of user text is HTML-escaped before it reaches a hover label:
+pasted markup is shown, never interpreted.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 
+from ..engine import results as reasons
 from ..engine.pipeline import PlanBlock, PromptPlan, fate_of
 from .bands import band_text
 
@@ -34,18 +40,98 @@ ABSENT_COLOR = "#FFFFFF"
 #: Past this many blocks, block charts and the fate matrix bin neighbouring blocks.
 DENSE_THRESHOLD = 300
 _FONT = {"family": "Inter, system-ui, sans-serif", "size": 12}
+#: Plotly's options for every chart the dashboard and the report draw: no mode bar.
+PLOTLY_CONFIG = {"displayModeBar": False, "displaylogo": False, "responsive": True}
+#: Page CSS that lets a hover label reach past its chart (side-by-side charts are some
+#: 180 pixels wide at 1440, a block's label about 300), above the neighbouring columns.
+CHART_CSS = """<style>
+[data-testid="stPlotlyChart"], [data-testid="stPlotlyChart"] .js-plotly-plot, [data-testid="stPlotlyChart"] .plot-container,
+[data-testid="stPlotlyChart"] .svg-container, [data-testid="stPlotlyChart"] .main-svg,
+[data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]),
+[data-testid="stElementContainer"]:has(> div > [data-testid="stPlotlyChart"]) { overflow: visible !important; }
+[data-testid="stColumn"]:has([data-testid="stPlotlyChart"]:hover),
+[data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]:hover) { position: relative; z-index: 1000; }
+</style>"""
 
 
-def preview(text: str, width: int = 90) -> str:
-    """One escaped line of text for a hover label.
+@dataclass(frozen=True, slots=True)
+class Shade:
+    """How one shade is drawn: its fate, legend label, colour and bar pattern ("" for solid)."""
+
+    fate: str
+    label: str
+    color: str
+    pattern: str = ""
+
+
+#: Shades in legend order; each belongs to one fate and keeps that fate's hue.
+SHADES: dict[str, Shade] = {
+    "protected": Shade("protected", "protected", FATE_COLORS["protected"]),
+    "kept": Shade("kept", "kept", FATE_COLORS["kept"]),
+    reasons.SUMMARY: Shade("summarized", "summary (sent)", FATE_COLORS["summarized"]),
+    reasons.SUMMARIZED: Shade("summarized", "folded into the summary", "#F6DDA6", "|"),
+    reasons.COMPRESSED: Shade("compressed", "compressed", FATE_COLORS["compressed"]),
+    reasons.OVER_BUDGET: Shade("excluded", "excluded: over budget", FATE_COLORS["excluded"]),
+    reasons.LOW_RELEVANCE: Shade("excluded", "excluded: low relevance", "#CFCFCF", "."),
+    reasons.MANUAL: Shade("excluded", "excluded: manual", "#8E8E8E", "x"),
+    reasons.LATE_OVERFLOW: Shade("excluded", "excluded: late overflow", "#A3A3A3", "-"),
+    "excluded": Shade("excluded", "excluded: other", "#C9C9C9", "+"),
+}
+
+
+def shade_of(reason: str) -> str:
+    """The shade of a block with this reason (a key of :data:`SHADES`).
+
+    >>> shade_of("summary"), shade_of("summarized"), shade_of("pinned"), shade_of("intercepted")
+    ('summary', 'summarized', 'protected', 'excluded')
+    """
+    if reason in SHADES:
+        return reason
+    return fate_of(reason)
+
+
+def _marker(shade: str) -> dict[str, Any]:
+    style = SHADES[shade]
+    marker: dict[str, Any] = {"color": style.color}
+    if style.pattern:
+        marker["pattern"] = {"shape": style.pattern, "fgcolor": "#555555", "bgcolor": style.color, "fillmode": "replace",
+                             "size": 6, "solidity": 0.3}
+    return marker
+
+
+def block_keys(plan: PromptPlan) -> list[str]:
+    """The one name of each block on every chart and table: its id, made
+    unique within a plan (a repeated id gets ``#2``, ``#3``...)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for block in plan.blocks:
+        count = seen[block.id] = seen.get(block.id, 0) + 1
+        keys.append(block.id if count == 1 else f"{block.id}#{count}")
+    return keys
+
+
+def preview(text: str, width: int = 120, line: int = 48) -> str:
+    """Escaped text for a hover label, at most ``width`` characters in lines of
+    about ``line`` (a hover label wider than a narrow column is cut off).
 
     >>> preview("<b>bold</b> & more")
     '&lt;b&gt;bold&lt;/b&gt; &amp; more'
+    >>> preview("word " * 20, width=40, line=20)
+    'word word word word<br>word word word word…'
     """
     flat = " ".join(str(text).split())
-    if len(flat) > width:
-        flat = flat[: width - 1] + "…"
-    return html.escape(flat)
+    cut = len(flat) > width
+    if cut:
+        flat = flat[: width - 1].rstrip()
+    lines, current = [], ""
+    for word in flat.split(" "):
+        if current and len(current) + 1 + len(word) > line:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    lines.append(current)
+    return "<br>".join(html.escape(part) for part in lines) + ("…" if cut else "")
 
 
 _AXIS = {"gridcolor": "#EBEBEB", "zeroline": False, "linecolor": "#D0D0D0", "automargin": True}
@@ -71,153 +157,250 @@ def _figure(data: list[dict[str, Any]], legend: bool = True, xaxis: Mapping[str,
             "margin": {"l": 10, "r": 10, "t": 24, "b": 10},
             "showlegend": legend,
             "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "title": None},
+            "hoverlabel": {"align": "left", "namelength": -1, "font": {"size": 12}},
             **layout,
         },
     )
 
 
+_CSS_PATTERNS = {
+    "/": "repeating-linear-gradient(-45deg,{fg} 0 1px,transparent 1px 4px)",
+    "|": "repeating-linear-gradient(90deg,{fg} 0 1px,transparent 1px 4px)",
+    "-": "repeating-linear-gradient(0deg,{fg} 0 1px,transparent 1px 4px)",
+    ".": "radial-gradient({fg} 0.8px,transparent 1px) 0 0/4px 4px",
+    "x": "repeating-linear-gradient(45deg,{fg} 0 1px,transparent 1px 4px),"
+         "repeating-linear-gradient(-45deg,{fg} 0 1px,transparent 1px 4px)",
+    "+": "repeating-linear-gradient(0deg,{fg} 0 1px,transparent 1px 4px),"
+         "repeating-linear-gradient(90deg,{fg} 0 1px,transparent 1px 4px)",
+}
+
+
 def legend_html() -> str:
-    """The fate colours as one line of HTML (static: no user text), for a page-level legend."""
+    """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend."""
     swatch = (
-        '<span style="display:inline-block;width:0.8em;height:0.8em;background:{color};'
+        '<span style="display:inline-block;width:0.9em;height:0.9em;background:{pattern}{color};'
         'border:1px solid {border};margin:0 0.3em 0 1em;vertical-align:middle"></span>{label}'
     )
-    items = [swatch.format(color=FATE_COLORS[fate], border=FATE_COLORS[fate], label=fate) for fate in FATES]
-    items.append(swatch.format(color=FREE_COLOR, border="#C8C8C8", label="free budget"))
-    items.append(swatch.format(color="rgba(213,94,0,0.25)", border=RESERVE_COLOR, label="response reserve"))
-    return '<div style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em">' + "".join(items) + "</div>"
+
+    def item(label: str, color: str, border: str, pattern: str = "") -> str:
+        css = _CSS_PATTERNS[pattern].format(fg="#555555") + "," if pattern else ""
+        return swatch.format(color=color, border=border, label=label, pattern=css)
+
+    items = [item(style.label, style.color, style.color, style.pattern) for style in SHADES.values()]
+    items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
+    items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
+    return ('<div class="contextfit-legend" style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">'
+            + "".join(items) + "</div>")
 
 
-def budget_figure(plan: PromptPlan, legend: bool = False) -> go.Figure:
-    """Tokens by fate and kind against the context limit; the reserve as its own band.
+def _integer_ticks(top: float) -> dict[str, Any]:
+    """Axis settings that never show a half-step tick (a 3-token axis gets 0, 1, 2, 3)."""
+    if top <= 10:
+        return {"tickmode": "linear", "tick0": 0, "dtick": 1, "tickformat": ",d"}
+    return {"tickformat": ",d"}
 
-    Row "sent": what the prompt spends, stacked by fate then kind, then the
-    free budget, then the response reserve (together exactly the context
-    limit). Row "not sent": what was dropped or folded into a summary. A
-    dashed line marks the budget.
+
+def prompt_scale(plans: Sequence[PromptPlan]) -> int:
+    """The token axis shared by side-by-side budget bars: the longest of their
+    "sent" and "not sent" rows, so none is cut off and all compare."""
+    top = 1
+    for plan in plans:
+        top = max(top, plan.prompt_tokens, sum(block.tokens or 0 for block in plan.blocks if not block.included))
+    return top
+
+
+def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | None = None) -> go.Figure:
+    """The context window as a % gauge, and the prompt zoomed in, by shade and kind.
+
+    Top row "window" (percent of the context limit): the prompt, the free
+    budget and the response reserve, together exactly 100 %, so the whole
+    window is always in view. Below, in tokens, zoomed to the prompt (a
+    prompt of 2,000 tokens is readable in a 1M window): row "sent" stacks
+    what the prompt spends by shade then kind (tool definitions and chat
+    overhead included, so it adds up to ``prompt_tokens``); row "not sent"
+    what was dropped or folded into a summary. The token axis reaches
+    ``token_scale`` (see :func:`prompt_scale`) or this plan's longest row,
+    never less: no bar is cut off. A dashed line marks the budget when it is
+    within that axis.
     """
     traces: list[dict[str, Any]] = []
     sent = _tokens_by(plan.blocks, included=True)
     overhead = plan.prompt_tokens - sum(sent.values())
-    if overhead > 0:  # reply priming and tool definitions belong to no block
-        sent[("protected", "overhead")] = overhead
+    if overhead > 0:  # reply priming and message framing belong to no block
+        sent[("protected", "chat overhead")] = overhead
     shown: set[str] = set()
     band = f"<br>prompt: {html.escape(band_text(plan))}"  # approximate: the point estimate and the upper end shown
     for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False))):
-        for (fate, kind), tokens in sorted(totals.items(), key=lambda item: (FATES.index(item[0][0]), item[0][1])):
+        for (shade, kind), tokens in sorted(totals.items(), key=lambda item: (list(SHADES).index(item[0][0]), item[0][1])):
+            label = SHADES[shade].label
             traces.append({
                 "type": "bar",
                 "y": [row],
                 "x": [tokens],
                 "orientation": "h",
-                "name": fate,
-                "legendgroup": fate,
-                "showlegend": fate not in shown,
-                "marker": {"color": FATE_COLORS[fate], "line": {"color": "white", "width": 1}},
-                "hovertemplate": f"{fate} · {html.escape(kind)}: %{{x:,}} tokens{band}<extra></extra>",
+                "name": label,
+                "legendgroup": shade,
+                "showlegend": shade not in shown,
+                "marker": {**_marker(shade), "line": {"color": "white", "width": 1}},
+                "hovertemplate": f"{html.escape(label)} · {html.escape(_kind_label(kind))}: %{{x:,}} tokens{band}<extra></extra>",
             })
-            shown.add(fate)
+            shown.add(shade)
+    limit = plan.context_limit or 1
+    prompt_share = 100 * plan.prompt_tokens / limit
     free = max(plan.budget - plan.prompt_tokens, 0)
-    traces.append({"type": "bar", "y": ["sent"], "x": [free], "orientation": "h", "name": "free budget",
-                   "marker": {"color": FREE_COLOR}, "hovertemplate": "free budget: %{x:,} tokens<extra></extra>"})
-    traces.append({"type": "bar", "y": ["sent"], "x": [plan.response_reserve], "orientation": "h",
-                   "name": "response reserve",
-                   "marker": {"color": "rgba(213,94,0,0.25)", "line": {"color": RESERVE_COLOR, "width": 1},
-                              "pattern": {"shape": "/", "fgcolor": RESERVE_COLOR}},
-                   "hovertemplate": "response reserve: %{x:,} tokens<extra></extra>"})
+    gauge = (
+        ("prompt", prompt_share, plan.prompt_tokens, {"color": "#4D4D4D"}),
+        ("free budget", 100 * free / limit, free, {"color": FREE_COLOR}),
+        ("response reserve", 100 * plan.response_reserve / limit, plan.response_reserve,
+         {"color": "rgba(213,94,0,0.25)", "line": {"color": RESERVE_COLOR, "width": 1},
+          "pattern": {"shape": "/", "fgcolor": RESERVE_COLOR}}),
+    )
+    for name, share, tokens, marker in gauge:
+        traces.append({"type": "bar", "y": ["window"], "x": [share], "orientation": "h", "name": name,
+                       "xaxis": "x2", "yaxis": "y2", "marker": marker, "showlegend": name != "prompt",
+                       "customdata": [tokens],
+                       "hovertemplate": f"{name}: %{{customdata:,}} tokens (%{{x:.1f}}% of the window)<extra></extra>"})
+    longest = max(plan.prompt_tokens, sum(sent.values()), sum(b.tokens or 0 for b in plan.blocks if not b.included), 1)
+    top = max(token_scale or 0, longest)
+    shapes, annotations = [], []
+    budget_in_view = plan.budget <= top * 1.5
+    if budget_in_view:
+        top = max(top, plan.budget)
+        shapes.append({"type": "line", "xref": "x", "yref": "y domain", "x0": plan.budget, "x1": plan.budget,
+                       "y0": 0, "y1": 1, "line": {"color": "#333333", "dash": "dash", "width": 1}})
+    used = 100 * plan.prompt_tokens / plan.budget if plan.budget else 100.0
+    # Short: a narrow column's chart is some 200 pixels wide, and the caption above says the rest.
+    annotations.append({"x": 0, "y": 1.0, "xref": "paper", "yref": "paper", "showarrow": False,
+                        "xanchor": "left", "yanchor": "bottom", "font": {"size": 11},
+                        "text": f"{used:.1f}% of the budget" + ("" if budget_in_view else " · zoomed in")})
     return _figure(
         traces,
         legend,
-        xaxis={"title": None, "range": [0, max(plan.context_limit, plan.prompt_tokens) * 1.01], "separatethousands": True},
-        yaxis={"categoryorder": "array", "categoryarray": ["not sent", "sent"]},
-        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": plan.budget, "x1": plan.budget, "y0": 0, "y1": 1,
-                 "line": {"color": "#333333", "dash": "dash", "width": 1}}],
-        annotations=[{"x": plan.budget, "y": 1.0, "xref": "x", "yref": "paper", "text": f"budget {plan.budget:,}",
-                      "showarrow": False, "xanchor": "right", "yanchor": "bottom", "font": {"size": 11}}],
+        xaxis={"title": None, "range": [0, top * 1.03], "separatethousands": True, **_integer_ticks(top),
+               "anchor": "y", "nticks": 2, "tickangle": 0},  # a column is narrow: two labels fit
+        yaxis={"categoryorder": "array", "categoryarray": ["not sent", "sent"], "domain": [0, 0.58]},
+        xaxis2={**_AXIS, "range": [0, 100], "ticktext": ["0%", "100%"], "anchor": "y2", "showgrid": False,
+                "tickvals": [0, 100]},
+        yaxis2={**_AXIS, "domain": [0.74, 1], "anchor": "x2"},
+        shapes=shapes,
+        annotations=annotations,
         barmode="stack",
-        height=200 if legend else 150,
+        height=250 if legend else 200,
         bargap=0.3,
+        margin={"l": 10, "r": 20, "t": 28, "b": 10},  # room for the gauge's "100%" label
     )
+
+
+#: Plain names of block kinds (SillyTavern's prompt itemization, where it has one).
+KIND_LABELS = {
+    "system": "system prompt", "character": "character", "persona": "persona", "lorebook": "lorebook",
+    "memory": "memory", "example": "examples", "tools": "tool definitions", "reasoning": "reasoning",
+    "history": "history", "summary": "summary", "chat overhead": "chat overhead",
+}
+
+
+def _kind_label(kind: str) -> str:
+    return KIND_LABELS.get(kind, kind)
 
 
 def _tokens_by(blocks: Sequence[PlanBlock], included: bool) -> dict[tuple[str, str], int]:
     totals: dict[tuple[str, str], int] = {}
     for block in blocks:
         if block.included == included and block.tokens:
-            key = (fate_of(block.reason), block.kind)
+            key = (shade_of(block.reason), block.kind)
             totals[key] = totals.get(key, 0) + block.tokens
     return totals
 
 
-def _hover(block: PlanBlock) -> str:
+def _hover(key: str, block: PlanBlock) -> str:
     tokens = "not counted" if block.tokens is None else f"{block.tokens:,} tokens"
     return (
-        f"#{block.index} · {html.escape(block.role or '—')} · {html.escape(block.kind)}<br>"
-        f"{tokens} · {block.fate} ({html.escape(block.reason)})<br>{preview(block.content)}"
+        f"<b>{html.escape(key)}</b> · {html.escape(block.role or '—')} · {html.escape(_kind_label(block.kind))}<br>"
+        f"{tokens} · {html.escape(SHADES[shade_of(block.reason)].label)} ({html.escape(block.reason)})<br>"
+        f"{preview(block.content)}"
     )
 
 
-def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, legend: bool = False) -> go.Figure:
-    """Tokens per block in prompt order, coloured by fate, with the block in the hover.
+def block_scale(plans: Sequence[PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> int:
+    """The token axis shared by side-by-side block charts: their tallest bar."""
+    top = 1
+    for plan in plans:
+        if len(plan.blocks) <= dense_threshold:
+            top = max(top, max((block.tokens or 0 for block in plan.blocks), default=0))
+        else:
+            size = math.ceil(len(plan.blocks) / dense_threshold)
+            for start in range(0, len(plan.blocks), size):
+                totals: dict[str, int] = {}
+                for block in plan.blocks[start : start + size]:
+                    shade = shade_of(block.reason)
+                    totals[shade] = totals.get(shade, 0) + (block.tokens or 0)
+                top = max(top, sum(totals.values()))
+    return top
+
+
+def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, legend: bool = False,
+                  token_scale: int | None = None) -> go.Figure:
+    """Tokens per block in prompt order, coloured by shade, with the block's id in the hover.
 
     Past ``dense_threshold`` blocks, neighbouring blocks are binned so the
-    chart keeps at most that many bars (stacked by fate within a bin).
+    chart keeps at most that many bars (stacked by shade within a bin).
+    ``token_scale`` (see :func:`block_scale`) gives side-by-side charts one
+    y-axis; the axis never ends below this plan's tallest bar.
     """
     traces: list[dict[str, Any]] = []
     blocks = plan.blocks
     if len(blocks) <= dense_threshold:
-        for fate in FATES:
-            chosen = [block for block in blocks if block.fate == fate]
+        keys = block_keys(plan)
+        for shade in SHADES:
+            chosen = [(key, block) for key, block in zip(keys, blocks) if shade_of(block.reason) == shade]
             if chosen:
                 traces.append({
                     "type": "bar",
-                    "x": [block.index for block in chosen],
-                    "y": [block.tokens or 0 for block in chosen],
-                    "name": fate,
-                    "marker": {"color": FATE_COLORS[fate]},
-                    "hovertext": [_hover(block) for block in chosen],
+                    "x": [block.index for _, block in chosen],
+                    "y": [block.tokens or 0 for _, block in chosen],
+                    "name": SHADES[shade].label,
+                    "marker": _marker(shade),
+                    "hovertext": [_hover(key, block) for key, block in chosen],
                     "hoverinfo": "text",
                 })
-        return _figure(traces, legend, xaxis={"title": "block, in prompt order", "range": [-0.5, max(len(blocks), 1) - 0.5]},
-                       barmode="overlay", height=240, bargap=0.15)
+        top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
+        ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if len(blocks) <= 12 else {"tickformat": ",d"}
+        return _figure(traces, legend,
+                       xaxis={"title": "prompt order", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
+                       yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
+                       barmode="overlay", height=260, bargap=0.15)
     size = math.ceil(len(blocks) / dense_threshold)
     bins = math.ceil(len(blocks) / size)
-    totals = {fate: [0] * bins for fate in FATES}
-    counts = {fate: [0] * bins for fate in FATES}
-    for position, block in enumerate(blocks):  # one pass: a bin's tokens and blocks by fate
-        fate = fate_of(block.reason)
-        totals[fate][position // size] += block.tokens or 0
-        counts[fate][position // size] += 1
-    for fate in FATES:
-        chosen = [b for b in range(bins) if counts[fate][b]]
+    totals = {shade: [0] * bins for shade in SHADES}
+    counts = {shade: [0] * bins for shade in SHADES}
+    for position, block in enumerate(blocks):  # one pass: a bin's tokens and blocks by shade
+        shade = shade_of(block.reason)
+        totals[shade][position // size] += block.tokens or 0
+        counts[shade][position // size] += 1
+    keys = block_keys(plan)
+    for shade in SHADES:
+        chosen = [b for b in range(bins) if counts[shade][b]]
         if chosen:
+            label = SHADES[shade].label
             traces.append({
                 "type": "bar",
                 "x": [b * size + size / 2 - 0.5 for b in chosen],
-                "y": [totals[fate][b] for b in chosen],
+                "y": [totals[shade][b] for b in chosen],
                 "width": [size] * len(chosen),
-                "name": fate,
-                "marker": {"color": FATE_COLORS[fate]},
+                "name": label,
+                "marker": _marker(shade),
                 "hovertext": [
-                    f"blocks #{b * size}–#{min((b + 1) * size, len(blocks)) - 1}<br>"
-                    f"{counts[fate][b]} {fate}: {totals[fate][b]:,} tokens"
+                    f"blocks {html.escape(keys[b * size])} – {html.escape(keys[min((b + 1) * size, len(blocks)) - 1])}<br>"
+                    f"{counts[shade][b]} {html.escape(label)}: {totals[shade][b]:,} tokens"
                     for b in chosen
                 ],
                 "hoverinfo": "text",
             })
+    top = max(token_scale or 0, max((sum(totals[s][b] for s in SHADES) for b in range(bins)), default=0), 1)
     return _figure(traces, legend, xaxis={"title": f"prompt order · {size} blocks per bar",
-                                          "range": [-0.5, len(blocks) - 0.5]},
-                   barmode="stack", height=240, bargap=0.05)
-
-
-def _keys(plan: PromptPlan) -> list[str]:
-    """Block ids made unique within a plan (a repeated id gets ``#2``, ``#3``...)."""
-    seen: dict[str, int] = {}
-    keys = []
-    for block in plan.blocks:
-        count = seen[block.id] = seen.get(block.id, 0) + 1
-        keys.append(block.id if count == 1 else f"{block.id}#{count}")
-    return keys
+                                          "range": [-0.5, len(blocks) - 0.5], "tickformat": ",d"},
+                   yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
+                   barmode="stack", height=260, bargap=0.05)
 
 
 def fate_matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[str | None]]]:
@@ -226,7 +409,12 @@ def fate_matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], 
     Columns follow prompt order (the plans differ only by blocks a strategy
     inserted, such as a summary); a block a strategy does not have is ``None``.
     """
-    keyed = {name: _keys(plan) for name, plan in plans.items()}
+    names, columns, rows = _matrix(plans)
+    return names, columns, [[None if block is None else block.fate for block in row] for row in rows]
+
+
+def _matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[PlanBlock | None]]]:
+    keyed = {name: block_keys(plan) for name, plan in plans.items()}
     columns = list(max(keyed.values(), key=len, default=[]))
     where = {key: position for position, key in enumerate(columns)}
     for keys in keyed.values():
@@ -240,35 +428,38 @@ def fate_matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], 
             previous = position
     rows = []
     for name, plan in plans.items():
-        fates = dict(zip(keyed[name], (block.fate for block in plan.blocks)))
-        rows.append([fates.get(key) for key in columns])
+        blocks = dict(zip(keyed[name], plan.blocks))
+        rows.append([blocks.get(key) for key in columns])
     return list(plans), columns, rows
 
 
 def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:
-    """How each strategy reshapes the same conversation: strategies × blocks, coloured by fate."""
-    names, columns, rows = fate_matrix(plans)
-    codes = {fate: number for number, fate in enumerate(FATES)}
-    absent = len(FATES)
+    """How each strategy reshapes the same conversation: strategies × blocks, coloured by shade."""
+    names, columns, rows = _matrix(plans)
+    order = list(SHADES)
+    codes = {shade: number for number, shade in enumerate(order)}
+    absent = len(order)
     size = max(1, math.ceil(len(columns) / dense_threshold))
     z, text = [], []
     for name, row in zip(names, rows):
         z_row, text_row = [], []
         for start in range(0, len(columns), size):
             cells = row[start : start + size]
-            present = [fate for fate in cells if fate is not None]
-            fate = max(FATES, key=present.count) if present else None
-            z_row.append(absent if fate is None else codes[fate])
+            present = [shade_of(block.reason) for block in cells if block is not None]
+            shade = max(order, key=present.count) if present else None
+            z_row.append(absent if shade is None else codes[shade])
             if size == 1:
-                label = html.escape(columns[start])
-                text_row.append(f"{html.escape(name)} · {label}: {fate or 'not in this plan'}")
+                block = cells[0]
+                what = "not in this plan" if block is None else f"{SHADES[shade].label} ({html.escape(block.reason)})"
+                text_row.append(f"{html.escape(name)} · <b>{html.escape(columns[start])}</b>: {what}")
             else:
-                counts = ", ".join(f"{present.count(f)} {f}" for f in FATES if present.count(f))
-                text_row.append(f"{html.escape(name)} · blocks #{start}–#{min(start + size, len(columns)) - 1}: {counts}")
+                counts = ", ".join(f"{present.count(s)} {SHADES[s].label}" for s in order if present.count(s))
+                last = columns[min(start + size, len(columns)) - 1]
+                text_row.append(f"{html.escape(name)} · blocks {html.escape(columns[start])} – {html.escape(last)}:<br>{counts}")
         z.append(z_row)
         text.append(text_row)
     scale = []
-    colors = [*(FATE_COLORS[fate] for fate in FATES), ABSENT_COLOR]
+    colors = [*(SHADES[shade].color for shade in order), ABSENT_COLOR]
     for number, color in enumerate(colors):
         scale += [[number / len(colors), color], [(number + 1) / len(colors), color]]
     traces: list[dict[str, Any]] = [{
@@ -285,9 +476,14 @@ def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = D
         "xgap": 1,
         "ygap": 3,
     }]
-    for fate in FATES:  # a legend for the heatmap's colours
-        traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": fate,
-                       "marker": {"color": FATE_COLORS[fate], "size": 10, "symbol": "square"}})
+    used = {z_value for z_row in z for z_value in z_row}
+    for shade in order:  # a legend for the heatmap's colours (the shades it uses)
+        if codes[shade] in used:
+            traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": SHADES[shade].label,
+                           "marker": {"color": SHADES[shade].color, "size": 10, "symbol": "square"}})
     label = "block, in prompt order" if size == 1 else f"block, in prompt order ({size} blocks per cell)"
-    return _figure(traces, xaxis={"title": label, "showgrid": False}, yaxis={"autorange": "reversed", "showgrid": False},
-                   height=90 + 42 * len(names))
+    width = len(z[0]) if z else 0
+    ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if width <= 12 else {"tickformat": ",d"}
+    return _figure(traces, xaxis={"title": label, "showgrid": False, **ticks},
+                   yaxis={"autorange": "reversed", "showgrid": False},
+                   height=110 + 42 * len(names))

@@ -28,6 +28,7 @@ from ..engine.session import FitSession
 from ..engine.plan_settings import PlanSettings, conversation_model, settings_for
 from ..engine.settings import plan_options
 from .bands import band_text
+from .charts import block_keys
 
 #: Editable per-block fields and the table column that shows each.
 EDITABLE = {"pinned": "pinned", "manualExcluded": "exclude", "relevance": "relevance"}
@@ -237,14 +238,14 @@ def plan_json(plan: PromptPlan) -> str:
 def dropped_lines(plan: PromptPlan, limit: int = 200) -> list[str]:
     """What was excluded or summarized, one short line each (at most ``limit``)."""
     lines, more = [], 0
-    for block in plan.blocks:
+    for key, block in zip(block_keys(plan), plan.blocks):  # blocks are named by id, as on every chart
         if block.included:
             continue
         if len(lines) == limit:
             more += 1
             continue
         text = " ".join(block.content[:240].split())
-        lines.append(f"#{block.index} {block.role or block.kind} ({block.tokens or 0} tokens, {block.reason}): {text[:120]}")
+        lines.append(f"{key} {block.role or block.kind} ({block.tokens or 0} tokens, {block.reason}): {text[:120]}")
     if more:
         lines.append(f"… and {more} more")
     return lines

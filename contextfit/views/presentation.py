@@ -1,0 +1,40 @@
+"""Presentation mode: the Compare page for a projector at 1920×1080.
+
+Larger text (page CSS) and larger charts (:func:`enlarge`); the page folds
+the sidebar away and shows tables as HTML (a data grid is drawn on a canvas
+that page CSS cannot enlarge). Static CSS only: no user text goes into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Chart font size and height factor on a projector.
+FONT_SIZE = 17
+HEIGHT_FACTOR = 1.45
+
+#: Page CSS for a projector: larger body text, headings, metrics and tables.
+CSS = """<style>
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2.5rem; padding-right: 2.5rem; }
+[data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stCaptionContainer"],
+[data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
+[data-testid="stMain"] h1 { font-size: 3rem !important; }
+[data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 3rem !important; }
+.contextfit-legend { font-size: 1.2rem !important; }
+[data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
+[data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
+</style>"""
+
+
+def enlarge(figure: Any, font_size: int = FONT_SIZE, factor: float = HEIGHT_FACTOR) -> Any:
+    """The same figure with larger text and height, for a projector (changed in place, returned).
+
+    >>> import plotly.graph_objects as go
+    >>> enlarge(go.Figure(layout={"height": 200})).layout.height
+    290
+    """
+    height = figure.layout.height or 300
+    figure.update_layout(font={"size": font_size}, height=int(round(height * factor)),
+                         hoverlabel={"font": {"size": font_size}})
+    return figure

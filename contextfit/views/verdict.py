@@ -1,0 +1,188 @@
+"""The verdict row: one line per strategy, what a stakeholder reads first.
+
+Prompt tokens, the share of the budget, how many blocks each strategy
+dropped, summarized and compressed, what the prompt costs at the model's
+catalog price, and the strategy's description from the registry. The best
+value of each column is marked (:func:`best_cells`) — the smallest: fewer
+tokens, less of the budget, fewer blocks lost or rewritten, a cheaper
+request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import results as reasons
+from ..engine.pipeline import PromptPlan
+from ..engine.plugins import registry as default_registry
+from ..errors import ContextfitError
+from ..tokens.models import get_model
+
+#: Columns of the verdict table where the smallest value is the best.
+RANKED = ("prompt_tokens", "used_percent", "dropped", "summarized", "compressed", "cost")
+#: Shown for a model the catalog has no prices for.
+NO_PRICE = "no catalog price"
+#: How the best cell of a column is marked (a pale green that keeps text readable).
+BEST_STYLE = "background-color: #D8F0E6; font-weight: 600"
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    """One strategy's outcome; the numbers are ``None`` when it could not fit (``error``)."""
+
+    strategy: str
+    description: str
+    prompt_tokens: int | None = None
+    used_percent: float | None = None
+    dropped: int | None = None
+    summarized: int | None = None
+    compressed: int | None = None
+    #: US dollars for the prompt at the catalog's input price; None when there is no price.
+    cost: float | None = None
+    error: str | None = None
+
+
+def one_line(text: str, width: int = 110) -> str:
+    """The first sentence of a description, on one line of at most ``width`` characters.
+
+    >>> one_line("Drops the oldest groups. Then more detail.")
+    'Drops the oldest groups.'
+    >>> one_line("x" * 20, width=10)
+    'xxxxxxxxx…'
+    """
+    flat = " ".join(str(text).split())
+    end = flat.find(". ")
+    if end != -1:
+        flat = flat[: end + 1]
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def descriptions(registry: Any = None) -> dict[str, str]:
+    """Each registered strategy's one-line description (plugins' too: from
+    ``description=``, the object's ``description`` or its docstring)."""
+    registry = default_registry if registry is None else registry
+    return {entry.name: one_line(entry.description) for entry in registry.entries()}
+
+
+def prompt_cost(plan: PromptPlan) -> float | None:
+    """What the plan's prompt costs in US dollars at the catalog's input price, or None without one.
+
+    >>> from contextfit import plan_prompt
+    >>> plan = plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
+    >>> prompt_cost(plan) == plan.prompt_tokens * 2.50 / 1_000_000
+    True
+    """
+    try:
+        prices = get_model(plan.model).prices
+    except ContextfitError:
+        return None
+    return None if prices is None else prices.cost(plan.prompt_tokens).total
+
+
+def verdict_row(name: str, plan: PromptPlan | ContextfitError, description: str = "") -> VerdictRow:
+    """The verdict of one strategy's plan (or the error that stopped it)."""
+    if isinstance(plan, ContextfitError):
+        return VerdictRow(name, description, error=f"{plan.code}: {plan}")
+    counts = {reasons.SUMMARIZED: 0, reasons.COMPRESSED: 0}
+    dropped = 0
+    for block in plan.blocks:
+        if block.reason in counts:
+            counts[block.reason] += 1
+        elif not block.included:
+            dropped += 1
+    return VerdictRow(
+        strategy=name,
+        description=description,
+        prompt_tokens=plan.prompt_tokens,
+        used_percent=round(100 * plan.prompt_tokens / plan.budget, 1) if plan.budget else 100.0,
+        dropped=dropped,
+        summarized=counts[reasons.SUMMARIZED],
+        compressed=counts[reasons.COMPRESSED],
+        cost=prompt_cost(plan),
+    )
+
+
+def verdict_rows(plans: Mapping[str, PromptPlan | ContextfitError], registry: Any = None) -> list[VerdictRow]:
+    """One :class:`VerdictRow` per strategy, in the plans' order."""
+    known = descriptions(registry)
+    return [verdict_row(name, plan, known.get(name, "")) for name, plan in plans.items()]
+
+
+def best_cells(rows: Sequence[VerdictRow]) -> dict[str, set[str]]:
+    """For each ranked column, the strategies holding its best (smallest) value.
+
+    Ties are all best; a column where every strategy has the same value, or
+    fewer than two have one, has no best: nothing stands out.
+
+    >>> rows = [VerdictRow("a", "", 10, 1.0, 2, 0, 0), VerdictRow("b", "", 8, 0.8, 3, 0, 0)]
+    >>> best_cells(rows)["prompt_tokens"], best_cells(rows)["dropped"], best_cells(rows)["summarized"]
+    ({'b'}, {'a'}, set())
+    """
+    best: dict[str, set[str]] = {}
+    for column in RANKED:
+        values = {row.strategy: getattr(row, column) for row in rows if getattr(row, column) is not None}
+        if len(values) < 2 or len(set(values.values())) == 1:
+            best[column] = set()
+            continue
+        smallest = min(values.values())
+        best[column] = {name for name, value in values.items() if value == smallest}
+    return best
+
+
+def money(dollars: float | None) -> str:
+    """Dollars for a table cell: cents for sums worth them, else four significant figures.
+
+    >>> money(None), money(0.00041), money(2.5)
+    ('no catalog price', '$0.00041', '$2.50')
+    """
+    if dollars is None:
+        return NO_PRICE
+    if dollars >= 0.01:
+        return f"${dollars:,.2f}"
+    return f"${dollars:.4g}"
+
+
+#: The verdict table's column headers, in order.
+HEADERS = {
+    "strategy": "strategy",
+    "prompt_tokens": "prompt tokens",
+    "used_percent": "% of budget",
+    "dropped": "dropped",
+    "summarized": "summarized",
+    "compressed": "compressed",
+    "cost": "prompt cost",
+    "description": "what it does",
+}
+
+
+def table(rows: Sequence[VerdictRow]) -> list[dict[str, Any]]:
+    """The verdict as display rows (headers of :data:`HEADERS`, text cells)."""
+    out = []
+    for row in rows:
+        if row.error is not None:
+            cells = {HEADERS["strategy"]: row.strategy, **{HEADERS[c]: "—" for c in RANKED}}
+            cells[HEADERS["description"]] = row.error
+        else:
+            cells = {
+                HEADERS["strategy"]: row.strategy,
+                HEADERS["prompt_tokens"]: f"{row.prompt_tokens:,}",
+                HEADERS["used_percent"]: f"{row.used_percent}%",
+                HEADERS["dropped"]: str(row.dropped),
+                HEADERS["summarized"]: str(row.summarized),
+                HEADERS["compressed"]: str(row.compressed),
+                HEADERS["cost"]: money(row.cost),
+                HEADERS["description"]: row.description,
+            }
+        out.append(cells)
+    return out
+
+
+def styles(rows: Sequence[VerdictRow]) -> list[dict[str, str]]:
+    """CSS per cell of :func:`table` (same rows, same headers): the best values marked."""
+    best = best_cells(rows)
+    return [
+        {HEADERS[c]: (BEST_STYLE if row.strategy in best.get(c, set()) else "") for c in HEADERS}
+        for row in rows
+    ]
