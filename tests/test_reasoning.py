@@ -131,7 +131,7 @@ def test_reasoning_rows_reach_the_csv_the_audit_and_the_chart():
     assert sum(b.tokens for b in audit.blocks if b.included) <= audit.prompt_tokens
     figure = charts.budget_figure(plan)
     hovers = " ".join(trace.hovertemplate for trace in figure.data if trace.hovertemplate)
-    assert "protected · reasoning" in hovers and "excluded · reasoning" in hovers
+    assert "protected · reasoning" in hovers and "excluded: not sent (the provider drops it) · reasoning" in hovers
     assert all(trace.x[0] >= 0 for trace in figure.data)  # the overhead bar is not negative
     # reasoning rows are not editable blocks
     conversation = contextfit.load_conversation(json.dumps(claude_chat(2)))

@@ -75,6 +75,7 @@ SHADES: dict[str, Shade] = {
     reasons.LOW_RELEVANCE: Shade("excluded", "excluded: low relevance", "#CFCFCF", "."),
     reasons.MANUAL: Shade("excluded", "excluded: manual", "#8E8E8E", "x"),
     reasons.LATE_OVERFLOW: Shade("excluded", "excluded: late overflow", "#A3A3A3", "-"),
+    reasons.NOT_SENT: Shade("excluded", "excluded: not sent (the provider drops it)", "#DADADA", "\\"),
     "excluded": Shade("excluded", "excluded: other", "#C9C9C9", "+"),
 }
 
@@ -165,6 +166,7 @@ def _figure(data: list[dict[str, Any]], legend: bool = True, xaxis: Mapping[str,
 
 _CSS_PATTERNS = {
     "/": "repeating-linear-gradient(-45deg,{fg} 0 1px,transparent 1px 4px)",
+    "\\": "repeating-linear-gradient(45deg,{fg} 0 1px,transparent 1px 4px)",
     "|": "repeating-linear-gradient(90deg,{fg} 0 1px,transparent 1px 4px)",
     "-": "repeating-linear-gradient(0deg,{fg} 0 1px,transparent 1px 4px)",
     ".": "radial-gradient({fg} 0.8px,transparent 1px) 0 0/4px 4px",
