@@ -505,3 +505,22 @@ def test_no_interceptor_can_break_the_rules(messages, share, chain, strategy, co
     except contextfit.TokenBudgetExceeded as exc:
         result = exc
     _hostile_check(messages, pristine, counter, budget, result, template, whole_input_groups=False)
+
+
+def test_a_counter_over_the_sum_of_its_parts_still_gets_the_interceptors_additions_dropped():
+    """Found by the hostile property above: with a counter whose total is one
+    more than its parts, the parts of an intercepted prompt added up to the
+    budget exactly, so the final fit dropped nothing and refused the request,
+    naming the protected blocks, although the interceptor's own addition
+    could go."""
+
+    def lumpy(messages):
+        return sum(len(str(m.get("content") or "").split()) for m in messages) + (1 if len(messages) > 3 else 0)
+
+    chat = [{"role": "system", "content": "s s"}, {"role": "user", "content": "h h h"},
+            {"role": "assistant", "content": "a a"}, {"role": "user", "content": "q"}]
+    note = {"role": "system", "content": "n n"}
+    result = contextfit.shift_context(chat, lumpy, 10, interceptors=[lambda messages: [note, *messages]])
+    assert lumpy(result.kept) <= 10
+    assert [m["content"] for m in result.kept] == ["s s", "h h h", "a a", "q"]  # the addition went, nothing else
+    assert any(d["code"] == "LATE_OVERFLOW" for d in result.diagnostics)

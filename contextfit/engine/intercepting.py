@@ -170,8 +170,9 @@ def _final_fit(view: FitView, result: FitResult, items, gone, diagnostics, budge
     attempts = 0
     while actual > budget and attempts <= _MAX_RECOUNTS:
         estimate = view.base_tokens + sum(count_message(block) for block, _ in items)
-        # A counter that is not the sum of its parts: aim lower by the difference.
-        target = budget if attempts == 0 else budget - max(actual - estimate, 1)
+        # A counter that is not the sum of its parts: aim lower by the difference
+        # (from the first attempt when the parts already add up to the budget or less).
+        target = budget if attempts == 0 and estimate >= actual else budget - max(actual - estimate, 1)
         items, dropped = _drop_units(items, view, target, estimate, protected)
         if not dropped:
             break
@@ -192,8 +193,8 @@ def _final_fit(view: FitView, result: FitResult, items, gone, diagnostics, budge
         attempts += 1
         actual = view.counting.total([block for block, _ in items])
     if actual > budget:
-        raise view.refusal(actual, budget, f"After the interceptors the protected blocks count {actual} tokens, "
-                           f"over the budget of {budget}.")
+        what = "the protected blocks count" if all(protected(origin) for _, origin in items) else "the prompt still counts"
+        raise view.refusal(actual, budget, f"After the interceptors {what} {actual} tokens, over the budget of {budget}.")
     return _result(view, result, items, gone, diagnostics, actual)
 
 
