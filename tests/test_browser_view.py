@@ -128,7 +128,9 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page):
         chart.scroll_into_view_if_needed()
         bars = chart.locator(".barlayer .point path")
         bars.first.wait_for()
-        bars.nth(min(3, bars.count() - 1)).hover(force=True)
+        boxes = [bars.nth(k).bounding_box() for k in range(bars.count())]
+        widest = max(range(len(boxes)), key=lambda k: (boxes[k] or {}).get("width", 0) * (boxes[k] or {}).get("height", 0))
+        bars.nth(widest).hover(force=True)  # the widest bar: a sliver of a bar may show no label
         label = chart.locator(".hoverlayer .hovertext").first
         label.wait_for()
         assert label.bounding_box()["width"] > chart.bounding_box()["width"] * 0.8  # as wide as the chart, or wider
