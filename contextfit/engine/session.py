@@ -51,10 +51,12 @@ class _Lineage:
     per counter: the session vouches that their prefixes are unchanged, so
     none is compared again."""
 
-    __slots__ = ("_facts",)
+    __slots__ = ("_facts", "_walks")
 
     def __init__(self) -> None:
         self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
+        # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
+        self._walks: dict[Any, Any] = {}
 
     def cut(self, n: int) -> None:
         """Forget the analyses of more than the first ``n`` items (item ``n`` changed)."""
@@ -64,6 +66,9 @@ class _Lineage:
                 self._facts[state] = kept
             else:
                 del self._facts[state]
+        for key, walk in list(self._walks.items()):
+            if walk.n > n:
+                del self._walks[key]
 
     def held(self) -> int:
         """How many analyses are kept."""
@@ -87,6 +92,7 @@ class _Lineage:
         while len(self._facts) > COUNTERS_KEPT:
             del self._facts[next(iter(self._facts))]
         view = FitView(messages, facts, counting)  # type: ignore[arg-type]
+        view.walks = self._walks  # the items are the session's own, unedited before the cut: walks carry over
         if count_all:
             view.count_all()
         return view
