@@ -75,14 +75,14 @@ def test_a_walk_extended_chunk_by_chunk_is_the_walk_made_at_once(chat, budgets):
     the budget moves between two chunks (the cut then moves back too)."""
     messages, cuts, _edits = chat
     counting = counting_for(lambda ms: word_count_counter(ms))
-    walk = walk_module._EMPTY
+    walk = walk_module.empty_walk()
     for end, budget in zip([*cuts, len(messages)], budgets):
         view = _view(messages[:end], counting)
         room = budget - view.protected_tokens()
         if room < 0:
             continue  # refused before any strategy runs
-        walk = walk_module.extend_walk(view, walk if walk.n <= end else walk_module._EMPTY, room)
-        fresh = walk_module.extend_walk(view, walk_module._EMPTY, room)
+        walk = walk_module.extend_walk(view, walk if walk.n <= end else walk_module.empty_walk(), room)
+        fresh = walk_module.extend_walk(view, walk_module.empty_walk(), room)
         assert walk == fresh
         reasons = start_reasons(view)
         fill_newest(view, reasons, room_left(view, budget))

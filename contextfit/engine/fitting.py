@@ -263,7 +263,7 @@ def _enforce(
                     reasons[member] = why
                 split.append(list(members))
     if split:
-        proposal.assembled = None
+        proposal.assembled = None  # (never set on an untrusted proposal, the only one checked for groups)
         diagnostics.append(
             {
                 "code": r.GROUP_SPLIT_PREVENTED,
@@ -333,8 +333,9 @@ def _total(view: FitView, proposal: Proposal) -> int:
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
     """Drop the oldest unprotected kept units (inserted blocks included) until
     ``total`` fits ``target``; returns the new total."""
+    if proposal.assembled is not None:  # the reasons are a walk's own (strategies/walk.py): change a copy
+        proposal.reasons, proposal.assembled = list(proposal.reasons), None
     reasons = proposal.reasons
-    proposal.assembled = None  # what it says is about to change
     # A compressed block that stands for one input message (a cleared tool
     # result) goes with that message's unit: dropping one without the other
     # would send half a tool group.
@@ -435,7 +436,7 @@ def _assemble(
         list(reasons),
         view.protect,
         dict.fromkeys(restored, r.RESTORED),
-        list(facts.tokens),
+        facts.tokens if facts.counted_total is not None else list(facts.tokens),  # all counted: never written again
         facts.roles,
         facts.kinds,
         facts.ids,

@@ -13,9 +13,10 @@ messages of one fit. A later fit of the same messages with more at the end
 (a :class:`~contextfit.engine.session.FitSession` vouches that the earlier
 ones are the same objects, unedited) recomputes only from the oldest unit the
 new messages changed: the new units, a group a new tool result joined, the
-previous current input, which a new message unprotects. The rest is slices
-of the previous walk's lists: a refit after one appended message does work in
-proportion to what changed and to the kept run, not to the chat.
+previous current input, which a new message unprotects. The previous walk's
+lists are cut there and extended in place (a store keeps one walk per
+counter and budget, the newest): a refit after one appended message does
+work in proportion to what changed and to the kept run, not to the chat.
 
 The answer is the plain walk's, exactly (``tests/test_session.py`` holds a
 session's fits to fresh ones, and ``tests/test_walk.py`` this walk to
@@ -39,9 +40,10 @@ from .thinking import fit_thinning
 WALKS_KEPT = 8
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Walk:
-    """``truncate``'s walk over the first ``n`` messages for one budget (read-only)."""
+    """``truncate``'s walk over the first ``n`` messages for one budget. Read
+    it, do not change it: the next walk made from it takes over its lists."""
 
     n: int
     current: int | None  # the current input it protected
@@ -54,7 +56,9 @@ class Walk:
     excluded: list[dict]
 
 
-_EMPTY = Walk(0, None, None, [], [0], 0, [], [], [])
+def empty_walk() -> Walk:
+    """The walk over no messages, which a fresh walk is made from."""
+    return Walk(0, None, None, [], [0], 0, [], [], [])
 
 
 def walked_truncate(view: FitView, budget: int, options: dict[str, Any], walks: dict) -> Proposal | None:
@@ -63,7 +67,8 @@ def walked_truncate(view: FitView, budget: int, options: dict[str, Any], walks: 
     stored for the next fit; ``None`` where the plain walk must run (options
     given, or blocks left uncounted: ``count_excluded=False`` counts only what
     the walk reaches). Its ``assembled`` carries the total and the kept and
-    excluded messages, so that the host does not derive them again."""
+    excluded messages, so that the host does not derive them again; the
+    proposal's lists are the walk's (the host copies what it changes or keeps)."""
     if options or view.facts.counted_total is None:
         return None
     thinned = fit_thinning(view, budget, options)  # reasoning of older turns goes first, as truncate does
@@ -72,14 +77,14 @@ def walked_truncate(view: FitView, budget: int, options: dict[str, Any], walks: 
     key = (view.counting.state, budget)
     before = walks.pop(key, None)
     if before is None or before.n > view.n:
-        before = _EMPTY
+        before = empty_walk()
     room = budget - view.protected_tokens()
     walk = extend_walk(view, before, room)
     walks[key] = walk
     while len(walks) > WALKS_KEPT:
         del walks[next(iter(walks))]
     total = budget - room + walk.cum[-1] - walk.cum[walk.cut]
-    return Proposal(list(walk.reasons), assembled=(total, walk.kept, walk.excluded))
+    return Proposal(walk.reasons, assembled=(total, walk.kept, walk.excluded))
 
 
 def _first_changed(view: FitView, before: Walk) -> int:
@@ -101,14 +106,15 @@ def _first_changed(view: FitView, before: Walk) -> int:
 
 def extend_walk(view: FitView, before: Walk, room: int) -> Walk:
     """The walk over ``view`` with ``room`` tokens for unprotected units, made
-    from ``before`` (a walk over a prefix of the same, unedited messages; the
-    empty walk for a fresh one)."""
+    from ``before`` (a walk over a prefix of the same, unedited messages; an
+    :func:`empty_walk` for a fresh one), whose lists it takes over."""
     facts, protect, n = view.facts, view.protect, view.n
     tokens, group_of, members = facts.tokens, facts.group_of, facts.members
     first = _first_changed(view, before)
     # Units before ``first`` are the same units with the same costs: keep their sums.
     same = bisect_left(before.roots, first)
-    roots, cum = before.roots[:same], before.cum[:same + 1]
+    roots, cum = before.roots, before.cum
+    del roots[same:], cum[same + 1:]
     total = cum[-1]
     for index in range(first, n):
         if protect[index] is None:
@@ -125,7 +131,8 @@ def extend_walk(view: FitView, before: Walk, room: int) -> Walk:
     cut = bisect_left(cum, total - room)
     cut_root = roots[cut] if cut < len(roots) else n
     over = r.OVER_BUDGET
-    reasons = [*before.reasons, *repeat(over, n - before.n)]
+    reasons = before.reasons
+    reasons.extend(repeat(over, n - before.n))
     for index in range(first, n):
         root = group_of.get(index, index)
         if root < first:  # a later member of an older unit: set with its unit below
@@ -143,9 +150,10 @@ def extend_walk(view: FitView, before: Walk, room: int) -> Walk:
     changed = roots[low] if low < same else first
     protected = bisect_left(view.protected, changed)
     messages = view.messages
-    tail = reasons[changed:]
-    kept = [*before.kept[:protected], *compress(messages[changed:], map(is_, tail, repeat(None)))]
-    excluded = [*before.excluded[:changed - protected], *compress(messages[changed:], tail)]
+    tail, kept, excluded = reasons[changed:], before.kept, before.excluded
+    del kept[protected:], excluded[changed - protected:]
+    kept.extend(compress(messages[changed:], map(is_, tail, repeat(None))))
+    excluded.extend(compress(messages[changed:], tail))
     current = view.current_input
     return Walk(n, current, None if current is None else group_of.get(current, current), roots, cum, cut, reasons,
                 kept, excluded)
