@@ -119,3 +119,14 @@ def test_a_refit_after_one_append_walks_only_what_changed(monkeypatch):
     monkeypatch.undo()
     cold = contextfit.shift_context(session.messages, contextfit.token_counter("gpt-4o"), 600, interceptors=())
     assert result.kept == cold.kept and result.excluded == cold.excluded and result.tokens == cold.tokens
+
+
+def test_a_session_keeps_a_bounded_number_of_walks_and_forgets_those_past_an_edit():
+    session = FitSession([{"role": "user", "content": f"turn {i} alpha"} for i in range(40)])
+    counter = lambda ms: word_count_counter(ms)  # noqa: E731
+    for budget in range(30, 30 + 3 * walk_module.WALKS_KEPT):
+        session.fit(counter, budget)
+    assert session.held()["walks"] == walk_module.WALKS_KEPT
+    session.edit(39, {"role": "user", "content": "edited"})
+    assert session.held()["walks"] == 0  # every walk covered the edited message
+    assert session.fit(counter, 60).kept == contextfit.shift_context(session.messages, counter, 60).kept

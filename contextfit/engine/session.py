@@ -9,8 +9,9 @@ and which costs time in proportion to the whole chat. A session owns its
 messages instead: it keeps copies of what it is given and changes them only
 through :meth:`FitSession.append`, :meth:`~FitSession.extend` and
 :meth:`~FitSession.edit`, so it knows which messages are new. A refit
-analyses and counts only those; the strategy's own walk (``truncate``: from
-the newest message back until the budget is full) is all that is left.
+analyses and counts only those, and ``truncate`` carries its walk over from
+the last fit at the same budget (strategies/walk.py), redoing only the units
+the new messages changed.
 
 A session answers exactly what a fresh :func:`~contextfit.shift_context` or
 :func:`~contextfit.plan_prompt` on :attr:`FitSession.messages` answers (the
@@ -73,6 +74,10 @@ class _Lineage:
     def held(self) -> int:
         """How many analyses are kept."""
         return sum(map(len, self._facts.values()))
+
+    def walks(self) -> int:
+        """How many ``truncate`` walks are kept."""
+        return len(self._walks)
 
     def analyse(self, messages: Sequence[dict], counting: Counting, count_all: bool) -> FitView:
         """The fit's view (the ``analyse`` step of :func:`~contextfit.engine.fitting.fit_messages`):
@@ -263,10 +268,11 @@ class FitSession:
             yield name, plan
 
     def held(self) -> dict[str, int]:
-        """What the session keeps besides its messages: analyses and assembled settings (bounded)."""
+        """What the session keeps besides its messages: analyses, assembled settings and walks (bounded)."""
         with self._lock:
             analyses = self._lineage.held() + sum(planned.lineage.held() for planned in self._plans)
-            return {"messages": len(self._messages), "analyses": analyses, "settings": len(self._plans)}
+            walks = self._lineage.walks() + sum(planned.lineage.walks() for planned in self._plans)
+            return {"messages": len(self._messages), "analyses": analyses, "settings": len(self._plans), "walks": walks}
 
     # -- planning's assembled blocks ----------------------------------------------
     def _settings(self, settings: PlanSettings | None, keywords: dict[str, Any]) -> PlanSettings:
