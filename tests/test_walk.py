@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from conversations import conversations, word_count_counter
+from conversations import conversations, lumpy_counter, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_session import _fit
@@ -40,23 +40,24 @@ def growth(draw):
 
 
 @SETTINGS
-@given(growth(), st.floats(0.05, 1.1), st.booleans())
-def test_a_growing_session_truncates_like_a_fresh_fit_at_one_budget(chat, share, count_excluded):
+@given(growth(), st.floats(0.05, 1.1), st.booleans(), st.sampled_from([word_count_counter, lumpy_counter]))
+def test_a_growing_session_truncates_like_a_fresh_fit_at_one_budget(chat, share, count_excluded, count):
     """One budget for every step (the walk is kept per budget), every refit
-    checked against a fresh ``shift_context`` of a copy."""
+    checked against a fresh ``shift_context`` of a copy; with a counter that
+    is not the sum of its parts too (the host then drops more than the walk)."""
     messages, cuts, edits = chat
-    counter = lambda ms: word_count_counter(ms)  # noqa: E731 - a counter of its own: a fresh cache
+    counter = lambda ms: count(ms)  # noqa: E731 - a counter of its own: a fresh cache
     budget = int(share * word_count_counter(messages))
     session = FitSession(messages[:cuts[0]])
     for end, edit in zip([*cuts[1:], len(messages)], edits):
         warm = _fit(session.fit, counter, budget, "truncate", count_excluded=count_excluded)
-        cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: word_count_counter(ms),
+        cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
                     budget, "truncate", count_excluded=count_excluded)
         assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
         if edit and len(session):  # regenerate the last message: the walk before it carries on
             session.edit(-1, {"role": "assistant", "content": "regenerated " * (1 + len(session) % 7)})
             warm = _fit(session.fit, counter, budget, "truncate", count_excluded=count_excluded)
-            cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: word_count_counter(ms),
+            cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
                         budget, "truncate", count_excluded=count_excluded)
             assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
         session.extend(messages[len(session):end] if end > len(session) else [])
