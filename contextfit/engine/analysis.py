@@ -463,10 +463,13 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
 class FitView:
     """One fit's view of a conversation: facts plus per-fit protection."""
 
-    __slots__ = ("messages", "facts", "counting", "n", "protect", "protected", "current_input", "base_tokens")
+    __slots__ = ("messages", "facts", "counting", "n", "protect", "protected", "current_input", "base_tokens", "walks")
 
     def __init__(self, messages: list[dict], facts: Facts, counting: Counting) -> None:
         self.messages = messages
+        # Earlier ``truncate`` walks over a prefix of these messages that is known
+        # unedited (a FitSession's, which owns its messages), else None: see strategies/walk.py.
+        self.walks: dict | None = None
         self.facts = facts
         self.counting = counting
         self.n = facts.n

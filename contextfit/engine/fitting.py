@@ -40,6 +40,7 @@ from .proposals import Unusable, check_proposal, equal, insertions, kept_mask, p
 from .results import Decisions, FitResult, InsertedBlock
 from .strategies import BUILTINS, is_trusted
 from .strategies.base import BuiltinStrategy, Proposal
+from .strategies.walk import walked_truncate
 from ..tokens.template import TEMPLATES
 
 _FALLBACK = BUILTINS[0]  # the package's own truncate
@@ -114,7 +115,12 @@ def fit_messages(
         raise view.refusal(protected_tokens, budget)
     diagnostics = _orphans(view)
     if trusted:
-        proposal, why, altered = impl.propose(view, budget, **options), None, []
+        proposal = None
+        if view.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
+            proposal = walked_truncate(view, budget, options, view.walks)
+        if proposal is None:
+            proposal = impl.propose(view, budget, **options)
+        why, altered = None, []
     else:
         proposal, why, altered = _plugin_proposal(view, impl, budget, options, count_tokens)
     proposal, used, restored = _accept(view, proposal, name, budget, why, altered, diagnostics)
@@ -257,6 +263,7 @@ def _enforce(
                     reasons[member] = why
                 split.append(list(members))
     if split:
+        proposal.assembled = None  # (never set on an untrusted proposal, the only one checked for groups)
         diagnostics.append(
             {
                 "code": r.GROUP_SPLIT_PREVENTED,
@@ -314,6 +321,8 @@ def _drop_half_linked(view: FitView, proposal: Proposal, diagnostics: list[dict]
 def _total(view: FitView, proposal: Proposal) -> int:
     """Overhead plus every kept message and inserted block (kept messages are
     always counted: strategies count what they keep)."""
+    if proposal.assembled is not None:
+        return proposal.assembled[0]
     inserted = sum(block.tokens or 0 for block in proposal.inserted)
     facts = view.facts
     if facts.counted_total is not None:  # all counted: subtract the excluded (reasons are truthy exactly there)
@@ -324,6 +333,8 @@ def _total(view: FitView, proposal: Proposal) -> int:
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
     """Drop the oldest unprotected kept units (inserted blocks included) until
     ``total`` fits ``target``; returns the new total."""
+    if proposal.assembled is not None:  # the reasons are a walk's own (strategies/walk.py): change a copy
+        proposal.reasons, proposal.assembled = list(proposal.reasons), None
     reasons = proposal.reasons
     # A compressed block that stands for one input message (a cleared tool
     # result) goes with that message's unit: dropping one without the other
@@ -412,17 +423,20 @@ def _assemble(
     tokens: int,
 ) -> FitResult:
     messages, reasons = view.messages, proposal.reasons
-    kept = list(compress(messages, kept_mask(reasons)))
+    if proposal.assembled is not None:  # a walk carried from the last fit knows them (strategies/walk.py)
+        kept, excluded = list(proposal.assembled[1]), list(proposal.assembled[2])
+    else:
+        kept = list(compress(messages, kept_mask(reasons)))
+        excluded = list(compress(messages, reasons))  # an exclusion reason is a non-empty string
     for position, block in insertions(reasons, proposal.inserted):
         kept.insert(position, block.message)
-    excluded = list(compress(messages, reasons))  # an exclusion reason is a non-empty string
     facts = view.facts
     decisions = Decisions(
         messages,
         list(reasons),
         view.protect,
         dict.fromkeys(restored, r.RESTORED),
-        list(facts.tokens),
+        facts.tokens if facts.counted_total is not None else list(facts.tokens),  # all counted: never written again
         facts.roles,
         facts.kinds,
         facts.ids,

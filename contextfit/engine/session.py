@@ -9,8 +9,9 @@ and which costs time in proportion to the whole chat. A session owns its
 messages instead: it keeps copies of what it is given and changes them only
 through :meth:`FitSession.append`, :meth:`~FitSession.extend` and
 :meth:`~FitSession.edit`, so it knows which messages are new. A refit
-analyses and counts only those; the strategy's own walk (``truncate``: from
-the newest message back until the budget is full) is all that is left.
+analyses and counts only those, and ``truncate`` carries its walk over from
+the last fit at the same budget (strategies/walk.py), redoing only the units
+the new messages changed.
 
 A session answers exactly what a fresh :func:`~contextfit.shift_context` or
 :func:`~contextfit.plan_prompt` on :attr:`FitSession.messages` answers (the
@@ -51,10 +52,12 @@ class _Lineage:
     per counter: the session vouches that their prefixes are unchanged, so
     none is compared again."""
 
-    __slots__ = ("_facts",)
+    __slots__ = ("_facts", "_walks")
 
     def __init__(self) -> None:
         self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
+        # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
+        self._walks: dict[Any, Any] = {}
 
     def cut(self, n: int) -> None:
         """Forget the analyses of more than the first ``n`` items (item ``n`` changed)."""
@@ -64,10 +67,17 @@ class _Lineage:
                 self._facts[state] = kept
             else:
                 del self._facts[state]
+        for key, walk in list(self._walks.items()):
+            if walk.n > n:
+                del self._walks[key]
 
     def held(self) -> int:
         """How many analyses are kept."""
         return sum(map(len, self._facts.values()))
+
+    def walks(self) -> int:
+        """How many ``truncate`` walks are kept."""
+        return len(self._walks)
 
     def analyse(self, messages: Sequence[dict], counting: Counting, count_all: bool) -> FitView:
         """The fit's view (the ``analyse`` step of :func:`~contextfit.engine.fitting.fit_messages`):
@@ -87,6 +97,7 @@ class _Lineage:
         while len(self._facts) > COUNTERS_KEPT:
             del self._facts[next(iter(self._facts))]
         view = FitView(messages, facts, counting)  # type: ignore[arg-type]
+        view.walks = self._walks  # the items are the session's own, unedited before the cut: walks carry over
         if count_all:
             view.count_all()
         return view
@@ -257,10 +268,11 @@ class FitSession:
             yield name, plan
 
     def held(self) -> dict[str, int]:
-        """What the session keeps besides its messages: analyses and assembled settings (bounded)."""
+        """What the session keeps besides its messages: analyses, assembled settings and walks (bounded)."""
         with self._lock:
             analyses = self._lineage.held() + sum(planned.lineage.held() for planned in self._plans)
-            return {"messages": len(self._messages), "analyses": analyses, "settings": len(self._plans)}
+            walks = self._lineage.walks() + sum(planned.lineage.walks() for planned in self._plans)
+            return {"messages": len(self._messages), "analyses": analyses, "settings": len(self._plans), "walks": walks}
 
     # -- planning's assembled blocks ----------------------------------------------
     def _settings(self, settings: PlanSettings | None, keywords: dict[str, Any]) -> PlanSettings:

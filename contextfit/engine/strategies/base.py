@@ -33,11 +33,16 @@ class Proposal:
 
     ``reasons[i]`` is ``None`` for a kept input message, else why it goes
     (an excluded reason string). ``inserted`` are blocks the strategy adds.
+    ``assembled`` is what the host would derive from ``reasons``, given by a
+    built-in that knows it already (:mod:`.walk`): ``(tokens, kept messages,
+    excluded messages)``, read-only; the host reads it only from a trusted
+    strategy, and drops it when it changes ``reasons``.
     """
 
     reasons: list[str | None]
     inserted: list[InsertedBlock] = field(default_factory=list)
     diagnostics: list[dict] = field(default_factory=list)
+    assembled: tuple[int, list[dict], list[dict]] | None = None
 
 
 def start_reasons(view: FitView, default: str | None = r.OVER_BUDGET) -> list[str | None]:
