@@ -524,3 +524,16 @@ def test_a_counter_over_the_sum_of_its_parts_still_gets_the_interceptors_additio
     assert lumpy(result.kept) <= 10
     assert [m["content"] for m in result.kept] == ["s s", "h h h", "a a", "q"]  # the addition went, nothing else
     assert any(d["code"] == "LATE_OVERFLOW" for d in result.diagnostics)
+
+
+def test_a_counter_over_the_sum_of_its_parts_is_reported_when_more_is_dropped():
+    """COUNT_ADJUSTED was appended after the result had copied its diagnostics, so it never reached the caller."""
+
+    def lumpy(messages):
+        return sum(len(str(m.get("content") or "").split()) for m in messages) + max(len(messages) - 2, 0)
+
+    chat = [{"role": "user", "content": "word " * 5}, {"role": "assistant", "content": "word " * 5}] * 4
+    chat.append({"role": "user", "content": "now"})
+    result = contextfit.shift_context(chat, lumpy, 22)  # five messages' parts add up to 21, but count 24
+    assert lumpy(result.kept) <= 22 and len(result.kept) == 4
+    assert "COUNT_ADJUSTED" in [d["code"] for d in result.diagnostics]

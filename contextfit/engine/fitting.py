@@ -407,6 +407,7 @@ def _verify(
                 "message": "count_tokens is not the sum of per-message counts; more was dropped to fit its own total.",
             }
         )
+        result = replace(result, diagnostics=list(diagnostics))  # the result holds a copy made before this note
     if actual != result.tokens:
         result = replace(result, tokens=actual)
     return result
