@@ -7,7 +7,8 @@ Shares test_browser.py's server and page fixtures; skips the same way.
 
 from __future__ import annotations
 
-from test_browser import ARTIFACTS, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
+from test_browser import ARTIFACTS, load, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
 def _download_report(page, target):
@@ -121,8 +122,12 @@ CLIPPED = """(label) => {
 }"""
 
 
-def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page):
-    page.set_viewport_size({"width": 1440, "height": 900})  # five columns: each chart is some 180 pixels wide
+def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server):
+    # Opened at 1440 wide (five columns: each chart is some 180 pixels wide) rather than resized
+    # to it: a resize relayouts the charts a while later, and a label drawn before that is lost.
+    page = page.context.browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(120_000)
+    load(page, server)
     for number in (1, 3, 0):  # two block charts and a budget bar
         chart = page.locator('[data-testid="stPlotlyChart"]').nth(number)
         chart.scroll_into_view_if_needed()
@@ -130,8 +135,14 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page):
         bars.first.wait_for()
         boxes = [bars.nth(k).bounding_box() for k in range(bars.count())]
         widest = max(range(len(boxes)), key=lambda k: (boxes[k] or {}).get("width", 0) * (boxes[k] or {}).get("height", 0))
-        bars.nth(widest).hover(force=True)  # the widest bar: a sliver of a bar may show no label
         label = chart.locator(".hoverlayer .hovertext").first
+        for _ in range(5):  # should a late relayout clear the label, move away and hover again
+            bars.nth(widest).hover(force=True)  # the widest bar: a sliver of a bar may show no label
+            try:
+                label.wait_for(timeout=10_000)
+                break
+            except PlaywrightTimeout:
+                page.mouse.move(0, 0)
         label.wait_for()
         assert label.bounding_box()["width"] > chart.bounding_box()["width"] * 0.8  # as wide as the chart, or wider
         assert label.evaluate(CLIPPED) is None
