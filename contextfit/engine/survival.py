@@ -66,13 +66,13 @@ _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 def entities(text: str) -> list[str]:
     """The default rule's entities of ``text``, in the rule's order (see the module docstring)."""
     found: list[str] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where an earlier entity's match stands
 
     def add(value: str, start: int, end: int) -> None:
         value = value.strip()
-        if len(value) < 2 or any(s < end and start < e for s, e in taken):
+        if len(value) < 2 or taken.find(1, start, end) != -1:
             return
-        taken.append((start, end))
+        taken[start:end] = b"\x01" * (end - start)
         if value not in found:
             found.append(value)
 
@@ -100,20 +100,23 @@ def _sentence_initial(text: str, start: int) -> bool:
     return position < 0 or text[position] in ".!?:\n\"“(*-#>"
 
 
-def contains_word(text: str, entity: str) -> bool:
-    """Whether ``entity`` stands in ``text`` between non-word characters.
+def contains_word(text: str, entity: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``entity`` stands in ``text`` (within ``text[start:end]``) between non-word characters.
 
     >>> contains_word("order 1423 shipped", "42"), contains_word("the answer is 42.", "42")
     (False, True)
+    >>> contains_word("42 is 42.", "42", 1), contains_word("42 is 42.", "42", 1, 7)
+    (True, False)
     """
-    position = text.find(entity)
+    stop = len(text) if end is None else end
+    position = text.find(entity, start, stop)
     while position != -1:
         before = text[position - 1] if position else " "
         end = position + len(entity)
         after = text[end] if end < len(text) else " "
         if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
             return True
-        position = text.find(entity, position + 1)
+        position = text.find(entity, position + 1, stop)
     return False
 
 
