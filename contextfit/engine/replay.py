@@ -4,8 +4,10 @@ One fit is a snapshot; a product lives with a strategy for a whole chat.
 :func:`replay` walks a conversation: each user message is a request (the
 conversation up to it), and the assistant messages after it, up to the next
 request, are its output. Every request is fitted with every strategy — warm
-refits: the counts and analyses of the earlier turns are reused — and for
-each turn and strategy the replay records
+refits: each turn's new messages are appended to one
+:class:`~contextfit.FitSession`, which assembles and analyses only them, and
+what the replay reads of a sent block (its tokens, provider messages and
+text) is worked out once — and for each turn and strategy the replay records
 
 * the prompt tokens and what was dropped, summarized and compressed;
 * the tokens shared with the previous turn's request, on the rendered
@@ -52,6 +54,7 @@ from .results import FitResult
 from .session import FitSession
 from .survival import (
     IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, contains_word, declared_facts, entities, message_ids, pinned_position,
+    pinned_status,
 )
 
 DECLARED = "declared"
@@ -647,13 +650,8 @@ class _Walker:
         return tuple(states)
 
     def _pinned_status(self, fact: Fact, plain: list[_Block], summary: list[_Block]) -> str:
-        """A pinned message: sent as it is, or quoted by a summary."""
         wanted = self.ids[pinned_position(fact, self.ids)]
-        if any(entry.ident == wanted and not entry.compressed for entry in plain):
-            return VERBATIM
-        quoted = any(source.get("id") == wanted for entry in summary
-                     for source in msg.meta_of(entry.block).get("sources") or () if isinstance(source, dict))
-        return IN_SUMMARY if quoted else LOST
+        return pinned_status(wanted, [(entry.ident, entry.compressed) for entry in plain], [entry.block for entry in summary])
 
 
 __all__ = ["FactState", "Replay", "StrategyTotals", "TurnResult", "Variant", "replay", "request_positions", "variants"]

@@ -41,7 +41,7 @@ An entity is found in a text between non-word characters (``42`` is not in
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,3 +228,52 @@ def message_ids(messages: Sequence[dict]) -> list[str]:
     ['m0', 'x']
     """
     return [msg.explicit_id(message) or f"m{position}" for position, message in enumerate(messages)]
+
+
+def pinned_status(wanted: str, plain: Iterable[tuple[Any, bool]], summaries: Iterable[dict]) -> str:
+    """A pinned message's state: ``verbatim`` when a sent block is that message
+    (``plain``: the sent blocks' ``(id, compressed)``, summaries aside) and not
+    compressed, ``summary`` when a summary block quotes it (``meta.sources``), else ``lost``.
+
+    >>> pinned_status("m3", [("m3", False)], []), pinned_status("m3", [("m3", True)], []), pinned_status("m1", [], [])
+    ('verbatim', 'lost', 'lost')
+    """
+    if any(ident == wanted and not compressed for ident, compressed in plain):
+        return VERBATIM
+    quoted = any(source.get("id") == wanted for block in summaries
+                 for source in msg.meta_of(block).get("sources") or () if isinstance(source, dict))
+    return IN_SUMMARY if quoted else LOST
+
+
+def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[dict]) -> list[dict[str, str]]:
+    """``{"name", "status"}`` of each declared fact in force in ``messages``
+    (a text or regex one that a message holds, a pinned message that exists),
+    as ``kept`` (the blocks sent) carries it — what a generation's audit records.
+
+    >>> chat = [{"role": "user", "content": "My order is ORD-7."}, {"role": "user", "content": "Hi"}]
+    >>> fact_report(declared_facts(["ORD-7", "/ORD-[0-9]+/", "absent", {"message": 0}]), chat, chat[1:])
+    [{'name': 'ORD-7', 'status': 'lost'}, {'name': '/ORD-[0-9]+/', 'status': 'lost'}, {'name': 'message 0', 'status': 'lost'}]
+    """
+    if not facts:
+        return []
+    finder = FactFinder(facts)
+    ids = message_ids(messages)
+    said = frozenset().union(*(finder.found_in(msg.message_text(m)) for m in messages if isinstance(m, dict)))
+    summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
+    plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
+    in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))
+    in_summary = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in summaries))
+    report = []
+    for index, fact in enumerate(facts):
+        if fact.text is None and fact.regex is None:
+            position = pinned_position(fact, ids)
+            if position is None:
+                continue
+            pairs = [(msg.message_id(block, -1), bool(msg.meta_of(block).get("compressed"))) for block in plain]
+            status = pinned_status(ids[position], pairs, summaries)
+        elif index not in said:
+            continue
+        else:
+            status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+        report.append({"name": fact.name, "status": status})
+    return report
