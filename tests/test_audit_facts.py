@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from api_support import LOCAL
 from fastapi.testclient import TestClient
@@ -80,3 +81,26 @@ def test_a_generation_records_the_facts_of_its_chat(store):
         assert client.get(f"/api/v2/chats/{chat_id}/context-audit").json()["facts"] == expected
         bad = client.post("/api/v2/chats", json={"messages": _chat(), "settings": {"facts": [{"bogus": 1}]}})
         assert bad.status_code == 422 and bad.json()["error"]["code"] == "INVALID_SETTINGS"
+
+
+def test_the_audit_page_shows_the_facts(tmp_path, monkeypatch):
+    from conftest import REPO
+    from streamlit.testing.v1 import AppTest
+
+    from contextfit.serving.generation import generate
+    from contextfit.serving.store import open_store
+
+    database = str(tmp_path / "chats.db")
+    opened = open_store(database)
+    chat_id = opened.create_chat(messages=_chat(), settings={"contextLimit": 400, "responseReserve": 100,
+                                                              "facts": FACTS}).id
+    anyio.run(lambda: generate(opened, {"echo": EchoProvider()}, chat_id))
+    opened.close()
+    monkeypatch.setenv("CONTEXTFIT_DB", database)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception
+    assert "Must-survive facts" in [header.value for header in at.subheader]
+    shown = at.dataframe[0].value
+    assert list(shown["name"]) == ["ORD-7731", "/zenith\\s+express/i", "the courier message"]
+    assert list(shown["status"]) == ["lost", "verbatim", "lost"]
