@@ -35,6 +35,7 @@ present over facts in force, all turns together).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -414,6 +415,7 @@ class _Block(NamedTuple):
 
 
 _RENDERED = attrgetter("rendered")
+_WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word characters
 
 
 @dataclass(slots=True)
@@ -474,6 +476,7 @@ class _Walker:
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of the messages searched so far, joined by newlines
+        self._words: set[str] = set()  # their words (runs of word characters)
         self._starts: list[int] = []
 
     # -- the request of a turn
@@ -610,6 +613,13 @@ class _Walker:
             else:
                 starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=0))
                 self._joined = "\n".join(new)
+            for text in new:
+                self._words.update(_WORD.findall(text))
+        # Where the entity stands between non-word characters, its first run of
+        # word characters is a whole word of the text: no such word, no search.
+        first = _WORD.search(entity)
+        if first is not None and first.group() not in self._words:
+            return False
         searched, found = self._said.get(entity, (0, False))
         if "\n" in entity or searched > position:
             searched, found = 0, False
