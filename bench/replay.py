@@ -13,8 +13,9 @@ On the seeded synthetic chat (``bench/conversations.py``) cut after its
   strategies, after the same clearing (its own warm refits only);
 * ``replay warm``: the same replay again, the caches kept.
 
-The ratios are per run (both sides timed in the same run) and the median is
-printed; so is the work per turn. Budget: ``--limit`` tokens (default 32,000)
+The vocabulary is loaded before the first run. The ratios are per run (both
+sides timed in the same run) and the median is printed; so is the work per
+turn, and the load average before and after (the machine is shared). Budget: ``--limit`` tokens (default 32,000)
 less a 4,000-token reserve, so the later turns must cut.
 """
 
@@ -23,9 +24,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
-from time import perf_counter
+from time import perf_counter, process_time
 from typing import Any
 
 import contextfit
@@ -48,9 +50,11 @@ def conversation(turns: int) -> list[dict]:
 
 
 def _timed(call) -> tuple[float, Any]:
+    """Wall seconds and the value; the CPU seconds of the last call are in ``_timed.cpu``."""
     gc.collect()
-    start = perf_counter()
+    start, cpu = perf_counter(), process_time()
     value = call()
+    _timed.cpu = process_time() - cpu  # type: ignore[attr-defined]
     return perf_counter() - start, value
 
 
@@ -59,14 +63,19 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
     messages = conversation(turns)
     settings = {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
     rows = []
+    contextfit.plan_prompt(messages[:2], **settings)  # loads the vocabulary: no run times that
+    load_before = os.getloadavg()
     for _ in range(runs):
         contextfit.clear_caches(vocabularies=False)
         cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
+        cpu_cold = _timed.cpu  # type: ignore[attr-defined]
         contextfit.clear_caches(vocabularies=False)
         replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
+        cpu_replay = _timed.cpu  # type: ignore[attr-defined]
         replay_warm, _ = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         rows.append({"cold_fit": cold, "replay_cold": replay_cold, "replay_warm": replay_warm,
-                     "ratio_cold": replay_cold / cold, "ratio_warm": replay_warm / cold})
+                     "ratio_cold": replay_cold / cold, "ratio_warm": replay_warm / cold,
+                     "cpu_cold_fit": cpu_cold, "cpu_replay_cold": cpu_replay, "cpu_ratio_cold": cpu_replay / cpu_cold})
     return {
         "messages": len(messages),
         "turns": len(result.requests),
@@ -76,7 +85,9 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
         "runs": rows,
         "median_ratio_cold": statistics.median(row["ratio_cold"] for row in rows),
         "median_ratio_warm": statistics.median(row["ratio_warm"] for row in rows),
+        "median_cpu_ratio_cold": statistics.median(row["cpu_ratio_cold"] for row in rows),
         "target": 3.0,
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
 
 
@@ -97,6 +108,14 @@ def report(result: dict[str, Any]) -> str:
     lines.append(f"median ratio, replay cold / one cold fit: {result['median_ratio_cold']:.2f}x "
                  f"(warm {result['median_ratio_warm']:.2f}x); target <= {result['target']:.0f}x: {verdict}; "
                  f"{per_fit:.2f} ms per fit")
+    if "median_cpu_ratio_cold" in result:
+        cpu = statistics.median(row["cpu_replay_cold"] for row in result["runs"])
+        lines.append(f"CPU time (less sensitive to a shared machine): replay cold {cpu:.3f} s, cold fit "
+                     f"{statistics.median(row['cpu_cold_fit'] for row in result['runs']):.3f} s, median ratio "
+                     f"{result['median_cpu_ratio_cold']:.2f}x, {cpu / fits * 1000:.2f} ms per fit")
+    load = result.get("load_average")
+    if load:
+        lines.append(f"load average (1, 5, 15 min) before {load['before']}, after {load['after']} on {os.cpu_count()} CPUs")
     return "\n".join(lines)
 
 

@@ -44,6 +44,10 @@ st.caption(
 )
 if bands.provider_count_text(audit):
     st.caption(bands.provider_count_text(audit))
+if audit.facts:
+    st.subheader("Must-survive facts")
+    st.caption("The chat's facts setting: verbatim (a sent block holds it), summary (a summary line quotes it) or lost.")
+    st.dataframe(pd.DataFrame(audit.facts), hide_index=True, width="stretch")
 if audit.blocks:
     st.plotly_chart(charts.budget_figure(plan), key="audit-budget", width="stretch")
     st.plotly_chart(charts.blocks_figure(plan), key="audit-blocks", width="stretch")

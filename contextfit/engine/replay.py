@@ -4,8 +4,10 @@ One fit is a snapshot; a product lives with a strategy for a whole chat.
 :func:`replay` walks a conversation: each user message is a request (the
 conversation up to it), and the assistant messages after it, up to the next
 request, are its output. Every request is fitted with every strategy — warm
-refits: the counts and analyses of the earlier turns are reused — and for
-each turn and strategy the replay records
+refits: each turn's new messages are appended to one
+:class:`~contextfit.FitSession`, which assembles and analyses only them, and
+what the replay reads of a sent block (its tokens, provider messages and
+text) is worked out once — and for each turn and strategy the replay records
 
 * the prompt tokens and what was dropped, summarized and compressed;
 * the tokens shared with the previous turn's request, on the rendered
@@ -33,21 +35,27 @@ present over facts in force, all turns together).
 
 from __future__ import annotations
 
-import dataclasses
+import re
 from collections.abc import Mapping, Sequence
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import accumulate, chain
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from ..errors import ContextfitError, InvalidMessages, InvalidSettings, TokenBudgetExceeded
 from ..inputs import messages as msg
 from ..tokens.prices import RequestCost
 from ..tokens.template import trace
 from . import prompt_cache as pc
-from .pipeline import BUILTIN_STRATEGIES, Prepared, fit_prepared, prepare
+from .fitting import Analyse
+from .pipeline import BUILTIN_STRATEGIES, Prepared, fit_prepared
 from .plan_settings import PlanSettings, settings_for
 from .results import FitResult
+from .session import FitSession
 from .survival import (
     IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, contains_word, declared_facts, entities, message_ids, pinned_position,
+    pinned_status,
 )
 
 DECLARED = "declared"
@@ -315,12 +323,12 @@ def replay(
     turns: dict[str, list[TurnResult]] = {variant.label: [] for variant, _ in plan_variants}
     previous: dict[str, _Sent | None] = {variant.label: None for variant, _ in plan_variants}
     for turn, position in enumerate(requests, start=1):
-        prepared = walker.prepared(position)
+        prepared, analyse = walker.prepared(position)
         output = walker.output_tokens(prepared, turn - 1)
         in_force = walker.in_force(position)
         for variant, variant_settings in plan_variants:
             try:
-                fit = fit_prepared(prepared, variant_settings, variant.strategy)
+                fit = fit_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
             except TokenBudgetExceeded as exc:
                 turns[variant.label].append(_failed(turn, position, variant.label, output, in_force, exc))
                 previous[variant.label] = None
@@ -341,9 +349,9 @@ def replay(
         provider=info.provider,
         cache_rule=walker.rule,
         prices=None if info.prices is None else info.prices.to_dict(),
-        budget=walker.full.budget,
-        context_limit=walker.full.context_limit,
-        response_reserve=walker.full.response_reserve,
+        budget=walker.last.budget,
+        context_limit=walker.last.context_limit,
+        response_reserve=walker.last.response_reserve,
         fact_rule=DECLARED if walker.facts else DEFAULT_ENTITIES,
         facts=tuple(walker.facts),
         strategies=tuple(turns),
@@ -384,16 +392,63 @@ def _failed(turn: int, position: int, label: str, output: int, in_force: list, e
                       tuple(FactState(name, LOST) for name, _ in in_force), exc.code, str(exc))
 
 
+def _check(message: Any, position: int) -> None:
+    """Refuse a message no fit would take (each request's messages are checked by the session)."""
+    if not isinstance(message, dict):
+        raise InvalidMessages(f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
+                              f"got {type(message).__name__}", location=f"messages[{position}]")
+    msg.refuse_lone_surrogates(message, f"messages[{position}]")
+
+
+class _Block(NamedTuple):
+    """What a replay reads of one sent block, worked out once: a block sent
+    turn after turn (the session keeps its blocks) costs its memo lookup."""
+
+    block: dict  # held, so that the memo's key (its id) stays its own
+    tokens: int
+    rendered: tuple[dict, ...] | None  # its OpenAI provider messages (None for other templates)
+    text: str
+    summary: bool
+    ident: Any
+    role: str
+    compressed: bool
+
+
+_RENDERED = attrgetter("rendered")
+_WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word characters
+
+
 @dataclass(slots=True)
 class _Sent:
     """What one request sent, for the next turn's cache comparison."""
 
     messages: list[dict]
     system: str | None
-    kept: list[dict]
-    sources: list[tuple[int, ...]]
+    blocks: list[_Block]
+    sources: list[tuple[int, ...]] | None  # per provider message, the blocks it is made of (general template)
+    ends: list[int] | None  # OpenAI: per block, how many provider messages up to its last
     system_sources: tuple[int, ...]
     cacheable: int
+
+
+def _common_prefix(a: list, b: list) -> int:
+    """How many items ``a`` and ``b`` share from the start (list comparisons:
+    an item sent again as the same object compares at once).
+
+    >>> _common_prefix([1, 2, 3, 4], [1, 2, 5]), _common_prefix([1], [1, 2]), _common_prefix([], [1])
+    (2, 1, 0)
+    """
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low], a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 class _Walker:
@@ -406,35 +461,33 @@ class _Walker:
         self.requests = requests
         self.facts = facts
         self.finder = FactFinder(facts) if facts else None
-        # Without a character card or lorebook the assembly of a prefix is a
-        # prefix of the whole assembly (ids are positions), so it is made once.
-        self.full = prepare(messages, settings)
-        self.info = self.full.info
+        # A replay is a sequence of appends: the session assembles and analyses
+        # only each turn's new messages, and every strategy fits the same blocks.
+        self.session = FitSession()
+        for position in range(requests[-1] + 1, len(messages)):  # the last replies, which no request holds
+            _check(messages[position], position)
+        self._blocks: dict[int, _Block] = {}
+        self.last, _ = self.prepared(requests[0])  # the model, limits and tools are checked first
+        self.info = self.last.info
         self.rule = pc.cache_rule(self.info.provider)
         self.minimum = pc.anthropic_minimum(self.info.id)
-        self.stable = settings.character is None and settings.lorebook is None
-        visible = [not (isinstance(m, dict) and msg.meta_of(m).get("hidden") is True) for m in messages]
-        self.extra = len(self.full.blocks) - sum(visible)
-        self.visible_before: list[int] = []
-        count = 0
-        for flag in visible:
-            count += flag
-            self.visible_before.append(count)
         self.ids = message_ids(messages)
         self.texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
-        self._tokens: dict[int, tuple[dict, int]] = {}
-        self._block_texts: dict[int, tuple[dict, str]] = {}
         self._first_seen = self._first_positions() if facts else []
-        self._earlier: list[str] = []
-        self._earlier_upto = 0
+        self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
+        self._joined = ""  # the texts of the messages searched so far, joined by newlines
+        self._words: set[str] = set()  # their words (runs of word characters)
+        self._starts: list[int] = []
 
     # -- the request of a turn
 
-    def prepared(self, position: int) -> Prepared:
-        if not self.stable:
-            return prepare(self.messages[: position + 1], self.settings)
-        k = self.extra + self.visible_before[position]
-        return dataclasses.replace(self.full, blocks=self.full.blocks[:k], texts=self.full.texts[:k])
+    def prepared(self, position: int) -> tuple[Prepared, Analyse]:
+        """The blocks of the request at ``position`` and their analysis step, from the session."""
+        self.session.extend(self.messages[len(self.session): position + 1])
+        self.last, analyse = self.session.prepared(self.settings)
+        if len(self._blocks) > 4 * len(self.last.blocks) + 4096:  # blocks of earlier assemblies, old summaries
+            self._blocks.clear()
+        return self.last, analyse
 
     def output_tokens(self, prepared: Prepared, index: int) -> int:
         """The tokens of the assistant messages after request ``index`` up to the next request."""
@@ -447,31 +500,51 @@ class _Walker:
 
     # -- what was sent, and what the cache makes of it
 
-    def block_tokens(self, prepared: Prepared, block: dict) -> int:
-        hit = self._tokens.get(id(block))
-        if hit is not None and hit[0] is block:
-            return hit[1]
-        tokens = prepared.counter.count_message(block)
-        self._tokens[id(block)] = (block, tokens)
-        return tokens
+    def blocks(self, prepared: Prepared, kept: list[dict]) -> list[_Block]:
+        """The memo entries of ``kept``; only blocks not seen before are worked on."""
+        memo = self._blocks
+        found = list(map(memo.get, map(id, kept)))
+        openai, index = prepared.template == "openai", 0
+        while True:  # C-level searches for the blocks not seen before
+            try:
+                index = found.index(None, index)
+            except ValueError:
+                return found
+            block = kept[index]
+            found[index] = memo[id(block)] = _Block(
+                block, prepared.counter.count_message(block),
+                tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
+                msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
+                bool(msg.meta_of(block).get("compressed")),
+            )
 
     def sent(self, prepared: Prepared, fit: FitResult) -> _Sent:
-        traced = trace(fit.kept, prepared.template)
+        blocks = self.blocks(prepared, fit.kept)
         cacheable = fit.tokens - prepared.counter.base_tokens + prepared.tools_tokens
-        return _Sent(traced.prompt.messages, traced.prompt.system, fit.kept, traced.sources, traced.system_sources, cacheable)
+        if prepared.template == "openai":  # each block is its own provider messages, in order
+            rendered = list(map(_RENDERED, blocks))
+            return _Sent(list(chain.from_iterable(rendered)), None, blocks, None, list(accumulate(map(len, rendered))),
+                         (), cacheable)
+        traced = trace(fit.kept, prepared.template)
+        return _Sent(traced.prompt.messages, traced.prompt.system, blocks, traced.sources, None, traced.system_sources,
+                     cacheable)
 
     def shared(self, prepared: Prepared, sent: _Sent, before: _Sent | None) -> tuple[int, int, bool, bool]:
         """(tokens shared with the previous request, head tokens, whole previous request is a prefix, head unchanged)."""
-        head = prepared.tools_tokens + sum(self.block_tokens(prepared, sent.kept[p]) for p in sent.system_sources)
+        blocks = sent.blocks
+        head = prepared.tools_tokens + sum(blocks[p].tokens for p in sent.system_sources)
         if before is None:
             return 0, head, False, False
         same_system = before.system == sent.system
-        j, limit = 0, min(len(before.messages), len(sent.messages))
-        while j < limit and before.messages[j] == sent.messages[j]:
-            j += 1
+        j = _common_prefix(before.messages, sent.messages)
         whole = same_system and j == len(before.messages)
-        covered = {p for source in sent.sources[:j] for p in source} - {p for source in sent.sources[j:] for p in source}
-        shared = prepared.tools_tokens + sum(self.block_tokens(prepared, sent.kept[p]) for p in covered)
+        # the blocks all of whose provider messages are among the first j
+        if sent.ends is not None:
+            covered = sum(entry.tokens for entry in blocks[: bisect_right(sent.ends, j)])
+        else:
+            inside = set(chain.from_iterable(sent.sources[:j])) - set(chain.from_iterable(sent.sources[j:]))
+            covered = sum(blocks[p].tokens for p in inside)
+        shared = prepared.tools_tokens + covered
         if same_system:
             shared += head - prepared.tools_tokens
         elif sent.system is not None or before.system is not None:
@@ -522,63 +595,73 @@ class _Walker:
         if self.facts:
             return [(fact.name, index) for index, fact in enumerate(self.facts)
                     if self._first_seen[index] is not None and self._first_seen[index] <= position]
-        while self._earlier_upto < position:
-            self._earlier.append(self.texts[self._earlier_upto])
-            self._earlier_upto += 1
-        current = self.texts[position]
-        found = entities(current)
-        if not found:
-            return []
-        earlier = "\n".join(self._earlier)
-        return [(entity, entity) for entity in found if entity in earlier and contains_word(earlier, entity)]
+        found = entities(self.texts[position])
+        return [(entity, entity) for entity in found if self._said_before(entity, position)]
 
-    def _text(self, block: dict) -> str:
-        hit = self._block_texts.get(id(block))
-        if hit is not None and hit[0] is block:
-            return hit[1]
-        text = msg.message_text(block)
-        self._block_texts[id(block)] = (block, text)
-        return text
+    def _said_before(self, entity: str, position: int) -> bool:
+        """Whether the messages before ``position``, joined by newlines, hold
+        ``entity`` between non-word characters. Once found it stays found, so
+        an entity is searched for only in the messages it was not yet
+        searched in (one with a newline may span two messages: it is searched
+        for in all of them)."""
+        starts = self._starts  # where each message's text starts in the join
+        if len(starts) < position:  # the join grows by the turn's new messages: one copy per turn
+            new = self.texts[len(starts):position]
+            if starts:
+                starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=len(self._joined) + 1))
+                self._joined = "\n".join([self._joined, *new])
+            else:
+                starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=0))
+                self._joined = "\n".join(new)
+            for text in new:
+                self._words.update(_WORD.findall(text))
+        # Where the entity stands between non-word characters, its first run of
+        # word characters is a whole word of the text: no such word, no search.
+        first = _WORD.search(entity)
+        if first is not None and first.group() not in self._words:
+            return False
+        searched, found = self._said.get(entity, (0, False))
+        if "\n" in entity or searched > position:
+            searched, found = 0, False
+        if not found and searched < position:
+            end = starts[position] - 1 if position < len(starts) else len(self._joined)
+            found = contains_word(self._joined, entity, starts[searched], end)
+        self._said[entity] = (position, found)
+        return found
 
     def fact_states(self, prepared: Prepared, fit: FitResult, position: int, in_force: list) -> tuple[FactState, ...]:
         if not in_force:
             return ()
-        current = self.ids[position]
-        plain, summary = [], []
-        for block in fit.kept:
-            if msg.kind_of(block) == msg.SUMMARY:
-                summary.append(block)
-            elif self.facts or not (msg.message_id(block, -1) == current and msg.role_of(block) == "user"):
-                # the default rule asks whether the latest message's entities are sent besides it
-                plain.append(block)
+        blocks = self.blocks(prepared, fit.kept)
+        summary = [entry for entry in blocks if entry.summary]
         if not self.facts:
-            plain_text = "\n".join(map(self._text, plain))
-            summary_text = "\n".join(map(self._text, summary))
+            # the default rule asks whether the latest message's entities are sent besides it
+            current = self.ids[position]
+            plain_text = "\n".join([entry.text for entry in blocks if not entry.summary
+                                    and not (entry.ident == current and entry.role == "user")])
+            summary_text = "\n".join([entry.text for entry in summary])
             return tuple(
                 FactState(name, VERBATIM if contains_word(plain_text, name) else IN_SUMMARY
                           if contains_word(summary_text, name) else LOST)
                 for name, _ in in_force
             )
+        plain = [entry for entry in blocks if not entry.summary] if len(summary) else blocks
+        finder = self.finder
+        in_plain: frozenset[int] = frozenset().union(*[finder.found_in(entry.text) for entry in plain])
+        in_summary: frozenset[int] = frozenset().union(*[finder.found_in(entry.text) for entry in summary])
         states = []
         for name, index in in_force:
-            states.append(FactState(name, self._declared_status(self.facts[index], index, plain, summary)))
+            fact = self.facts[index]
+            if fact.text is None and fact.regex is None:
+                status = self._pinned_status(fact, plain, summary)
+            else:
+                status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+            states.append(FactState(name, status))
         return tuple(states)
 
-    def _declared_status(self, fact: Fact, index: int, plain: list[dict], summary: list[dict]) -> str:
-        finder = self.finder
-        if fact.text is None and fact.regex is None:  # a pinned message: sent as it is, or quoted by a summary
-            wanted = self.ids[pinned_position(fact, self.ids)]
-            if any(msg.message_id(block, -1) == wanted and not msg.meta_of(block).get("compressed") for block in plain):
-                return VERBATIM
-            quoted = any(source.get("id") == wanted for block in summary
-                         for source in msg.meta_of(block).get("sources") or () if isinstance(source, dict))
-            return IN_SUMMARY if quoted else LOST
-        if any(index in finder.found_in(self._text(block)) for block in plain):
-            return VERBATIM
-        if any(index in finder.found_in(self._text(block)) for block in summary):
-            return IN_SUMMARY
-        return LOST
+    def _pinned_status(self, fact: Fact, plain: list[_Block], summary: list[_Block]) -> str:
+        wanted = self.ids[pinned_position(fact, self.ids)]
+        return pinned_status(wanted, [(entry.ident, entry.compressed) for entry in plain], [entry.block for entry in summary])
 
 
 __all__ = ["FactState", "Replay", "StrategyTotals", "TurnResult", "Variant", "replay", "request_positions", "variants"]
-

@@ -29,10 +29,11 @@ from typing import Any
 
 from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
 from ..inputs import messages as msg
+from ..tokens import reasoning
 from .analysis import Facts, FitView, facts_for
 from .assembly import appended_blocks
 from .counting import Counting, CountTokens
-from .fitting import fit_messages
+from .fitting import Analyse, fit_messages
 from .pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
 from .plan_settings import DEFAULT_USER_NAME, PlanSettings, settings_for
 from .results import FitResult
@@ -267,6 +268,17 @@ class FitSession:
                     plan = exc
             yield name, plan
 
+    def prepared(self, settings: PlanSettings | None = None, **keywords: Any) -> tuple[Prepared, Analyse]:
+        """What :meth:`plan` fits, for a caller that fits it itself: the
+        assembled blocks of the session's messages for ``settings`` and the
+        analysis step that knows which of them are new. A replay fits them
+        with each strategy's options through
+        :func:`~contextfit.engine.pipeline.fit_prepared`, without a plan's
+        rendering. Use both while holding :attr:`lock`, before the next change."""
+        with self._lock:
+            planned = self._planned(self._settings(settings, keywords))
+            return planned.prepared, planned.lineage.analyse
+
     def held(self) -> dict[str, int]:
         """What the session keeps besides its messages: analyses, assembled settings and walks (bounded)."""
         with self._lock:
@@ -317,6 +329,8 @@ class FitSession:
             char_name=settings.char_name, overrides=settings.overrides,
         )
         old = planned.prepared
+        if old.has_reasoning or any(map(reasoning.has_reasoning, blocks)):
+            return False  # a new turn strips the earlier turns' reasoning (pipeline.prepare): blocks change
         planned.prepared = replace(old, blocks=[*old.blocks, *blocks],
                                    texts=[*old.texts, *(msg.message_text(block) for block in blocks)])
         planned.n += len(new)

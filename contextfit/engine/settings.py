@@ -22,8 +22,9 @@ class Setting:
     """One allowed setting: its JSON name, where it goes, and its type.
 
     ``kind`` is one of ``int``, ``number``, ``str``, ``bool``, ``object``
-    and ``list``; ``target`` is ``plan`` (a ``plan_prompt`` keyword) or
-    ``provider`` (sent with the request to the model).
+    and ``list``; ``target`` is ``plan`` (a ``plan_prompt`` keyword),
+    ``provider`` (sent with the request to the model) or ``audit`` (read by
+    the generation's audit).
     """
 
     name: str
@@ -112,6 +113,8 @@ SETTINGS: tuple[Setting, ...] = (
         "overrides", "overrides", "object", "Edits by block id: {id: {pinned, manualExcluded, relevance, required}}."
     ),
     Setting("temperature", "temperature", "number", "Sampling temperature sent to the provider.", 0, 2, "provider"),
+    Setting("facts", "facts", "list", "Must-survive facts (strings, /regex/flags or {text|regex, message, name}): "
+            "each generation's audit says whether each is still sent.", target="audit"),
 )
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
 

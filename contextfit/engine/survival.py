@@ -41,7 +41,7 @@ An entity is found in a text between non-word characters (``42`` is not in
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,13 +66,13 @@ _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 def entities(text: str) -> list[str]:
     """The default rule's entities of ``text``, in the rule's order (see the module docstring)."""
     found: list[str] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where an earlier entity's match stands
 
     def add(value: str, start: int, end: int) -> None:
         value = value.strip()
-        if len(value) < 2 or any(s < end and start < e for s, e in taken):
+        if len(value) < 2 or taken.find(1, start, end) != -1:
             return
-        taken.append((start, end))
+        taken[start:end] = b"\x01" * (end - start)
         if value not in found:
             found.append(value)
 
@@ -100,20 +100,23 @@ def _sentence_initial(text: str, start: int) -> bool:
     return position < 0 or text[position] in ".!?:\n\"“(*-#>"
 
 
-def contains_word(text: str, entity: str) -> bool:
-    """Whether ``entity`` stands in ``text`` between non-word characters.
+def contains_word(text: str, entity: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``entity`` stands in ``text`` (within ``text[start:end]``) between non-word characters.
 
     >>> contains_word("order 1423 shipped", "42"), contains_word("the answer is 42.", "42")
     (False, True)
+    >>> contains_word("42 is 42.", "42", 1), contains_word("42 is 42.", "42", 1, 7)
+    (True, False)
     """
-    position = text.find(entity)
+    stop = len(text) if end is None else end
+    position = text.find(entity, start, stop)
     while position != -1:
         before = text[position - 1] if position else " "
         end = position + len(entity)
         after = text[end] if end < len(text) else " "
         if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
             return True
-        position = text.find(entity, position + 1)
+        position = text.find(entity, position + 1, stop)
     return False
 
 
@@ -225,3 +228,52 @@ def message_ids(messages: Sequence[dict]) -> list[str]:
     ['m0', 'x']
     """
     return [msg.explicit_id(message) or f"m{position}" for position, message in enumerate(messages)]
+
+
+def pinned_status(wanted: str, plain: Iterable[tuple[Any, bool]], summaries: Iterable[dict]) -> str:
+    """A pinned message's state: ``verbatim`` when a sent block is that message
+    (``plain``: the sent blocks' ``(id, compressed)``, summaries aside) and not
+    compressed, ``summary`` when a summary block quotes it (``meta.sources``), else ``lost``.
+
+    >>> pinned_status("m3", [("m3", False)], []), pinned_status("m3", [("m3", True)], []), pinned_status("m1", [], [])
+    ('verbatim', 'lost', 'lost')
+    """
+    if any(ident == wanted and not compressed for ident, compressed in plain):
+        return VERBATIM
+    quoted = any(source.get("id") == wanted for block in summaries
+                 for source in msg.meta_of(block).get("sources") or () if isinstance(source, dict))
+    return IN_SUMMARY if quoted else LOST
+
+
+def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[dict]) -> list[dict[str, str]]:
+    """``{"name", "status"}`` of each declared fact in force in ``messages``
+    (a text or regex one that a message holds, a pinned message that exists),
+    as ``kept`` (the blocks sent) carries it — what a generation's audit records.
+
+    >>> chat = [{"role": "user", "content": "My order is ORD-7."}, {"role": "user", "content": "Hi"}]
+    >>> fact_report(declared_facts(["ORD-7", "/ORD-[0-9]+/", "absent", {"message": 0}]), chat, chat[1:])
+    [{'name': 'ORD-7', 'status': 'lost'}, {'name': '/ORD-[0-9]+/', 'status': 'lost'}, {'name': 'message 0', 'status': 'lost'}]
+    """
+    if not facts:
+        return []
+    finder = FactFinder(facts)
+    ids = message_ids(messages)
+    said = frozenset().union(*(finder.found_in(msg.message_text(m)) for m in messages if isinstance(m, dict)))
+    summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
+    plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
+    in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))
+    in_summary = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in summaries))
+    report = []
+    for index, fact in enumerate(facts):
+        if fact.text is None and fact.regex is None:
+            position = pinned_position(fact, ids)
+            if position is None:
+                continue
+            pairs = [(msg.message_id(block, -1), bool(msg.meta_of(block).get("compressed"))) for block in plain]
+            status = pinned_status(ids[position], pairs, summaries)
+        elif index not in said:
+            continue
+        else:
+            status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+        report.append({"name": fact.name, "status": status})
+    return report

@@ -22,6 +22,7 @@ from ..engine import results as r
 from .camel import camel_dict, from_camel_dict
 from ..errors import ContextfitError
 from ..engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo
+from ..engine.survival import Fact, fact_report
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -111,6 +112,9 @@ class PromptContextAudit:
     provider_count: dict | None = None
     #: The prompt tokens the provider reported having read, from a completed generation's usage.
     provider_prompt_tokens: int | None = None
+    #: The chat's must-survive facts (the ``facts`` setting) in force, each
+    #: ``{"name", "status"}``: ``verbatim``, ``summary`` or ``lost`` in what is sent.
+    facts: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.prompt_tokens_estimate is None:  # exact, or an audit stored before estimates: the same number
@@ -172,9 +176,11 @@ class PromptContextAudit:
 
 
 def audit_from_plan(
-    plan: PromptPlan, *, chat_id: str, provider: str, generation_id: str | None = None
+    plan: PromptPlan, *, chat_id: str, provider: str, generation_id: str | None = None,
+    facts: Sequence[Fact] = (), messages: Sequence[dict] = (),
 ) -> PromptContextAudit:
-    """A ``pending`` audit of ``plan``: every block, the final provider messages, the interceptors' reports."""
+    """A ``pending`` audit of ``plan``: every block, the final provider messages, the interceptors' reports,
+    and whether each of the must-survive ``facts`` in force in ``messages`` (the chat planned) is still sent."""
     return PromptContextAudit(
         generation_id=generation_id or new_generation_id(),
         chat_id=chat_id,
@@ -192,6 +198,7 @@ def audit_from_plan(
         provider_system=plan.provider_system,
         interceptor_diagnostics=[d for d in plan.diagnostics if d.get("code") in INTERCEPTOR_CODES],
         prompt_tokens_estimate=plan.prompt_tokens_estimate,
+        facts=fact_report(facts, messages, plan.fit.kept) if facts and plan.fit is not None else [],
     )
 
 

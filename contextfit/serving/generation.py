@@ -45,6 +45,7 @@ from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from .usage import reported_prompt_tokens
 from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
 from ..engine.settings import merge_settings, provider_options
+from ..engine.survival import Fact, declared_facts
 from .store import Chat, Store
 from .validation import check_messages
 
@@ -92,6 +93,8 @@ class ResolvedRequest:
 
     settings: PlanSettings
     provider_options: dict[str, Any]
+    #: the must-survive facts the audit checks (the ``facts`` setting)
+    facts: tuple[Fact, ...] = ()
 
     @property
     def model(self) -> str:
@@ -122,13 +125,13 @@ def resolve_request(
     name one.
 
     >>> resolve_request(None, None, None, {"contextStrategy": "summarize", "temperature": 0.5})
-    ResolvedRequest(settings=PlanSettings(model='gpt-4o', context_strategy='summarize'), provider_options={'temperature': 0.5})
+    ResolvedRequest(settings=PlanSettings(model='gpt-4o', context_strategy='summarize'), provider_options={'temperature': 0.5}, facts=())
     """
     merged = merge_settings(chat.settings if chat else None, settings)
     plan = PlanSettings.from_json(merged, model=model or (chat.model if chat else None) or DEFAULT_MODEL)
     if backend is not None and backend.template and plan.template is None:
         plan = plan.replace(template=backend.template)
-    return ResolvedRequest(plan, provider_options(merged))
+    return ResolvedRequest(plan, provider_options(merged), tuple(declared_facts(merged.get("facts"))))
 
 
 def preview(
@@ -277,7 +280,7 @@ async def generate(
         )
         await to_thread.run_sync(store.record_audit, audit)
         raise
-    audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name)
+    audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name, facts=request.facts, messages=chat.messages)
     counters = native_count.configured() if native is None else native
     counted: list[dict] = []
     seq = None
