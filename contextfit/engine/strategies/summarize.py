@@ -43,6 +43,7 @@ from ...text import SENTENCE_END, sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
+from .walk import carried_walk
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -230,8 +231,15 @@ class Summarize(BuiltinStrategy):
         reserve = min(size, room)
         if reserve < MIN_SUMMARY_TOKENS:
             return plain(f"only {room} tokens are free for a summary")
-        reasons = start_reasons(view)
-        space = fill_newest(view, reasons, room - reserve) + reserve
+        if view.walks is not None and view.facts.counted_total is not None:
+            # A session's refit: the walk at the budget less the reserve, carried
+            # from its last fit (strategies/walk.py), is what fill_newest keeps.
+            walk = carried_walk(view, budget - reserve, view.walks)
+            reasons = list(walk.reasons)
+            space = room - (walk.cum[-1] - walk.cum[walk.cut])
+        else:
+            reasons = start_reasons(view)
+            space = fill_newest(view, reasons, room - reserve) + reserve
         if r.OVER_BUDGET not in reasons:
             return Proposal(reasons)
         # The most recent dropped history, newest first, up to the scan limit.
