@@ -31,6 +31,7 @@ import math
 import sys
 from collections import Counter
 from itertools import chain, repeat
+from operator import mul
 from typing import Any
 
 from ...inputs import messages as msg
@@ -298,10 +299,14 @@ class Summarize(BuiltinStrategy):
         document_frequency = Counter(chain.from_iterable(record.seen for record in records))
         total_docs = len(indices)
         log = math.log
-        weight = {
-            word: (1.0 + log(tf)) * (log((1 + total_docs) / (1 + document_frequency[word])) + 1.0)
-            for word, tf in term_frequency.items()
-        }
+        # (1 + log tf) * (log((1 + docs) / (1 + df)) + 1) per word, in C: each
+        # factor from a table over the few distinct counts (the same floats).
+        tf_factor = {tf: 1.0 + log(tf) for tf in set(term_frequency.values())}
+        idf_factor = [log((1 + total_docs) / (1 + df)) + 1.0 for df in range(total_docs + 1)]
+        words_seen = list(term_frequency)
+        weight = dict(zip(words_seen, map(
+            mul, map(tf_factor.__getitem__, term_frequency.values()),
+            map(idf_factor.__getitem__, map(document_frequency.__getitem__, words_seen)))))
         # Per line, in C: the sum of its words' weights, its distinct words,
         # how many of them the recent conversation uses.
         sums = list(map(sum, map(map, repeat(weight.__getitem__), line_words)))
