@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+from contextlib import contextmanager
 import json
 import os
 import statistics
@@ -46,6 +47,7 @@ from time import perf_counter, process_time
 from typing import Any
 
 import contextfit
+from contextfit.engine import replay as replay_module
 from contextfit.engine.replay import request_positions
 
 from .conversations import synthetic
@@ -62,6 +64,27 @@ def conversation(turns: int) -> list[dict]:
         if len(requests) >= turns:
             return messages[: requests[turns - 1] + 1]
         size = int(size * 1.25) + 8
+
+
+@contextmanager
+def _per_strategy():
+    """CPU seconds spent in each strategy's fits during the block (the replay's
+    ``fit_prepared`` wrapped: the strategy and the host's checks and assembly)."""
+    spent: dict[str, float] = {}
+    inner = replay_module.fit_prepared
+
+    def timed(prepared, settings, strategy, **keywords):
+        start = process_time()
+        try:
+            return inner(prepared, settings, strategy, **keywords)
+        finally:
+            spent[str(strategy)] = spent.get(str(strategy), 0.0) + process_time() - start
+
+    replay_module.fit_prepared = timed
+    try:
+        yield spent
+    finally:
+        replay_module.fit_prepared = inner
 
 
 def _timed(call) -> tuple[float, Any]:
@@ -89,12 +112,14 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
         cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
         cpu_cold = _timed.cpu  # type: ignore[attr-defined]
         contextfit.clear_caches(vocabularies=False)
-        replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
+        with _per_strategy() as spent:
+            replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         cpu_replay = _timed.cpu  # type: ignore[attr-defined]
         replay_warm, _ = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         rows.append({"cold_fit": cold, "replay_cold": replay_cold, "replay_warm": replay_warm,
                      "ratio_cold": replay_cold / cold, "ratio_warm": replay_warm / cold,
-                     "cpu_cold_fit": cpu_cold, "cpu_replay_cold": cpu_replay, "cpu_ratio_cold": cpu_replay / cpu_cold})
+                     "cpu_cold_fit": cpu_cold, "cpu_replay_cold": cpu_replay, "cpu_ratio_cold": cpu_replay / cpu_cold,
+                     "cpu_per_strategy": dict(spent)})
     return {
         "messages": len(messages),
         "turns": len(result.requests),
@@ -183,6 +208,14 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"CPU time (less sensitive to a shared machine): replay cold {cpu:.3f} s, cold fit "
                      f"{statistics.median(row['cpu_cold_fit'] for row in result['runs']):.3f} s, median ratio "
                      f"{result['median_cpu_ratio_cold']:.2f}x, {cpu / fits * 1000:.2f} ms per fit")
+    per_strategy = [row["cpu_per_strategy"] for row in result["runs"] if row.get("cpu_per_strategy")]
+    if per_strategy:
+        turns = result["turns"]
+        fits = ", ".join(f"{name} {statistics.median(spent[name] for spent in per_strategy) / turns * 1000:.2f} ms"
+                         for name in per_strategy[0])
+        rest = statistics.median(row["cpu_replay_cold"] - sum(row["cpu_per_strategy"].values()) for row in result["runs"])
+        lines.append(f"CPU per fit in the cold replay, median over runs: {fits}; the rest of the replay (session, "
+                     f"cache prefix, costs, facts) {rest / turns * 1000:.2f} ms per turn")
     load = result.get("load_average")
     if load:
         lines.append(f"load average (1, 5, 15 min) before {load['before']}, after {load['after']} on {os.cpu_count()} CPUs")
