@@ -416,10 +416,12 @@ def _recent_words(view: FitView, window: int, limit: int | None = None) -> froze
     derived = view.facts.derived
     found = []
     for index in recent_indices(view, window):
-        key = ("words", index)
+        text = view.text(index)
+        # A message read in part is filed under its limit too (as its candidates are):
+        # a replay fits variants with other scan limits on the same facts.
+        key = ("words", index) if limit is None or len(text) <= limit else ("words", index, limit)
         message_words = derived.get(key)
         if message_words is None:
-            text = view.text(index)
             message_words = derived[key] = frozenset(words(text if limit is None else text[-limit:]))
         found.append(message_words)
     return frozenset().union(*found)
