@@ -17,20 +17,37 @@ The vocabulary is loaded before the first run. The ratios are per run (both
 sides timed in the same run) and the median is printed; so is the work per
 turn, and the load average before and after (the machine is shared). Budget: ``--limit`` tokens (default 32,000)
 less a 4,000-token reserve, so the later turns must cut.
+
+Then, the project's other reading of "cold" (a fresh process is cold), per
+run in two fresh Python processes that read the chat from a JSON file:
+
+* ``fresh cold fit``: ``import contextfit`` and one ``plan_prompt`` of the
+  whole chat with ``truncate`` (the vocabulary loaded on the way);
+* ``fresh replay``: ``import contextfit`` and the whole replay.
+
+Each is timed from the interpreter's start, less the reading of the JSON
+file: wall seconds (measured by the parent) and CPU seconds (the child's
+``process_time``, every thread). Their ratios and the load average around
+each pair are printed; ``--fresh-runs 0`` leaves them out.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+from contextlib import contextmanager
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from time import perf_counter, process_time
 from typing import Any
 
 import contextfit
+from contextfit.engine import replay as replay_module
 from contextfit.engine.replay import request_positions
 
 from .conversations import synthetic
@@ -49,6 +66,27 @@ def conversation(turns: int) -> list[dict]:
         size = int(size * 1.25) + 8
 
 
+@contextmanager
+def _per_strategy():
+    """CPU seconds spent in each strategy's fits during the block (the replay's
+    ``fit_prepared`` wrapped: the strategy and the host's checks and assembly)."""
+    spent: dict[str, float] = {}
+    inner = replay_module.fit_prepared
+
+    def timed(prepared, settings, strategy, **keywords):
+        start = process_time()
+        try:
+            return inner(prepared, settings, strategy, **keywords)
+        finally:
+            spent[str(strategy)] = spent.get(str(strategy), 0.0) + process_time() - start
+
+    replay_module.fit_prepared = timed
+    try:
+        yield spent
+    finally:
+        replay_module.fit_prepared = inner
+
+
 def _timed(call) -> tuple[float, Any]:
     """Wall seconds and the value; the CPU seconds of the last call are in ``_timed.cpu``."""
     gc.collect()
@@ -58,10 +96,14 @@ def _timed(call) -> tuple[float, Any]:
     return perf_counter() - start, value
 
 
+def _settings(limit: int) -> dict[str, Any]:
+    return {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
+
+
 def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=STRATEGIES) -> dict[str, Any]:
     """Time the cold fit and the cold and warm replays ``runs`` times; the per-run ratios."""
     messages = conversation(turns)
-    settings = {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
+    settings = _settings(limit)
     rows = []
     contextfit.plan_prompt(messages[:2], **settings)  # loads the vocabulary: no run times that
     load_before = os.getloadavg()
@@ -70,12 +112,14 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
         cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
         cpu_cold = _timed.cpu  # type: ignore[attr-defined]
         contextfit.clear_caches(vocabularies=False)
-        replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
+        with _per_strategy() as spent:
+            replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         cpu_replay = _timed.cpu  # type: ignore[attr-defined]
         replay_warm, _ = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         rows.append({"cold_fit": cold, "replay_cold": replay_cold, "replay_warm": replay_warm,
                      "ratio_cold": replay_cold / cold, "ratio_warm": replay_warm / cold,
-                     "cpu_cold_fit": cpu_cold, "cpu_replay_cold": cpu_replay, "cpu_ratio_cold": cpu_replay / cpu_cold})
+                     "cpu_cold_fit": cpu_cold, "cpu_replay_cold": cpu_replay, "cpu_ratio_cold": cpu_replay / cpu_cold,
+                     "cpu_per_strategy": dict(spent)})
     return {
         "messages": len(messages),
         "turns": len(result.requests),
@@ -89,6 +133,57 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
         "target": 3.0,
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A fresh process: what it spends on reading the JSON file is left out (the
+# parent subtracts its wall time; its CPU time is subtracted here).
+_FRESH = r"""
+import json, sys, time
+cpu, wall = time.process_time(), time.perf_counter()
+with open(sys.argv[2], encoding="utf-8") as file:
+    job = json.load(file)
+reading_cpu, reading_wall = time.process_time() - cpu, time.perf_counter() - wall
+import contextfit
+if sys.argv[1] == "cold":
+    contextfit.plan_prompt(job["messages"], context_strategy="truncate", **job["settings"])
+else:
+    contextfit.replay(job["messages"], strategies=job["strategies"], **job["settings"])
+print(json.dumps({"cpu": time.process_time() - reading_cpu, "reading_wall": reading_wall}))
+"""
+
+
+def _fresh(kind: str, path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one fresh process doing ``kind`` (``cold`` or ``replay``)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = perf_counter()
+    done = subprocess.run([sys.executable, "-c", _FRESH, kind, str(path)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=1800, check=False)
+    wall = perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"the fresh {kind} process failed: {done.stderr.strip()[-600:]}")
+    child = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall - child["reading_wall"], child["cpu"]
+
+
+def measure_fresh(messages: list[dict], settings: dict, runs: int, strategies=STRATEGIES) -> dict[str, Any]:
+    """Per run: a fresh process's cold fit of the whole chat, then a fresh process's replay; their ratios."""
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "job.json"
+        path.write_text(json.dumps({"messages": messages, "settings": settings, "strategies": list(strategies)}),
+                        encoding="utf-8")
+        for _ in range(runs):
+            before = os.getloadavg()
+            cold_wall, cold_cpu = _fresh("cold", path)
+            replay_wall, replay_cpu = _fresh("replay", path)
+            rows.append({"cold_wall": cold_wall, "cold_cpu": cold_cpu, "replay_wall": replay_wall,
+                         "replay_cpu": replay_cpu, "ratio_wall": replay_wall / cold_wall,
+                         "ratio_cpu": replay_cpu / cold_cpu, "load_before": [round(x, 2) for x in before],
+                         "load_after": [round(x, 2) for x in os.getloadavg()]})
+    return {"runs": rows, "median_ratio_wall": statistics.median(row["ratio_wall"] for row in rows),
+            "median_ratio_cpu": statistics.median(row["ratio_cpu"] for row in rows)}
 
 
 def report(result: dict[str, Any]) -> str:
@@ -113,9 +208,33 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"CPU time (less sensitive to a shared machine): replay cold {cpu:.3f} s, cold fit "
                      f"{statistics.median(row['cpu_cold_fit'] for row in result['runs']):.3f} s, median ratio "
                      f"{result['median_cpu_ratio_cold']:.2f}x, {cpu / fits * 1000:.2f} ms per fit")
+    per_strategy = [row["cpu_per_strategy"] for row in result["runs"] if row.get("cpu_per_strategy")]
+    if per_strategy:
+        turns = result["turns"]
+        fits = ", ".join(f"{name} {statistics.median(spent[name] for spent in per_strategy) / turns * 1000:.2f} ms"
+                         for name in per_strategy[0])
+        rest = statistics.median(row["cpu_replay_cold"] - sum(row["cpu_per_strategy"].values()) for row in result["runs"])
+        lines.append(f"CPU per fit in the cold replay, median over runs: {fits}; the rest of the replay (session, "
+                     f"cache prefix, costs, facts) {rest / turns * 1000:.2f} ms per turn")
     load = result.get("load_average")
     if load:
         lines.append(f"load average (1, 5, 15 min) before {load['before']}, after {load['after']} on {os.cpu_count()} CPUs")
+    fresh = result.get("fresh")
+    if fresh:
+        lines += [
+            "fresh processes (import contextfit, the vocabulary loaded on the way; the JSON file's reading left out):",
+            "| run | cold fit: wall (s) | cold fit: CPU (s) | replay: wall (s) | replay: CPU (s) | wall ratio | "
+            "CPU ratio | load average before | after |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for number, row in enumerate(fresh["runs"], start=1):
+            lines.append(f"| {number} | {row['cold_wall']:.3f} | {row['cold_cpu']:.3f} | {row['replay_wall']:.3f} | "
+                         f"{row['replay_cpu']:.3f} | {row['ratio_wall']:.2f}x | {row['ratio_cpu']:.2f}x | "
+                         f"{row['load_before']} | {row['load_after']} |")
+        for reading in ("wall", "cpu"):
+            ratio = fresh[f"median_ratio_{reading}"]
+            lines.append(f"median ratio, fresh replay / fresh cold fit ({reading.upper() if reading == 'cpu' else reading}): "
+                         f"{ratio:.2f}x; target <= {result['target']:.0f}x: {'meets' if ratio <= result['target'] else 'MISSES'}")
     return "\n".join(lines)
 
 
@@ -124,9 +243,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit", type=int, default=32_000)
+    parser.add_argument("--fresh-runs", type=int, default=None, help="fresh-process pairs (default: --runs; 0: none)")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON too")
     args = parser.parse_args(argv)
     result = measure(args.turns, args.runs, args.limit)
+    fresh_runs = args.runs if args.fresh_runs is None else args.fresh_runs
+    if fresh_runs > 0:
+        result["fresh"] = measure_fresh(conversation(args.turns), _settings(args.limit), fresh_runs)
     print(report(result))
     if args.json:
         print(json.dumps(result, indent=2))

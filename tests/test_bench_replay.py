@@ -1,4 +1,4 @@
-"""bench/replay.py's smoke path: it replays, times both sides and reports the ratio (no timing asserted)."""
+"""bench/replay.py's smoke path: it replays, times both sides (in one process and in fresh processes) and reports the ratios (no timing asserted)."""
 
 from __future__ import annotations
 
@@ -14,3 +14,17 @@ def test_the_replay_bench_reports_cold_and_warm_ratios():
     assert run["ratio_cold"] == run["replay_cold"] / run["cold_fit"] > 0
     text = bench_replay.report(result)
     assert "cold ratio" in text and "target <= 3x" in text and "24 fits" in text
+
+
+def test_the_replay_bench_prints_both_readings_of_cold_and_each_strategy():
+    result = bench_replay.measure(turns=3, runs=1)
+    result["fresh"] = bench_replay.measure_fresh(bench_replay.conversation(3), bench_replay._settings(32_000), 1)
+    text = bench_replay.report(result)
+    run = result["fresh"]["runs"][0]
+    assert run["cold_cpu"] > 0 and run["replay_cpu"] > 0 and run["cold_wall"] > 0 and run["replay_wall"] > 0
+    assert run["ratio_cpu"] == run["replay_cpu"] / run["cold_cpu"]
+    assert "fresh replay / fresh cold fit (wall)" in text and "fresh replay / fresh cold fit (CPU)" in text
+    assert str(run["load_before"]) in text
+    line = next(line for line in text.splitlines() if line.startswith("CPU per fit in the cold replay"))
+    assert all(f"{name} " in line for name in bench_replay.STRATEGIES)
+    assert set(result["runs"][0]["cpu_per_strategy"]) == set(bench_replay.STRATEGIES)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import contextfit
 from contextfit.engine.pipeline import plan_prompt
-from contextfit.engine.replay import replay, request_positions
+from contextfit.engine.replay import replay, request_positions, variants
 from contextfit.engine.survival import contains_word, entities
 from contextfit.inputs import messages as msg
 from contextfit.tokens.template import sent_counter, trace
@@ -18,7 +18,11 @@ from contextfit.tokens.template import sent_counter, trace
 VARIANTS = ["truncate", "summarize", "clear-tool-results", "vector-recall", "manual",
             {"strategy": "truncate", "options": {"stable_prefix": True}},
             {"strategy": "summarize", "options": {"stable_prefix": True}},
-            {"strategy": "clear-tool-results", "options": {"stable_prefix": True}}]
+            {"strategy": "clear-tool-results", "options": {"stable_prefix": True}},
+            # options of the refits that carry truncate's walk (test_carried_refits.py)
+            {"strategy": "summarize", "options": {"summary_tokens": 30, "summary_scan_chars": 300}},
+            {"strategy": "vector-recall", "options": {"relevance_window": 2}},
+            {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_at_least": 20, "exclude_tools": ["lookup"]}}]
 
 
 def _common(a: list, b: list) -> int:
@@ -34,7 +38,7 @@ def _check_against_fresh_plans(chat: list[dict], model: str, limit: int, reserve
     for variant in VARIANTS:
         name = variant if isinstance(variant, str) else variant["strategy"]
         options = {} if isinstance(variant, str) else variant["options"]
-        label = name if isinstance(variant, str) else f"{name}+stable_prefix"
+        label = variants([variant])[0].label
         previous = None
         for turn, position in zip(result.turns[label], requests):
             try:

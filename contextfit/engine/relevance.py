@@ -55,8 +55,13 @@ class LexicalRelevance:
     name = "lexical-tfidf"
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
+        return self.score_words(_bag(query), documents)
+
+    def score_words(self, query_bag: Counter[str], documents: Sequence[str]) -> list[float]:
+        """:meth:`score` with the query given as its content-word counts (in
+        the order :func:`~contextfit.text.words` finds them): a refit builds
+        them from each recent message's cached counts (:func:`joined_bag`)."""
         bags = [_bag(text) for text in documents]
-        query_bag = _bag(query)
         if not query_bag:
             return [0.0] * len(documents)
         corpus = [*bags, query_bag]
@@ -94,6 +99,20 @@ def _bag(text: str) -> Counter[str]:
     """Content-word counts of a text (cached: lorebook and memory texts repeat
     from fit to fit; callers only read them)."""
     return _BAGS.memoize(text, _count_words, sys.getsizeof)
+
+
+def joined_bag(texts: Sequence[str]) -> Counter[str]:
+    """The content-word counts of ``"\\n".join(texts)``, from each text's cached
+    counts: no word spans a line break, so the join's words are each text's
+    words in turn (the same counts, first seen in the same order).
+
+    >>> joined_bag(["Wolves howl.", "The wolves sleep"]) == _count_words("Wolves howl.\\nThe wolves sleep")
+    True
+    """
+    bag: Counter[str] = Counter()
+    for text in texts:
+        bag.update(_bag(text))
+    return bag
 
 
 class EmbeddingRelevance:

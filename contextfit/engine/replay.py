@@ -415,6 +415,10 @@ class _Block(NamedTuple):
 
 
 _RENDERED = attrgetter("rendered")
+_TOKENS = attrgetter("tokens")
+_TEXT = attrgetter("text")
+_SUMMARY = attrgetter("summary")
+_IDENT = attrgetter("ident")
 _WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word characters
 
 
@@ -427,8 +431,25 @@ class _Sent:
     blocks: list[_Block]
     sources: list[tuple[int, ...]] | None  # per provider message, the blocks it is made of (general template)
     ends: list[int] | None  # OpenAI: per block, how many provider messages up to its last
+    cumulative: list[int] | None  # OpenAI: cumulative[k], the tokens of the first k blocks
     system_sources: tuple[int, ...]
     cacheable: int
+
+
+def _positions(values: list, wanted: Any) -> list[int]:
+    """Where ``values`` holds ``wanted`` (searched in C: a few hits in a long list).
+
+    >>> _positions([0, 1, 0, 1, 1], 1), _positions([], 1)
+    ([1, 3, 4], [])
+    """
+    found, start = [], 0
+    while True:
+        try:
+            start = values.index(wanted, start)
+        except ValueError:
+            return found
+        found.append(start)
+        start += 1
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -524,10 +545,10 @@ class _Walker:
         if prepared.template == "openai":  # each block is its own provider messages, in order
             rendered = list(map(_RENDERED, blocks))
             return _Sent(list(chain.from_iterable(rendered)), None, blocks, None, list(accumulate(map(len, rendered))),
-                         (), cacheable)
+                         list(accumulate(map(_TOKENS, blocks), initial=0)), (), cacheable)
         traced = trace(fit.kept, prepared.template)
-        return _Sent(traced.prompt.messages, traced.prompt.system, blocks, traced.sources, None, traced.system_sources,
-                     cacheable)
+        return _Sent(traced.prompt.messages, traced.prompt.system, blocks, traced.sources, None, None,
+                     traced.system_sources, cacheable)
 
     def shared(self, prepared: Prepared, sent: _Sent, before: _Sent | None) -> tuple[int, int, bool, bool]:
         """(tokens shared with the previous request, head tokens, whole previous request is a prefix, head unchanged)."""
@@ -540,7 +561,7 @@ class _Walker:
         whole = same_system and j == len(before.messages)
         # the blocks all of whose provider messages are among the first j
         if sent.ends is not None:
-            covered = sum(entry.tokens for entry in blocks[: bisect_right(sent.ends, j)])
+            covered = sent.cumulative[bisect_right(sent.ends, j)]  # type: ignore[index]
         else:
             inside = set(chain.from_iterable(sent.sources[:j])) - set(chain.from_iterable(sent.sources[j:]))
             covered = sum(blocks[p].tokens for p in inside)
@@ -572,7 +593,7 @@ class _Walker:
                 compressed += 1
         dropped = len(fit.excluded) - summarized - compressed
         return TurnResult(turn, position, label, prompt, len(fit.kept), max(dropped, 0), summarized, compressed, shared,
-                          use.read, use.write, output, cost, self.fact_states(prepared, fit, position, in_force))
+                          use.read, use.write, output, cost, self.fact_states(sent.blocks, position, in_force))
 
     # -- facts
 
@@ -629,16 +650,22 @@ class _Walker:
         self._said[entity] = (position, found)
         return found
 
-    def fact_states(self, prepared: Prepared, fit: FitResult, position: int, in_force: list) -> tuple[FactState, ...]:
+    def fact_states(self, blocks: list[_Block], position: int, in_force: list) -> tuple[FactState, ...]:
+        """Each fact in force: sent verbatim, quoted by a summary, or lost (``blocks``: what was sent)."""
         if not in_force:
             return ()
-        blocks = self.blocks(prepared, fit.kept)
-        summary = [entry for entry in blocks if entry.summary]
+        summaries = _positions(list(map(_SUMMARY, blocks)), True)
+        summary = [blocks[p] for p in summaries]
         if not self.facts:
             # the default rule asks whether the latest message's entities are sent besides it
             current = self.ids[position]
-            plain_text = "\n".join([entry.text for entry in blocks if not entry.summary
-                                    and not (entry.ident == current and entry.role == "user")])
+            left_out = {*summaries, *(p for p in _positions(list(map(_IDENT, blocks)), current)
+                                      if blocks[p].role == "user")}
+            texts = list(map(_TEXT, blocks))
+            if left_out:  # a few blocks (the summary, the latest message): join the runs between them
+                bounds = [-1, *sorted(left_out), len(texts)]
+                texts = list(chain.from_iterable(texts[a + 1:b] for a, b in zip(bounds, bounds[1:])))
+            plain_text = "\n".join(texts)
             summary_text = "\n".join([entry.text for entry in summary])
             return tuple(
                 FactState(name, VERBATIM if contains_word(plain_text, name) else IN_SUMMARY

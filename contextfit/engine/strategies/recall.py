@@ -7,8 +7,9 @@ from typing import Any
 from ...inputs import messages as msg
 from .. import results as r
 from ..analysis import FitView
-from ..relevance import DEFAULT_SCORER, EmbeddingRelevance, RelevanceScorer
+from ..relevance import DEFAULT_SCORER, EmbeddingRelevance, LexicalRelevance, RelevanceScorer, joined_bag
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
+from .walk import Walk, carried_walk, kept_total
 
 DEFAULT_WINDOW = 6
 
@@ -41,6 +42,19 @@ def _scorer_from(options: dict[str, Any]) -> RelevanceScorer:
     return DEFAULT_SCORER
 
 
+def _walk_past(view: FitView, budget: int, dropped: list[int]) -> Walk | None:
+    """In a session, ``truncate``'s walk carried from the last fit when it is
+    what :func:`fill_newest` keeps around the dropped blocks: they are all
+    older than the newest unit that does not fit, where the walk stops (it
+    would skip a dropped unit and go on); else ``None``."""
+    if view.walks is None or view.facts.counted_total is None:
+        return None
+    walk = carried_walk(view, budget, view.walks)
+    if walk.cut == 0 or (dropped and max(dropped) >= walk.roots[walk.cut - 1]):
+        return None
+    return walk
+
+
 class VectorRecall(BuiltinStrategy):
     """Drops unprotected lorebook and memory blocks in rising order of relevance
     to the recent conversation, then the oldest history like truncate.
@@ -65,6 +79,7 @@ class VectorRecall(BuiltinStrategy):
         scores = self.relevance(view, candidates, options)
         total = view.base_tokens + counted
         dropped: list[int] = []
+        assembled = None
         for index in sorted(candidates, key=lambda i: (scores[i][0], i)):
             if total <= budget:
                 break
@@ -77,10 +92,17 @@ class VectorRecall(BuiltinStrategy):
             for index in dropped:
                 reasons[index] = r.LOW_RELEVANCE
         else:
-            reasons = start_reasons(view)
-            for index in dropped:
-                reasons[index] = r.LOW_RELEVANCE
-            fill_newest(view, reasons, room_left(view, budget))
+            walk = _walk_past(view, budget, dropped)
+            if walk is None:
+                reasons = start_reasons(view)
+                for index in dropped:
+                    reasons[index] = r.LOW_RELEVANCE
+                fill_newest(view, reasons, room_left(view, budget))
+            else:
+                reasons = list(walk.reasons)
+                for index in dropped:
+                    reasons[index] = r.LOW_RELEVANCE
+                assembled = (kept_total(view, walk), walk.kept, walk.excluded)
         diagnostics = []
         if candidates:
             diagnostics.append(
@@ -92,7 +114,7 @@ class VectorRecall(BuiltinStrategy):
                     ],
                 }
             )
-        return Proposal(reasons, diagnostics=diagnostics)
+        return Proposal(reasons, diagnostics=diagnostics, assembled=assembled)
 
     def relevance(self, view: FitView, candidates: list[int], options: dict[str, Any]) -> dict[int, tuple[float, str]]:
         """Score per candidate and where it came from (``meta`` or the scorer)."""
@@ -101,10 +123,17 @@ class VectorRecall(BuiltinStrategy):
         to_score = [i for i in candidates if i not in given]
         if to_score:
             query = options.get("query")
-            if not isinstance(query, str):
+            scorer = _scorer_from(options)
+            documents = [view.text(i) for i in to_score]
+            if isinstance(query, str):
+                computed = scorer.score(query, documents)
+            else:
                 window = options.get("relevance_window", DEFAULT_WINDOW)
-                query = recent_query(view, window if isinstance(window, int) and window > 0 else DEFAULT_WINDOW)
-            computed = _scorer_from(options).score(query, [view.text(i) for i in to_score])
+                recent = recent_indices(view, window if isinstance(window, int) and window > 0 else DEFAULT_WINDOW)
+                if type(scorer) is LexicalRelevance:  # the recent messages' word counts are cached: no join to split
+                    computed = scorer.score_words(joined_bag([view.text(i) for i in recent]), documents)
+                else:
+                    computed = scorer.score("\n".join(view.text(i) for i in recent), documents)
             for index, value in zip(to_score, computed):
                 value = float(value)
                 scores[index] = (min(1.0, max(0.0, value if value == value else 0.0)), "computed")

@@ -31,6 +31,7 @@ import math
 import sys
 from collections import Counter
 from itertools import chain, repeat
+from operator import mul
 from typing import Any
 
 from ...inputs import messages as msg
@@ -43,6 +44,7 @@ from ...text import SENTENCE_END, sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
+from .walk import carried_walk
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -230,8 +232,15 @@ class Summarize(BuiltinStrategy):
         reserve = min(size, room)
         if reserve < MIN_SUMMARY_TOKENS:
             return plain(f"only {room} tokens are free for a summary")
-        reasons = start_reasons(view)
-        space = fill_newest(view, reasons, room - reserve) + reserve
+        if view.walks is not None and view.facts.counted_total is not None:
+            # A session's refit: the walk at the budget less the reserve, carried
+            # from its last fit (strategies/walk.py), is what fill_newest keeps.
+            walk = carried_walk(view, budget - reserve, view.walks)
+            reasons = list(walk.reasons)
+            space = room - (walk.cum[-1] - walk.cum[walk.cut])
+        else:
+            reasons = start_reasons(view)
+            space = fill_newest(view, reasons, room - reserve) + reserve
         if r.OVER_BUDGET not in reasons:
             return Proposal(reasons)
         # The most recent dropped history, newest first, up to the scan limit.
@@ -290,10 +299,14 @@ class Summarize(BuiltinStrategy):
         document_frequency = Counter(chain.from_iterable(record.seen for record in records))
         total_docs = len(indices)
         log = math.log
-        weight = {
-            word: (1.0 + log(tf)) * (log((1 + total_docs) / (1 + document_frequency[word])) + 1.0)
-            for word, tf in term_frequency.items()
-        }
+        # (1 + log tf) * (log((1 + docs) / (1 + df)) + 1) per word, in C: each
+        # factor from a table over the few distinct counts (the same floats).
+        tf_factor = {tf: 1.0 + log(tf) for tf in set(term_frequency.values())}
+        idf_factor = [log((1 + total_docs) / (1 + df)) + 1.0 for df in range(total_docs + 1)]
+        words_seen = list(term_frequency)
+        weight = dict(zip(words_seen, map(
+            mul, map(tf_factor.__getitem__, term_frequency.values()),
+            map(idf_factor.__getitem__, map(document_frequency.__getitem__, words_seen)))))
         # Per line, in C: the sum of its words' weights, its distinct words,
         # how many of them the recent conversation uses.
         sums = list(map(sum, map(map, repeat(weight.__getitem__), line_words)))
@@ -403,10 +416,12 @@ def _recent_words(view: FitView, window: int, limit: int | None = None) -> froze
     derived = view.facts.derived
     found = []
     for index in recent_indices(view, window):
-        key = ("words", index)
+        text = view.text(index)
+        # A message read in part is filed under its limit too (as its candidates are):
+        # a replay fits variants with other scan limits on the same facts.
+        key = ("words", index) if limit is None or len(text) <= limit else ("words", index, limit)
         message_words = derived.get(key)
         if message_words is None:
-            text = view.text(index)
             message_words = derived[key] = frozenset(words(text if limit is None else text[-limit:]))
         found.append(message_words)
     return frozenset().union(*found)

@@ -74,17 +74,38 @@ def walked_truncate(view: FitView, budget: int, options: dict[str, Any], walks: 
     thinned = fit_thinning(view, budget, options)  # reasoning of older turns goes first, as truncate does
     if thinned is not None:
         return thinned
+    walk = carried_walk(view, budget, walks)
+    return Proposal(walk.reasons, assembled=(kept_total(view, walk), walk.kept, walk.excluded))
+
+
+def carried_walk(view: FitView, budget: int, walks: dict) -> Walk:
+    """The plain walk over ``view`` with ``budget - view.protected_tokens()``
+    tokens for unprotected units (what :func:`~.base.fill_newest` keeps from
+    :func:`~.base.start_reasons`), made from the last walk in ``walks`` at that
+    budget and stored in its place. Every strategy that starts with that walk
+    shares it (``truncate``; ``summarize`` at its budget less the summary's
+    reserve; ``vector-recall`` when its drops are older than the cut). Needs
+    every block counted (``view.facts.counted_total`` set). Read the walk's
+    lists, do not change them: the next walk takes them over."""
     key = (view.counting.state, budget)
     before = walks.pop(key, None)
     if before is None or before.n > view.n:
         before = empty_walk()
-    room = budget - view.protected_tokens()
-    walk = extend_walk(view, before, room)
+    walk = extend_walk(view, before, budget - view.protected_tokens())
     walks[key] = walk
     while len(walks) > WALKS_KEPT:
         del walks[next(iter(walks))]
-    total = budget - room + walk.cum[-1] - walk.cum[walk.cut]
-    return Proposal(walk.reasons, assembled=(total, walk.kept, walk.excluded))
+    return walk
+
+
+def kept_total(view: FitView, walk: Walk) -> int:
+    """Tokens of what ``walk`` keeps: the protected blocks and the kept units."""
+    return view.protected_tokens() + walk.cum[-1] - walk.cum[walk.cut]
+
+
+def cut_root(walk: Walk) -> int:
+    """The first message of the oldest kept unit (``walk.n`` when none is kept)."""
+    return walk.roots[walk.cut] if walk.cut < len(walk.roots) else walk.n
 
 
 def _first_changed(view: FitView, before: Walk) -> int:
