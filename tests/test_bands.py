@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -232,3 +233,62 @@ def test_the_anthropic_upper_bound_is_above_claude2_in_total_and_the_newer_token
     claude, newer = get_tokenizer("anthropic"), get_tokenizer("anthropic-2026")
     assert sum(real for _, real in pairs) < sum(claude.count(text) for text, _ in pairs)
     assert [text[:40] for text, _ in pairs if newer.count(text) < claude.count(text)] == []
+
+
+# --- the band where a count is shown for an approximate model: charts and the verdict ---
+
+
+def test_the_blocks_chart_hover_shows_each_blocks_band():
+    plan = plan_for("claude-sonnet-4", context_limit=1_100, response_reserve=300)
+    hovers = [text for trace in charts.blocks_figure(plan).data for text in trace.hovertext]
+    counted = [block for block in plan.blocks if block.tokens]
+    assert len(hovers) == len(plan.blocks) and counted
+    for block in counted:  # each block's hover carries its point estimate and its upper bound
+        band = bands.tokens_text(block.tokens, block.tokens_estimate, True)
+        assert sum(band in hover for hover in hovers) >= 1, band
+    assert any("about " in hover and "approximate, up to" in hover for hover in hovers)
+    exact = plan_for("gpt-4o")
+    hovers = [text for trace in charts.blocks_figure(exact).data for text in trace.hovertext]
+    assert all("approximate" not in hover for hover in hovers)
+    assert any(f"{block.tokens:,} tokens" in hover for block in exact.blocks if block.tokens for hover in hovers)
+
+
+def test_the_dense_blocks_chart_shows_the_band_of_each_bin():
+    plan = plan_for("gemini-2.5-pro")
+    figure = charts.blocks_figure(plan, dense_threshold=3)  # binned
+    hovers = [text for trace in figure.data for text in trace.hovertext]
+    assert hovers and all("approximate, up to" in hover for hover in hovers)
+    estimates = sum(block.tokens_estimate or 0 for block in plan.blocks if block.tokens)
+    assert sum(int(h.split("about ")[1].split(" tokens")[0].replace(",", "")) for h in hovers if "about " in h) == estimates
+    exact = charts.blocks_figure(plan_for("gpt-4o"), dense_threshold=3)
+    assert all("approximate" not in text for trace in exact.data for text in trace.hovertext)
+
+
+def test_the_budget_gauge_and_each_bar_show_the_band():
+    plan = plan_for("claude-sonnet-4", context_limit=1_100, response_reserve=300)
+    figure = charts.budget_figure(plan)
+    gauge = next(trace for trace in figure.data if trace.name == "prompt")
+    assert gauge.hovertemplate.startswith(f"prompt: {bands.band_text(plan)} (")
+    bars = [trace for trace in figure.data if trace.y == ("sent",)]
+    uppers = charts._tokens_by(plan.blocks, included=True)
+    points = charts._tokens_by(plan.blocks, included=True, estimate=True)
+    assert uppers and any(points[key] < uppers[key] for key in uppers)
+    for (shade, kind), tokens in uppers.items():  # each bar: its own point estimate and upper bound
+        band = bands.tokens_text(tokens, points[(shade, kind)], True)
+        assert any(f"{charts.SHADES[shade].label} · {charts._kind_label(kind)}: {band}" in t.hovertemplate for t in bars)
+    exact = charts.budget_figure(plan_for("gpt-4o"))
+    assert next(trace for trace in exact.data if trace.name == "prompt").hovertemplate.startswith("prompt: %{customdata:,} tokens")
+
+
+def test_the_verdict_cell_reads_about_the_estimate_up_to_the_upper_bound():
+    from contextfit.views import verdict
+
+    plan = plan_for("claude-sonnet-4", context_limit=1_100, response_reserve=300)
+    row = verdict.verdict_row("truncate", plan)
+    assert (row.prompt_tokens, row.prompt_tokens_estimate, row.approximate) == (plan.prompt_tokens, plan.prompt_tokens_estimate, True)
+    cell = verdict.table([row])[0][verdict.HEADERS["prompt_tokens"]]
+    assert cell == f"≈{plan.prompt_tokens_estimate:,}, up to {plan.prompt_tokens:,}"
+    exact = plan_for("gpt-4o")
+    assert verdict.table([verdict.verdict_row("truncate", exact)])[0][verdict.HEADERS["prompt_tokens"]] == f"{exact.prompt_tokens:,}"
+    larger = dataclasses.replace(row, strategy="other", prompt_tokens=row.prompt_tokens + 1, prompt_tokens_estimate=1)
+    assert verdict.best_cells([row, larger])["prompt_tokens"] == {"truncate"}  # still ranked by the upper bound
