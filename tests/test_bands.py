@@ -33,7 +33,7 @@ def test_an_estimate_is_the_unscaled_count_at_the_profile_ratio_and_never_above_
     base = get_tokenizer(info.encoding).encode(text)
     unscaled = len(base) + (sum(tokenizer._digit_extra[token] for token in base) if info.split_digits else 0)
     unscaled += band_terms.character_extra(text, info.char_percent)
-    unscaled += band_terms.blank_run_extra(text, dict(info.blank_tokens), info.mixed_blanks)
+    unscaled += band_terms.blank_run_extra(text, info.blank_tokens, info.mixed_blanks)
     upper = -(-unscaled * info.factor_percent // 100)
     if text:
         upper = max(upper + info.slack_tokens, unscaled + info.headroom_tokens)
@@ -292,3 +292,23 @@ def test_the_verdict_cell_reads_about_the_estimate_up_to_the_upper_bound():
     assert verdict.table([verdict.verdict_row("truncate", exact)])[0][verdict.HEADERS["prompt_tokens"]] == f"{exact.prompt_tokens:,}"
     larger = dataclasses.replace(row, strategy="other", prompt_tokens=row.prompt_tokens + 1, prompt_tokens_estimate=1)
     assert verdict.best_cells([row, larger])["prompt_tokens"] == {"truncate"}  # still ranked by the upper bound
+
+
+def test_the_fast_paths_of_the_band_rules_agree_with_their_definitions():
+    # The rules as written in band_terms' docstring, slowly: every change of blank inside a run
+    # (Gemma 3), every blank other than space, tab and newline by its UTF-8 bytes.
+    import re
+
+    def gemma_blanks(text: str) -> int:
+        changes = len(re.findall(r"(\s)(?!\1)(?=\s)", text))
+        return changes + sum(len(c.encode("utf-8", "surrogatepass")) for c in text if c.isspace() and c not in " \t\n")
+
+    texts = [text for text, _ in _hard_reference("gemma3")] + TEXTS + ["a \n\tb\r\n c", "x\x0b\x0cy", "\n  \n\n   "]
+    for text in texts:
+        assert band_terms.blank_run_extra(text, (), True) == gemma_blanks(text), text[:40]
+    for name in REFERENCE:
+        info = PROFILES[name]
+        extra = band_terms.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
+        for text in texts:  # the cheap test in front never skips a text that has an extra
+            assert extra(text) == (band_terms.character_extra(text, info.char_percent)
+                                   + band_terms.blank_run_extra(text, info.blank_tokens, info.mixed_blanks)), text[:40]

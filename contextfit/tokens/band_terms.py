@@ -20,11 +20,11 @@ give any room. Three rules, each a property of the text, never a list of texts:
   tokens, ``L`` the longest such token in its vocabulary (Gemma 3: 31 for all
   three; Claude 2: 8 for tabs); the proxy's tokens are longer. Each run longer
   than ``L`` adds ``ceil(k / L)``.
-* **Mixed blank runs** (Gemma 3 only: it merges a blank only with the same
+* **Mixed blank runs** (Gemma 3: it merges a blank only with the same
   blank, and has no token for CR or U+3000 or most other spaces, which fall back
-  to one token per UTF-8 byte): in a run of two or more blanks, each change of
-  character adds 1, each blank other than space, tab and newline its UTF-8
-  length.
+  to one token per UTF-8 byte): in a run of blanks, each change of character
+  adds 1; each blank other than space, tab and newline adds its UTF-8 length.
+  Claude 2 merges a tab with no other blank: each change from or to a tab adds 1.
 
 Then ``headroom_tokens`` makes the upper bound at least the unscaled count plus
 that many tokens, for short texts, where one token is a large part of the count.
@@ -37,17 +37,19 @@ profile.
 9
 >>> character_extra("MAX_RETRY_COUNT ภาษา", (("abugida", 100), ("underscore", 40)))
 5
->>> blank_run_extra("a" + " " * 100 + "b", {" ": 31}, mixed=False)
+>>> blank_run_extra("a" + " " * 100 + "b", ((" ", 31),), mixed=False)
 4
->>> blank_run_extra("a \n \n b", {}, mixed=True)
+>>> blank_run_extra("a \n \n b", (), mixed=True)
 4
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 
-__all__ = ["ABUGIDAS", "CLASSES", "abugida_characters", "blank_run_extra", "character_extra"]
+__all__ = ["ABUGIDAS", "CLASSES", "abugida_characters", "blank_run_extra", "character_extra", "extra_counter"]
 
 #: Unicode blocks of the abugidas (and their marks) that byte-level vocabularies
 #: trained mostly on Latin text split into bytes: Devanagari to Sinhala
@@ -60,9 +62,12 @@ ABUGIDAS = (
     "\ua800-\uaaff\uabc0-\uabff"
 )
 _ABUGIDA = re.compile(f"[{ABUGIDAS}]")
-#: Two or more blanks in a row.
-_BLANK_RUN = re.compile(r"\s{2,}")
-_SAME_RUN = re.compile(r"(\s)\1*")
+#: A change of blank inside a blank run (Gemma 3 merges only equal blanks), and the blanks
+#: other than space, tab and newline (no token of their own in Gemma 3: one per UTF-8 byte).
+_RUN = re.compile(r"\s{2,}")
+_ODD_BLANK = re.compile(r"[^\S \t\n]")
+#: An ASCII text has a change of blank or an odd blank only if it holds one of these.
+_ASCII_CHANGES = (" \n", "\n ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 
 
 def abugida_characters(text: str) -> int:
@@ -96,34 +101,73 @@ def character_extra(text: str, rates: tuple[tuple[str, int], ...]) -> int:
     return extra
 
 
-def blank_run_extra(text: str, longest: dict[str, int], mixed: bool | str) -> int:
+def extra_counter(char_percent: tuple[tuple[str, int], ...], blank_tokens: tuple[tuple[str, int], ...],
+                  mixed_blanks: bool | str) -> Callable[[str], int]:
+    """``text -> extra tokens`` for one profile's rules: :func:`character_extra` plus
+    :func:`blank_run_extra`, with one cheap test first that most texts pass (an ASCII
+    text with no underscore, tab, CR, long run or change of blank has no extra).
+
+    >>> extra = extra_counter((("abugida", 100), ("underscore", 20)), (("\\t", 8),), "\\t")
+    >>> extra("Plain English, nothing to add."), extra("MAX_SIZE ภาษา"), extra("a" + "\\t" * 9)
+    (0, 5, 2)
+    """
+    probes = ("_",) if any(name == "underscore" for name, _ in char_percent) else ()
+    probes += tuple(char * (limit + 1) for char, limit in blank_tokens)
+    probes += _ASCII_CHANGES if mixed_blanks is True else tuple(mixed_blanks or "")
+
+    def extra(text: str) -> int:
+        if text.isascii() and not any(probe in text for probe in probes):
+            return 0
+        return character_extra(text, char_percent) + blank_run_extra(text, blank_tokens, mixed_blanks)
+
+    return extra
+
+
+@functools.lru_cache(maxsize=64)
+def _long_runs(longest: tuple[tuple[str, int], ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...], dict[str, int]]:
+    """(a regex of the runs longer than their limit, the shortest such run of each blank, the limits)."""
+    if not longest:
+        return None, (), {}
+    pattern = re.compile("|".join(f"{re.escape(char)}{{{limit + 1},}}" for char, limit in longest))
+    return pattern, tuple(char * (limit + 1) for char, limit in longest), dict(longest)
+
+
+@functools.lru_cache(maxsize=64)
+def _changes_of(blanks: str) -> re.Pattern[str]:
+    """A regex of each change of blank from or to one of ``blanks``."""
+    chars = re.escape(blanks)
+    return re.compile(f"[{chars}](?=[^\\S{chars}])|[^\\S{chars}](?=[{chars}])")
+
+
+def blank_run_extra(text: str, longest: tuple[tuple[str, int], ...], mixed: bool | str) -> int:
     """Extra tokens for the blank runs of ``text`` (see the module's rules).
 
-    ``longest`` maps a blank to the longest run of it the reference has one
-    token for; ``mixed`` adds the Gemma-style costs of runs that mix blanks
-    (``True``), or, as a string, 1 for each change of blank from or to one of
-    its characters (Claude 2 merges a tab with no other blank).
+    ``longest`` pairs a blank with the longest run of it the reference has one
+    token for; ``mixed`` adds the Gemma-style costs of blanks (``True``: 1 per
+    change of blank in a run, every blank other than space, tab and newline its
+    UTF-8 length), or, as a string, 1 for each change of blank from or to one of
+    its characters (Claude 2 merges a tab with no other blank). Cheap ``in``
+    tests come first: most texts have no run to look at.
 
-    >>> blank_run_extra("\\t" * 20, {"\\t": 8}, mixed=False), blank_run_extra("\\t" * 8, {"\\t": 8}, mixed=False)
+    >>> blank_run_extra("\\t" * 20, (("\\t", 8),), mixed=False), blank_run_extra("\\t" * 8, (("\\t", 8),), mixed=False)
     (3, 0)
-    >>> blank_run_extra("x\\u3000\\u3000y", {}, mixed=True)  # two 3-byte blanks and no change
+    >>> blank_run_extra("x\\u3000\\u3000y", (), mixed=True)  # two 3-byte blanks and no change
     6
-    >>> blank_run_extra("\\t\\n\\t\\n    x", {}, mixed="\\t"), blank_run_extra("\\n    x", {}, mixed="\\t")
+    >>> blank_run_extra("\\t\\n\\t\\n    x", (), mixed="\\t"), blank_run_extra("\\n    x", (), mixed="\\t")
     (3, 0)
     """
     extra = 0
-    for run in _BLANK_RUN.finditer(text):
-        piece = run.group()
-        parts = [part.group() for part in _SAME_RUN.finditer(piece)]
-        for part in parts:
-            char, k = part[0], len(part)
-            limit = longest.get(char)
-            if limit is not None and k > limit:
-                extra += -(-k // limit)
-            if mixed is True and char not in " \t\n":
-                extra += k * len(char.encode("utf-8", "surrogatepass"))
-        if mixed is True:
-            extra += len(parts) - 1
-        elif mixed:
-            extra += sum(1 for a, b in zip(parts, parts[1:]) if a[0] in mixed or b[0] in mixed)
+    runs, probes, limits = _long_runs(longest)
+    if runs is not None and any(probe in text for probe in probes):
+        for run in runs.finditer(text):
+            extra += -(-(run.end() - run.start()) // limits[text[run.start()]])
+    if mixed is True:
+        if text.isascii() and not any(char in text for char in _ASCII_CHANGES[2:]):
+            extra += text.count(" \n") + text.count("\n ")  # only spaces and newlines: their changes
+        else:
+            for run in _RUN.findall(text):  # each change of blank in a run
+                extra += sum(1 for a, b in zip(run, run[1:]) if a != b)
+            extra += sum(len(char.encode("utf-8", "surrogatepass")) for char in _ODD_BLANK.findall(text))
+    elif mixed and any(char in text for char in mixed):
+        extra += len(_changes_of(mixed).findall(text))
     return extra

@@ -120,9 +120,16 @@ class Tokenizer:
     #: ``None``: tiktoken counts. Profiles that split digits need the ids, so tiktoken.
     fast: fast_counting.FastCounter | None = field(default=None, repr=False)
 
+    #: An approximate profile's extra tokens for what the proxy under-counts (``band_terms.py``).
+    _extra: Any = field(default=None, repr=False)
+
     def __post_init__(self) -> None:
-        if self.profile.split_digits and not self._digit_extra:
+        profile = self.profile
+        if profile.split_digits and not self._digit_extra:
             object.__setattr__(self, "_digit_extra", _digit_extra_table(self.encoding))
+        if profile.approximate and profile.has_terms:
+            object.__setattr__(self, "_extra", band_terms.extra_counter(
+                profile.char_percent, profile.blank_tokens, profile.mixed_blanks))
 
     @property
     def name(self) -> str:
@@ -180,11 +187,8 @@ class Tokenizer:
                 tokens += len(ids)
                 if digits:
                     tokens += sum(map(self._digit_extra.__getitem__, ids))
-        profile = self.profile
-        if profile.approximate and profile.has_terms:  # what the proxy under-counts (band_terms.py)
-            tokens += band_terms.character_extra(text, profile.char_percent)
-            if profile.blank_tokens or profile.mixed_blanks:
-                tokens += band_terms.blank_run_extra(text, dict(profile.blank_tokens), profile.mixed_blanks)
+        if self._extra is not None:  # what the proxy under-counts (band_terms.py)
+            tokens += self._extra(text)
         self._cache.put_key(key, tokens)
         return tokens
 
