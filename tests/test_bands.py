@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import REPO
 
 import contextfit
@@ -294,18 +297,30 @@ def test_the_verdict_cell_reads_about_the_estimate_up_to_the_upper_bound():
     assert verdict.best_cells([row, larger])["prompt_tokens"] == {"truncate"}  # still ranked by the upper bound
 
 
+def _gemma_blanks(text: str) -> int:
+    """The Gemma 3 blank rule as band_terms' docstring words it, slowly: every change of blank
+    inside a run, every blank other than space, tab and newline by its UTF-8 bytes."""
+    changes = len(re.findall(r"(\s)(?!\1)(?=\s)", text))
+    return changes + sum(len(c.encode("utf-8", "surrogatepass")) for c in text if c.isspace() and c not in " \t\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(" \t\n\r\u3000\xa0\x0b_aZ9.{}") + ["ក", "ு", "ไ", "😊", "中"]), max_size=60))
+def test_the_band_rules_fast_paths_hold_on_generated_text(text):
+    assert band_terms.blank_run_extra(text, (), True) == _gemma_blanks(text)
+    for name in REFERENCE:
+        info = PROFILES[name]
+        extra = band_terms.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
+        assert extra(text) == (band_terms.character_extra(text, info.char_percent)
+                               + band_terms.blank_run_extra(text, info.blank_tokens, info.mixed_blanks))
+        tokenizer = get_tokenizer(name)
+        assert tokenizer.count(text) >= tokenizer.estimate(text)
+
+
 def test_the_fast_paths_of_the_band_rules_agree_with_their_definitions():
-    # The rules as written in band_terms' docstring, slowly: every change of blank inside a run
-    # (Gemma 3), every blank other than space, tab and newline by its UTF-8 bytes.
-    import re
-
-    def gemma_blanks(text: str) -> int:
-        changes = len(re.findall(r"(\s)(?!\1)(?=\s)", text))
-        return changes + sum(len(c.encode("utf-8", "surrogatepass")) for c in text if c.isspace() and c not in " \t\n")
-
     texts = [text for text, _ in _hard_reference("gemma3")] + TEXTS + ["a \n\tb\r\n c", "x\x0b\x0cy", "\n  \n\n   "]
     for text in texts:
-        assert band_terms.blank_run_extra(text, (), True) == gemma_blanks(text), text[:40]
+        assert band_terms.blank_run_extra(text, (), True) == _gemma_blanks(text), text[:40]
     for name in REFERENCE:
         info = PROFILES[name]
         extra = band_terms.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
