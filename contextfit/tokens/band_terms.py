@@ -45,7 +45,6 @@ profile.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 
@@ -115,15 +114,17 @@ def extra_counter(char_percent: tuple[tuple[str, int], ...], blank_tokens: tuple
     probes += tuple(char * (limit + 1) for char, limit in blank_tokens)
     probes += _ASCII_CHANGES if mixed_blanks is True else tuple(mixed_blanks or "")
 
+    runs = _long_runs(blank_tokens)
+    changes = _changes_of(mixed_blanks) if isinstance(mixed_blanks, str) and mixed_blanks else None
+
     def extra(text: str) -> int:
         if text.isascii() and not any(probe in text for probe in probes):
             return 0
-        return character_extra(text, char_percent) + blank_run_extra(text, blank_tokens, mixed_blanks)
+        return character_extra(text, char_percent) + _blank_extra(text, runs, mixed_blanks, changes)
 
     return extra
 
 
-@functools.lru_cache(maxsize=64)
 def _long_runs(longest: tuple[tuple[str, int], ...]) -> tuple[re.Pattern[str] | None, tuple[str, ...], dict[str, int]]:
     """(a regex of the runs longer than their limit, the shortest such run of each blank, the limits)."""
     if not longest:
@@ -132,7 +133,6 @@ def _long_runs(longest: tuple[tuple[str, int], ...]) -> tuple[re.Pattern[str] | 
     return pattern, tuple(char * (limit + 1) for char, limit in longest), dict(longest)
 
 
-@functools.lru_cache(maxsize=64)
 def _changes_of(blanks: str) -> re.Pattern[str]:
     """A regex of each change of blank from or to one of ``blanks``."""
     chars = re.escape(blanks)
@@ -156,8 +156,15 @@ def blank_run_extra(text: str, longest: tuple[tuple[str, int], ...], mixed: bool
     >>> blank_run_extra("\\t\\n\\t\\n    x", (), mixed="\\t"), blank_run_extra("\\n    x", (), mixed="\\t")
     (3, 0)
     """
+    changes = _changes_of(mixed) if isinstance(mixed, str) and mixed else None
+    return _blank_extra(text, _long_runs(longest), mixed, changes)
+
+
+def _blank_extra(text: str, long_runs: tuple[re.Pattern[str] | None, tuple[str, ...], dict[str, int]],
+                 mixed: bool | str, changes: re.Pattern[str] | None) -> int:
+    """:func:`blank_run_extra` with its regexes made (once per profile by :func:`extra_counter`)."""
     extra = 0
-    runs, probes, limits = _long_runs(longest)
+    runs, probes, limits = long_runs
     if runs is not None and any(probe in text for probe in probes):
         for run in runs.finditer(text):
             extra += -(-(run.end() - run.start()) // limits[text[run.start()]])
@@ -168,6 +175,6 @@ def blank_run_extra(text: str, longest: tuple[tuple[str, int], ...], mixed: bool
             for run in _RUN.findall(text):  # each change of blank in a run
                 extra += sum(1 for a, b in zip(run, run[1:]) if a != b)
             extra += sum(len(char.encode("utf-8", "surrogatepass")) for char in _ODD_BLANK.findall(text))
-    elif mixed and any(char in text for char in mixed):
-        extra += len(_changes_of(mixed).findall(text))
+    elif changes is not None and any(char in text for char in mixed):
+        extra += len(changes.findall(text))
     return extra
