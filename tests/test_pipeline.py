@@ -255,7 +255,7 @@ def test_earlier_turns_thinking_is_sent_only_to_models_that_keep_it():
     # Claude Sonnet 4 strips an earlier turn's thinking and does not count it (docs/tokenizers.md, Reasoning).
     sonnet = contextfit.plan_prompt(messages, model="claude-sonnet-4")
     assert "redacted_thinking" not in str(sonnet.provider_messages)
-    assert sonnet.prompt_tokens == sent_tokens(sonnet) < 200
+    assert sonnet.prompt_tokens == sent_tokens(sonnet) < 250  # the blob would be 600+
     row = next(b for b in sonnet.blocks if b.kind == "reasoning")
     assert (row.included, row.reason) == (False, "not_sent") and row.tokens > 600  # what it would have cost
     # Claude Opus 4.5 keeps the thinking of every turn: sent and counted.

@@ -96,7 +96,7 @@ class TokenCounter:
         >>> counter = token_counter("claude-sonnet-4")
         >>> message = [{"role": "user", "content": "Hello world! " * 20}]
         >>> counter.estimator()(message), counter(message)
-        (79, 92)
+        (79, 96)
         >>> token_counter("gpt-4o").estimator() is token_counter("gpt-4o")
         True
         """

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contextfit.caches import register
-from contextfit.tokens import blank_runs
+from contextfit.tokens import band_terms, blank_runs
 from contextfit.tokens import fast as fast_counting
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.errors import TokenizerUnavailable
@@ -88,6 +88,19 @@ def _json(value: object) -> str:
 
 
 
+def _upper(profile: TokenizerProfile, tokens: int, text: str) -> int:
+    """The upper end of an approximate profile's band for an unscaled count of ``tokens``:
+    scaled up by the factor, plus the per-text slack, and at least ``headroom_tokens`` above it.
+
+    >>> _upper(PROFILES["gemini"], 100, "x"), _upper(PROFILES["anthropic"], 2, "x")
+    (121, 6)
+    """
+    if not text:
+        return -(-tokens * profile.factor_percent // 100)
+    upper = -(-tokens * profile.factor_percent // 100) + profile.slack_tokens
+    return max(upper, tokens + profile.headroom_tokens)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Tokenizer:
     """Counts tokens for one profile. Get one with :func:`get_tokenizer`.
@@ -95,8 +108,8 @@ class Tokenizer:
     >>> tok = get_tokenizer("o200k_base")
     >>> tok.name, tok.approximate, tok.count("Hello world!")
     ('o200k_base', False, 3)
-    >>> get_tokenizer("anthropic").count("Hello world!")  # ceil(3 x 1.35)
-    5
+    >>> get_tokenizer("anthropic").count("Hello world!")  # max(ceil(3 x 1.35) + 1, 3 + 4)
+    7
     """
 
     profile: TokenizerProfile
@@ -107,9 +120,16 @@ class Tokenizer:
     #: ``None``: tiktoken counts. Profiles that split digits need the ids, so tiktoken.
     fast: fast_counting.FastCounter | None = field(default=None, repr=False)
 
+    #: An approximate profile's extra tokens for what the proxy under-counts (``band_terms.py``).
+    _extra: Any = field(default=None, repr=False)
+
     def __post_init__(self) -> None:
-        if self.profile.split_digits and not self._digit_extra:
+        profile = self.profile
+        if profile.split_digits and not self._digit_extra:
             object.__setattr__(self, "_digit_extra", _digit_extra_table(self.encoding))
+        if profile.approximate and profile.has_terms:
+            object.__setattr__(self, "_extra", band_terms.extra_counter(
+                profile.char_percent, profile.blank_tokens, profile.mixed_blanks))
 
     @property
     def name(self) -> str:
@@ -143,9 +163,8 @@ class Tokenizer:
         tokens = self._cache.lookup(key)
         if tokens is None:
             tokens = self._unscaled(text, key)
-        profile = self.profile
-        if profile.approximate:  # the upper end of the band: what the fit uses
-            return -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
+        if self.profile.approximate:  # the upper end of the band: what the fit uses
+            return _upper(self.profile, tokens, text)
         return tokens
 
     def _unscaled(self, text: str, key: Any) -> int:
@@ -168,6 +187,8 @@ class Tokenizer:
                 tokens += len(ids)
                 if digits:
                     tokens += sum(map(self._digit_extra.__getitem__, ids))
+        if self._extra is not None:  # what the proxy under-counts (band_terms.py)
+            tokens += self._extra(text)
         self._cache.put_key(key, tokens)
         return tokens
 
@@ -179,7 +200,7 @@ class Tokenizer:
 
         >>> claude = get_tokenizer("anthropic")
         >>> claude.estimate("Hello world!"), claude.count("Hello world!")
-        (3, 5)
+        (3, 7)
         >>> get_tokenizer("o200k_base").estimate("Hello world!")
         3
         """
@@ -190,8 +211,7 @@ class Tokenizer:
         key = text if len(text) < DIGEST_FROM else digest(text)
         tokens = self._cache.lookup(key)  # one lookup: the unscaled count both numbers come from
         tokens = self._unscaled(text, key) if tokens is None else tokens
-        upper = -(-tokens * profile.factor_percent // 100) + (profile.slack_tokens if text else 0)
-        return min(upper, (tokens * profile.point_percent + 50) // 100)
+        return min(_upper(profile, tokens, text), (tokens * profile.point_percent + 50) // 100)
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
         """``count`` for each text, in order.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["band_text", "provider_count_text", "tokens_text"]
+__all__ = ["band_text", "provider_count_text", "short_band", "tokens_text"]
 
 
 def tokens_text(tokens: int | None, estimate: int | None, approximate: bool) -> str:
@@ -38,6 +38,19 @@ def tokens_text(tokens: int | None, estimate: int | None, approximate: bool) -> 
     if estimate is None or estimate >= tokens:
         return f"approximate, up to {tokens:,} tokens"
     return f"about {estimate:,} tokens (approximate, up to {tokens:,})"
+
+
+def short_band(tokens: int, estimate: int | None, approximate: bool) -> str:
+    """A count in a table cell: ``"1,234"`` exact, ``"≈1,010, up to 1,234"`` approximate.
+
+    >>> short_band(1234, 1010, True), short_band(1234, None, False), short_band(1234, None, True)
+    ('≈1,010, up to 1,234', '1,234', 'up to 1,234')
+    """
+    if not approximate:
+        return f"{tokens:,}"
+    if estimate is None or estimate >= tokens:
+        return f"up to {tokens:,}"
+    return f"≈{estimate:,}, up to {tokens:,}"
 
 
 def band_text(plan: Any) -> str:

@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 
 from ..engine import results as reasons
 from ..engine.pipeline import PlanBlock, PromptPlan, fate_of
-from .bands import band_text
+from .bands import band_text, tokens_text
 
 FATES = ("protected", "kept", "summarized", "compressed", "excluded")
 FATE_COLORS = {
@@ -231,10 +231,16 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
     if overhead > 0:  # reply priming and message framing belong to no block
         sent[("protected", "chat overhead")] = overhead
     shown: set[str] = set()
+    approximate = plan.tokenizer.approximate
     band = f"<br>prompt: {html.escape(band_text(plan))}"  # approximate: the point estimate and the upper end shown
+    estimates = {True: _tokens_by(plan.blocks, included=True, estimate=True),
+                 False: _tokens_by(plan.blocks, included=False, estimate=True)} if approximate else {}
     for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False))):
         for (shade, kind), tokens in sorted(totals.items(), key=lambda item: (list(SHADES).index(item[0][0]), item[0][1])):
             label = SHADES[shade].label
+            # an approximate count reads as its band: "about E tokens (approximate, up to N)"
+            count = (html.escape(tokens_text(tokens, estimates[row == "sent"].get((shade, kind)), True))
+                     if approximate else "%{x:,} tokens")
             traces.append({
                 "type": "bar",
                 "y": [row],
@@ -244,7 +250,7 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
                 "legendgroup": shade,
                 "showlegend": shade not in shown,
                 "marker": {**_marker(shade), "line": {"color": "white", "width": 1}},
-                "hovertemplate": f"{html.escape(label)} · {html.escape(_kind_label(kind))}: %{{x:,}} tokens{band}<extra></extra>",
+                "hovertemplate": f"{html.escape(label)} · {html.escape(_kind_label(kind))}: {count}{band}<extra></extra>",
             })
             shown.add(shade)
     limit = plan.context_limit or 1
@@ -258,10 +264,11 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
           "pattern": {"shape": "/", "fgcolor": RESERVE_COLOR}}),
     )
     for name, share, tokens, marker in gauge:
+        count = html.escape(band_text(plan)) if name == "prompt" and approximate else "%{customdata:,} tokens"
         traces.append({"type": "bar", "y": ["window"], "x": [share], "orientation": "h", "name": name,
                        "xaxis": "x2", "yaxis": "y2", "marker": marker, "showlegend": name != "prompt",
                        "customdata": [tokens],
-                       "hovertemplate": f"{name}: %{{customdata:,}} tokens (%{{x:.1f}}% of the window)<extra></extra>"})
+                       "hovertemplate": f"{name}: {count} (%{{x:.1f}}% of the window)<extra></extra>"})
     longest = max(plan.prompt_tokens, sum(sent.values()), sum(b.tokens or 0 for b in plan.blocks if not b.included), 1)
     top = max(token_scale or 0, longest)
     shapes, annotations = [], []
@@ -305,17 +312,26 @@ def _kind_label(kind: str) -> str:
     return KIND_LABELS.get(kind, kind)
 
 
-def _tokens_by(blocks: Sequence[PlanBlock], included: bool) -> dict[tuple[str, str], int]:
+def _tokens_by(blocks: Sequence[PlanBlock], included: bool, estimate: bool = False) -> dict[tuple[str, str], int]:
+    """Tokens by (shade, kind) of the blocks sent (or not); ``estimate``: their point estimates."""
     totals: dict[tuple[str, str], int] = {}
     for block in blocks:
         if block.included == included and block.tokens:
             key = (shade_of(block.reason), block.kind)
-            totals[key] = totals.get(key, 0) + block.tokens
+            tokens = block.tokens_estimate if estimate and block.tokens_estimate is not None else block.tokens
+            totals[key] = totals.get(key, 0) + tokens
     return totals
 
 
-def _hover(key: str, block: PlanBlock) -> str:
-    tokens = "not counted" if block.tokens is None else f"{block.tokens:,} tokens"
+def _count_text(tokens: int | None, estimate: int | None, approximate: bool) -> str:
+    """A block's count in a hover: ``"12 tokens"``, or its band for an approximate profile."""
+    if approximate and tokens is not None:
+        return tokens_text(tokens, estimate, True)
+    return "not counted" if tokens is None else f"{tokens:,} tokens"
+
+
+def _hover(key: str, block: PlanBlock, approximate: bool = False) -> str:
+    tokens = html.escape(_count_text(block.tokens, block.tokens_estimate, approximate))
     return (
         f"<b>{html.escape(key)}</b> · {html.escape(block.role or '—')} · {html.escape(_kind_label(block.kind))}<br>"
         f"{tokens} · {html.escape(SHADES[shade_of(block.reason)].label)} ({html.escape(block.reason)})<br>"
@@ -362,7 +378,7 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
                     "y": [block.tokens or 0 for _, block in chosen],
                     "name": SHADES[shade].label,
                     "marker": _marker(shade),
-                    "hovertext": [_hover(key, block) for key, block in chosen],
+                    "hovertext": [_hover(key, block, plan.tokenizer.approximate) for key, block in chosen],
                     "hoverinfo": "text",
                 })
         top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
@@ -374,10 +390,13 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
     size = math.ceil(len(blocks) / dense_threshold)
     bins = math.ceil(len(blocks) / size)
     totals = {shade: [0] * bins for shade in SHADES}
+    estimates = {shade: [0] * bins for shade in SHADES}
     counts = {shade: [0] * bins for shade in SHADES}
+    approximate = plan.tokenizer.approximate
     for position, block in enumerate(blocks):  # one pass: a bin's tokens and blocks by shade
         shade = shade_of(block.reason)
         totals[shade][position // size] += block.tokens or 0
+        estimates[shade][position // size] += (block.tokens or 0) if block.tokens_estimate is None else block.tokens_estimate
         counts[shade][position // size] += 1
     keys = block_keys(plan)
     for shade in SHADES:
@@ -393,7 +412,8 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
                 "marker": _marker(shade),
                 "hovertext": [
                     f"blocks {html.escape(keys[b * size])} – {html.escape(keys[min((b + 1) * size, len(blocks)) - 1])}<br>"
-                    f"{counts[shade][b]} {html.escape(label)}: {totals[shade][b]:,} tokens"
+                    f"{counts[shade][b]} {html.escape(label)}: "
+                    f"{html.escape(_count_text(totals[shade][b], estimates[shade][b], approximate))}"
                     for b in chosen
                 ],
                 "hoverinfo": "text",

@@ -19,6 +19,7 @@ from ..engine.pipeline import PromptPlan
 from ..engine.plugins import registry as default_registry
 from ..errors import ContextfitError
 from ..tokens.models import get_model
+from .bands import short_band
 
 #: Columns of the verdict table where the smallest value is the best.
 RANKED = ("prompt_tokens", "used_percent", "dropped", "summarized", "compressed", "cost")
@@ -42,6 +43,9 @@ class VerdictRow:
     #: US dollars for the prompt at the catalog's input price; None when there is no price.
     cost: float | None = None
     error: str | None = None
+    #: An approximate profile's point estimate of the prompt (``prompt_tokens`` is the band's upper end).
+    prompt_tokens_estimate: int | None = None
+    approximate: bool = False
 
 
 def one_line(text: str, width: int = 110) -> str:
@@ -101,6 +105,8 @@ def verdict_row(name: str, plan: PromptPlan | ContextfitError, description: str 
         summarized=counts[reasons.SUMMARIZED],
         compressed=counts[reasons.COMPRESSED],
         cost=prompt_cost(plan),
+        prompt_tokens_estimate=plan.prompt_tokens_estimate,
+        approximate=plan.tokenizer.approximate,
     )
 
 
@@ -167,7 +173,7 @@ def table(rows: Sequence[VerdictRow]) -> list[dict[str, Any]]:
         else:
             cells = {
                 HEADERS["strategy"]: row.strategy,
-                HEADERS["prompt_tokens"]: f"{row.prompt_tokens:,}",
+                HEADERS["prompt_tokens"]: short_band(row.prompt_tokens, row.prompt_tokens_estimate, row.approximate),
                 HEADERS["used_percent"]: f"{row.used_percent}%",
                 HEADERS["dropped"]: str(row.dropped),
                 HEADERS["summarized"]: str(row.summarized),
