@@ -375,3 +375,13 @@ def test_recorded_responses_requests_import():
         plan = plan_prompt(conversation, model="gpt-5")
         grouped = [block for block in plan.blocks if block.role in ("tool",) or block.message.get("tool_calls")]
         assert grouped and all(block.group is not None for block in grouped)
+
+
+def test_openai_reasoning_is_not_sent_to_anthropic():
+    plan = plan_prompt(load_conversation(REQUEST.read_text()), model="claude-sonnet-4")
+    assert plan.template == "anthropic"
+    parts = [part.get("type") for m in plan.provider_messages for part in m["content"]]
+    assert "reasoning" not in parts and "tool_use" in parts and "tool_result" in parts
+    rows = [(b.id, b.included, b.reason) for b in plan.blocks if b.kind == "reasoning"]
+    assert rows == [("msg_001:reasoning", False, "not_sent"), ("fc_002:reasoning", False, "not_sent")]
+    assert not any(d["code"] == "REASONING_ESTIMATED" for d in plan.diagnostics)
