@@ -244,12 +244,19 @@ def test_malformed_requests_are_one_clear_error(value, location, words):
     assert "\n" not in error.value.message and "Traceback" not in error.value.message
 
 
-def test_the_malformed_fixture_reports_its_first_fault():
-    broken = body()
-    broken["input"][3] = {"type": "function_call", "call_id": "call_weather", "name": None, "arguments": "{}"}
+def test_the_malformed_fixture_is_one_clear_error():
+    # the request fixture with its first function_call's call_id left out
     with pytest.raises(InvalidConversation) as error:
-        load_conversation(json.dumps(broken))
-    assert error.value.location == "$.input[3].name"
+        load_conversation(REQUEST.with_name("responses_malformed.json"))
+    assert error.value.location == "$.input[3].call_id" and "a function_call needs it" in error.value.message
+
+
+def test_a_list_of_anthropic_response_bodies_stays_anthropic():
+    bodies = [{"type": "message", "role": "user", "content": "Hi"},
+              {"type": "message", "role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+                                                                    {"type": "text", "text": "Hello"}]}]
+    assert detect_format(json.dumps(bodies)) == "anthropic"
+    assert detect_format(json.dumps(bodies[:1])) == "openai-responses"  # a Responses message item alone
 
 
 def test_empty_input_with_instructions_is_just_the_system_block():

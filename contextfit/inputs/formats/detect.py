@@ -123,7 +123,7 @@ def _detect_list(value: list, root: str) -> str | None:
     first = value[0]
     if sillytavern.is_header(first) or any(sillytavern.is_message(item) for item in value[:3]):
         return "sillytavern-chat"
-    if responses.is_item_list(value):
+    if responses.is_item_list(value) and messages_format(value, {}) != "anthropic":  # Anthropic bodies say type: message too
         return responses.FORMAT
     if isinstance(first, dict) and "role" in first:
         return messages_format(value, {})
