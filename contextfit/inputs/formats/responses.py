@@ -80,12 +80,22 @@ def is_item_list(items: list) -> bool:
     for item in items[:_SCAN]:
         if not isinstance(item, dict):
             continue
-        if item.get("type") in ITEM_TYPES or (item.get("type") == "message" and "role" in item):
+        if type_of(item) in ITEM_TYPES or (item.get("type") == "message" and "role" in item):
             return True
         content = item.get("content")
-        if isinstance(content, list) and any(isinstance(part, dict) and part.get("type") in _PART_TYPES for part in content):
+        if isinstance(content, list) and any(type_of(part) in _PART_TYPES for part in content):
             return True
     return False
+
+
+def type_of(value: Any) -> str | None:
+    """``value["type"]`` when ``value`` is an object whose type is a string, else ``None``.
+
+    >>> type_of({"type": "reasoning"}), type_of({"type": ["x"]}), type_of("text")
+    ('reasoning', None, None)
+    """
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def import_responses(parsed: Parsed) -> Conversation:
@@ -167,8 +177,8 @@ class _Reader:
 
     def add(self, item: Any, path: str, index: int) -> None:
         item = expect_dict(item, path)
-        kind = item.get("type")
-        if kind is None and "role" in item or kind == "message":
+        kind = type_of(item)
+        if item.get("type") is None and "role" in item or kind == "message":
             self._message(item, path, index)
         elif kind in _CALLS:
             self._call(item, path, index, _CALLS[kind])
@@ -176,12 +186,13 @@ class _Reader:
             self._output(item, path, index)
         elif kind == "reasoning":
             self._reasoning(item, path)
-        elif isinstance(kind, str) and kind:
+        elif kind:
             what = f"{kind} {item['id']!r}" if kind == "item_reference" and isinstance(item.get("id"), str) else kind
             self.skipped.append(f"{what} ({path})")
         else:
             raise InvalidConversation(
-                f"{path} is neither a message (no role) nor a typed item (type is {describe(kind)}).", location=path
+                f"{path} is neither a message (no role) nor a typed item (type is {describe(item.get('type'))}).",
+                location=path,
             )
 
     def finish(self) -> None:
@@ -342,7 +353,7 @@ def _content(content: Any, path: str, warnings: list[str]) -> str | list:
     for index, part in enumerate(content):
         part_path = child(path, index)
         part = expect_dict(part, part_path)
-        kind = part.get("type")
+        kind = type_of(part)
         if kind in _TEXT_PARTS:
             if not isinstance(part.get("text"), str):
                 raise wrong_type(child(part_path, "text"), "a string", part.get("text"))
@@ -360,7 +371,7 @@ def _content(content: Any, path: str, warnings: list[str]) -> str | list:
             parts.append({"type": "refusal", "refusal": part.get("refusal", "")})
         else:
             parts.append(dict(part))
-            warnings.append(f"The content part at {part_path} ({describe(kind)} type) is unknown; it is counted from its JSON.")
+            warnings.append(f"The content part at {part_path} (type {part.get('type')!r}) is unknown; it is counted from its JSON.")
     return parts
 
 
@@ -399,7 +410,7 @@ def read_tools(body: dict, root: str, warnings: list[str]) -> list[dict]:
         if not isinstance(tool, dict):
             warnings.append(f"{child(path, index)} is {describe(tool)}, not a tool definition; it was skipped.")
             continue
-        kind = tool.get("type")
+        kind = type_of(tool)
         if kind not in _FUNCTION_TOOLS:
             hosted.append(str(kind))
             continue
