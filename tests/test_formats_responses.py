@@ -392,3 +392,17 @@ def test_openai_reasoning_is_not_sent_to_anthropic():
     rows = [(b.id, b.included, b.reason) for b in plan.blocks if b.kind == "reasoning"]
     assert rows == [("msg_001:reasoning", False, "not_sent"), ("fc_002:reasoning", False, "not_sent")]
     assert not any(d["code"] == "REASONING_ESTIMATED" for d in plan.diagnostics)
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "summarize", "clear-tool-results"])
+@pytest.mark.parametrize("limit", [700, 800, 1400])
+def test_a_responses_import_fits_like_the_same_chat_in_chat_completions(strategy, limit):
+    conversation = load_conversation(REQUEST.read_text())
+    chat = load_conversation({"model": "gpt-5", "messages": render(conversation.messages, "openai").messages,
+                              "tools": conversation.tools})
+    assert chat.format == "openai"
+    plans = [plan_prompt(c, model="gpt-4o", context_strategy=strategy, context_limit=limit, response_reserve=100)
+             for c in (conversation, chat)]
+    rows = [[(b.role, b.kind, b.tokens, b.included, b.reason, b.group) for b in plan.blocks] for plan in plans]
+    assert rows[0] == rows[1] and plans[0].prompt_tokens == plans[1].prompt_tokens
+    assert plans[0].provider_messages == plans[1].provider_messages
