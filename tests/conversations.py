@@ -163,3 +163,40 @@ def protected_indices(messages: list[dict]) -> set[int]:
         if group & marked:
             marked |= group
     return marked
+
+
+@st.composite
+def responses_conversations(draw, max_turns: int = 10):
+    """A chat imported from an OpenAI Responses request: turns of user text, reasoning
+    items, parallel ``function_call`` / ``function_call_output`` items (outputs in any
+    order, a few calls left unanswered, a few outputs with no call) and answers."""
+    from contextfit import load_conversation
+
+    items: list[dict] = []
+    number = 0
+    for _ in range(draw(st.integers(1, max_turns))):
+        text = _text(draw)
+        items.append({"role": "user", "content": text} if draw(st.booleans())
+                     else {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()):
+                items.append({"type": "reasoning", "id": f"rs_{len(items)}", "summary": [{"type": "summary_text", "text": _text(draw, 1, 8)}]})
+            ids = []
+            for _ in range(draw(st.integers(1, 3))):
+                number += 1
+                ids.append(f"call_{number}")
+                items.append({"type": "function_call", "call_id": ids[-1], "name": "lookup", "arguments": json.dumps({"q": _text(draw, 1, 4)})})
+            answered = draw(st.permutations(ids))
+            if draw(st.integers(0, 5)) == 0:
+                answered = answered[1:]  # a call with no output
+            for call_id in answered:
+                items.append({"type": "function_call_output", "call_id": call_id, "output": _text(draw, 1, 25)})
+            if draw(st.integers(0, 9)) == 0:
+                items.append({"type": "function_call_output", "call_id": f"ghost_{len(items)}", "output": "lost"})
+        if draw(st.booleans()):
+            if draw(st.booleans()):
+                items.append({"type": "reasoning", "id": f"rs_{len(items)}", "summary": []})
+            items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": _text(draw)}]})
+    instructions = _text(draw, 1, 12) if draw(st.booleans()) else None
+    body = {"model": "gpt-5", "input": items, **({"instructions": instructions} if instructions else {})}
+    return load_conversation(body).messages

@@ -6,7 +6,15 @@ import copy
 import random
 
 import pytest
-from conversations import conversations, groups, link_ids, lumpy_counter, protected_indices, word_count_counter
+from conversations import (
+    conversations,
+    groups,
+    link_ids,
+    lumpy_counter,
+    protected_indices,
+    responses_conversations,
+    word_count_counter,
+)
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -537,3 +545,12 @@ def test_a_counter_over_the_sum_of_its_parts_is_reported_when_more_is_dropped():
     result = contextfit.shift_context(chat, lumpy, 22)  # five messages' parts add up to 21, but count 24
     assert lumpy(result.kept) <= 22 and len(result.kept) == 4
     assert "COUNT_ADJUSTED" in [d["code"] for d in result.diagnostics]
+
+
+@SETTINGS
+@given(responses_conversations(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
+def test_conversations_imported_from_responses_items_keep_the_promises(messages, share, strategy):
+    # function_call / function_call_output pairs become tool groups that no strategy splits
+    budget = _budget(messages, share)
+    result = _fit(messages, word_count_counter, budget, strategy)
+    _check(messages, word_count_counter, budget, strategy, result)

@@ -175,11 +175,13 @@ keys = st.sampled_from([
     "tool_use_id", "input", "conversations", "from", "value", "tools", "mes", "is_user", "is_system",
     "send_date", "swipes", "swipe_id", "extra", "user_name", "character_name", "spec", "data", "first_mes",
     "character_book", "entries", "key", "keys", "chosen", "log", "user utterance", "choices", "message",
+    "instructions", "call_id", "arguments", "output", "summary", "encrypted_content", "image_url", "object",
 ])
 words = st.sampled_from([
     "user", "assistant", "system", "tool", "developer", "human", "gpt", "function_call", "observation",
     "text", "tool_use", "tool_result", "thinking", "chara_card_v2", "chara_card_v3", "narrator", "reasoning",
     '{"name": "f", "arguments": {}}', "[]", "",
+    "message", "function_call_output", "input_text", "input_image", "output_text", "item_reference", "response",
 ])
 shaped_values = st.recursive(
     json_leaves | words,

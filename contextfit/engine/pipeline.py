@@ -24,6 +24,7 @@ from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .analysis import build_view
 from .fitting import Analyse, fit_messages
 from .image_diagnostics import image_diagnostic
+from .reasoning_estimates import reasoning_diagnostic
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
 from .reasoning_rows import with_reasoning_rows
@@ -298,6 +299,7 @@ def plan_prepared(
     tokenizer = prepared.tokenizer
     unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
     guessed = image_diagnostic(blocks, tokenizer.images)  # images of unknown size make the count approximate
+    guessed += reasoning_diagnostic(blocks)  # so does encrypted reasoning
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,

@@ -15,6 +15,7 @@ from contextfit.caches import register
 from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_for
 from contextfit.tokens.models import get_model
 from contextfit.tokens.profiles import PROFILES
+from contextfit.tokens.reasoning_items import REASONING_ITEM, reasoning_item_tokens
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
 from contextfit.tokens.templates import TEMPLATES
 
@@ -278,6 +279,8 @@ class TokenCounter:
             return self.chat.per_call + (self._value_tokens(part.get("tool_use_id")) if ids else 0) + inner_tokens
         if kind == "thinking":
             return self._value_tokens(part.get("thinking"))
+        if kind == REASONING_ITEM:  # an OpenAI Responses reasoning item: text counted, encryption estimated
+            return reasoning_item_tokens(part, self._count)
         if kind == "redacted_thinking":
             return self._value_tokens(part.get("data"))
         if kind == "refusal":

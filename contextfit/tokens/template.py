@@ -10,7 +10,8 @@
   its place (just before the current input) as user text; OpenAI
   ``tool_calls`` become ``tool_use`` parts and ``tool`` messages
   ``tool_result`` parts; consecutive messages of one role are merged, as the
-  API requires alternation.
+  API requires alternation. OpenAI ``reasoning`` parts (Responses reasoning
+  items) are not sent.
 
 :class:`SentCounter` counts blocks as they are sent: ``counter(blocks)`` is
 the count of exactly what :func:`render` makes of them — the provider
@@ -34,6 +35,7 @@ from .chat_counter import TokenCounter
 TEMPLATES = ("openai", "anthropic")
 _EXTRAS = ("meta", "pinned", "id", "toolCallId", "callId")
 _THINKING = ("thinking", "redacted_thinking")
+_OPENAI_REASONING = "reasoning"  # a Responses reasoning item (or an OpenAI-style reasoning part)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,11 @@ def _anthropic_parts(block: dict, role: str) -> tuple[str, list[dict]]:
         if content:
             parts.append({"type": "text", "text": content})
     elif isinstance(content, list):
-        parts.extend(dict(part) if isinstance(part, dict) else {"type": "text", "text": str(part)} for part in content)
+        parts.extend(
+            dict(part) if isinstance(part, dict) else {"type": "text", "text": str(part)}
+            for part in content
+            if not (isinstance(part, dict) and part.get("type") == _OPENAI_REASONING)  # OpenAI's reasoning: not Anthropic's to read
+        )
     for call in block.get("tool_calls") or []:
         function = call.get("function", {}) if isinstance(call, dict) else {}
         arguments = function.get("arguments")

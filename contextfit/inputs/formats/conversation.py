@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover - importers of other formats work withou
 FORMATS = (
     "contextfit",
     "openai",
+    "openai-responses",
     "anthropic",
     "sillytavern-chat",
     "character-card",

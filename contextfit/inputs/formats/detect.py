@@ -9,12 +9,16 @@ record):
   Anthropic-only content blocks or tools with ``input_schema``;
   ShareGPT when its content parts are LLaMA-Factory ``{"type", "value"}``;
   else OpenAI;
+- an OpenAI Responses request (``input`` items, or an ``input`` string beside
+  ``model`` / ``instructions``) or response (``object: response`` with ``output``);
 - ``conversations``: ShareGPT; a DialogStudio ``log``: ShareGPT;
 - ``spec: chara_card_*`` or card fields (``first_mes`` ...): character card;
 - a SillyTavern metadata line or ``mes`` messages: SillyTavern chat;
 - a response body (``choices``; ``type: message``): its reply, as OpenAI / Anthropic;
 - ``entries``: World Info;
 - ``chosen`` transcripts (HH-RLHF): text;
+- a list holding Responses-only items or parts (``function_call``,
+  ``reasoning``, ``input_text`` ...): OpenAI Responses;
 - a list of ``role`` messages: OpenAI (or Anthropic, by its blocks);
   a list of ``from``/``value`` turns: ShareGPT.
 """
@@ -25,7 +29,7 @@ from typing import Any
 
 from contextfit.errors import InvalidConversation
 
-from . import sharegpt, sillytavern
+from . import responses, sharegpt, sillytavern
 from .cards import is_card
 from .fields import describe, plural
 from .source import Parsed
@@ -80,8 +84,8 @@ def detect_value(value: Any, root: str = "$") -> str:
         keys = ", ".join(repr(key) for key in list(value)[:8])
         raise InvalidConversation(
             "This JSON is not a format contextfit knows. Expected a list of messages, "
-            '{"messages": [...]}, {"conversations": [...]}, a SillyTavern chat, a character card '
-            f'or a World Info file ("entries"). Its keys are: {keys or "none"}.',
+            '{"messages": [...]}, {"conversations": [...]}, a SillyTavern chat, a character card, '
+            f'a Responses request ({{"input": ...}}) or a World Info file ("entries"). Its keys are: {keys or "none"}.',
             location=root,
         )
     return found
@@ -92,6 +96,8 @@ def _detect_object(value: dict) -> str | None:
         return "contextfit"
     if "messages" in value and isinstance(value["messages"], list):
         return messages_format(value["messages"], value)
+    if responses.is_responses_body(value):
+        return responses.FORMAT
     if "conversations" in value or "conversation" in value or sharegpt.is_dialogstudio(value):
         return "sharegpt"
     if is_card(value):
@@ -117,6 +123,8 @@ def _detect_list(value: list, root: str) -> str | None:
     first = value[0]
     if sillytavern.is_header(first) or any(sillytavern.is_message(item) for item in value[:3]):
         return "sillytavern-chat"
+    if responses.is_item_list(value) and messages_format(value, {}) != "anthropic":  # Anthropic bodies say type: message too
+        return responses.FORMAT
     if isinstance(first, dict) and "role" in first:
         return messages_format(value, {})
     if isinstance(first, dict) and "from" in first:

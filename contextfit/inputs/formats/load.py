@@ -20,6 +20,7 @@ from .cards import import_card
 from .conversation import FORMATS, Conversation
 from .detect import detect_value, select_record
 from .openai import import_openai
+from .responses import import_responses
 from .png import NO_CARD, card_chunks, import_png_card
 from .records import FileConversation, conversation_label, split_records
 from .sharegpt import import_sharegpt
@@ -45,6 +46,7 @@ DEFAULT_MAX_BYTES = MAX_FILE_BYTES
 IMPORTERS: dict[str, Callable[[Parsed], Conversation]] = {
     "contextfit": import_bundle,
     "openai": import_openai,
+    "openai-responses": import_responses,
     "anthropic": import_anthropic,
     "sillytavern-chat": import_sillytavern_chat,
     "character-card": import_card,
@@ -60,6 +62,7 @@ ALIASES = {
     "worldinfo": "world-info",
     "txt": "text",
     "bundle": "contextfit",
+    "responses": "openai-responses",
 }
 
 
