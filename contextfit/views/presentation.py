@@ -22,6 +22,8 @@ CSS = """<style>
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend { font-size: 1.2rem !important; }
+.contextfit-budget, .contextfit-budget .cfb-note, .contextfit-budget .cfb-axis { font-size: 1.1rem !important; }
+.contextfit-budget .cfb-track { height: 26px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
