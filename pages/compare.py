@@ -115,7 +115,7 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
             f" · reserve {numbers['response_reserve']:,}"
         )
         st.caption(f"tokenizer {numbers['tokenizer']}" + (" · approximate" if numbers["approximate"] else " · exact"))
-        chart_slots[name] = (st.empty(), st.empty())
+        chart_slots[name] = (st.container(), st.container())  # not st.empty: a refit updates the charts in place
         # Keyed: the label counts change with every refit, and an unkeyed expander with a new label is a
         # new element, which the browser draws closed.
         with st.expander(f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens",
