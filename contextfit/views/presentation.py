@@ -39,4 +39,7 @@ def enlarge(figure: Any, font_size: int = FONT_SIZE, factor: float = HEIGHT_FACT
     height = figure.layout.height or 300
     figure.update_layout(font={"size": font_size}, height=int(round(height * factor)),
                          hoverlabel={"font": {"size": font_size}})
+    if figure.layout.yaxis.automargin is False:  # margins set to fit 12-pixel labels (block charts) grow with them
+        scale = font_size / 12
+        figure.update_layout(margin={"l": int(figure.layout.margin.l * scale), "b": int(figure.layout.margin.b * scale)})
     return figure
