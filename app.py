@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from contextfit.views import preload
 from contextfit.views.dashboard import gc_paused
 from contextfit.tokens import fast
 
@@ -15,6 +16,8 @@ page = st.navigation(
         st.Page("pages/plugins.py", title="Plugins"),
     ]
 )
+if (chunks := preload.script()):  # the browser compiles the chart code while the server fits
+    st.html(chunks, unsafe_allow_javascript=True)
 with gc_paused():  # a run's short-lived objects are freed by reference counting; see gc_paused
     page.run()
 # The fast counting engine holds the interpreter for about a second while it loads: after the page is drawn.

@@ -28,6 +28,14 @@ Two more measurements (issue 14), each with the load average beside it:
     python -m bench.dashboard --messages 1000 --runs 2
     python -m bench.dashboard --first-paint --runs 3
     python -m bench.dashboard --refit --runs 3
+    python -m bench.dashboard --first-paint --tree /tmp/before   # and another tree, alternately
+
+``--tree DIR`` runs every measurement also on the source tree in ``DIR``
+(an export or ``git worktree add /tmp/before main`` of another commit), the
+runs of the two trees alternating, so before and after are measured in one
+run under the same load. A *chart* is a plotly chart drawn or an HTML budget
+bar (``contextfit.views.budget_bar``), so the counts of trees that draw the
+budget bars either way compare.
 
 Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the
 dev requirements (playwright). Writes ``bench/results/dashboard.json`` and
@@ -71,7 +79,8 @@ const seen = {charts: -1, state: null};
 new MutationObserver(() => {
   const app = document.querySelector('[data-testid=stApp]');
   const state = app && app.getAttribute('data-test-script-state');
-  const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.querySelector('.main-svg')).length;
+  const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.querySelector('.main-svg')).length
+    + document.querySelectorAll('.contextfit-budget').length;
   if (charts !== seen.charts || state !== seen.state) {
     seen.charts = charts; seen.state = state;
     window.__marks.push([Date.now() / 1000, charts, state]);
@@ -86,12 +95,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _start(port: int, folder: Path, script: str = "app.py") -> subprocess.Popen:
+def _start(port: int, folder: Path, script: str = "app.py", tree: Path = ROOT) -> subprocess.Popen:
+    """The dashboard (or ``script``) of the source tree ``tree`` on ``port``, once it answers."""
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port), "--server.headless", "true",
          "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "CONTEXTFIT_DB": str(folder / "chats.db")},
+        cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "CONTEXTFIT_DB": str(folder / "chats.db"), "PYTHONPATH": str(tree)},
     )
     deadline = time.monotonic() + 60
     while True:
@@ -165,10 +175,11 @@ def _opened(browser, port: int):
     return page
 
 
-def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int) -> dict[str, dict[str, float]]:
+def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int, tree: Path = ROOT) -> dict[str, dict[str, float]]:
     """A fresh dashboard process: the cold upload, the warm upload, a reserve change."""
     port = _free_port()
-    server = _start(port, folder)
+    load = os.getloadavg()[0]
+    server = _start(port, folder, tree=tree)
     try:
         page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.set_default_timeout(300_000)
@@ -180,7 +191,7 @@ def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int) ->
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
         # The first paint of Compare in a fresh process (its sample: vocabulary loaded, first fit), issue 19.
         first_paint = {"charts_drawn": first_chart, "idle": time.time() - opened}
-        found = {"first_paint": first_paint, "cold": _upload(page, cold), "warm": _upload(page, warm)}
+        found = {"first_paint": first_paint, "cold": {**_upload(page, cold), "load_average": load}, "warm": _upload(page, warm)}
         box = page.get_by_role("spinbutton", name="Response reserve")
 
         def change() -> None:
@@ -195,7 +206,8 @@ def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int) ->
         server.wait(timeout=30)
 
 
-def measure(messages: int, runs: int) -> dict:
+def measure(messages: int, runs: int, before: Path | None = None) -> dict:
+    """Every run a fresh process of this tree (and of ``before``, alternately): cold and warm uploads, a refit."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
@@ -210,29 +222,35 @@ def measure(messages: int, runs: int) -> dict:
             files.append(path)
         size_mb = files[0].stat().st_size / 1e6
         cold, warm, refits, first = [], [], [], []
+        earlier: dict[str, list] = {"cold_uploads": [], "warm_uploads": [], "refits": [], "first_paints": []}
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             browser_version = browser.version
             for run in range(runs):
-                found = _one_process(browser, Path(folder), files[0], files[1], 20_000 + 1_000 * run)
-                cold.append(found["cold"])
-                warm.append(found["warm"])
-                refits.append(found["refit"])
-                first.append(found["first_paint"])
+                trees = [ROOT] if before is None else [ROOT, before] if run % 2 == 0 else [before, ROOT]
+                for tree in trees:
+                    found = _one_process(browser, Path(folder), files[0], files[1], 20_000 + 1_000 * run, tree)
+                    into = (cold, warm, refits, first) if tree == ROOT else (
+                        earlier["cold_uploads"], earlier["warm_uploads"], earlier["refits"], earlier["first_paints"])
+                    for target, key in zip(into, ("cold", "warm", "refit", "first_paint")):
+                        target.append(found[key])
             browser.close()
     import streamlit
 
     info = {**machine(), "streamlit": streamlit.__version__, "chromium": browser_version}
-    return {"messages": messages + 1, "file_mb": round(size_mb, 1), "cold_uploads": cold, "warm_uploads": warm,
-            "refits": refits, "first_paints": first, "machine": info}
+    result = {"messages": messages + 1, "file_mb": round(size_mb, 1), "cold_uploads": cold, "warm_uploads": warm,
+              "refits": refits, "first_paints": first, "machine": info}
+    if before is not None:
+        result["before"] = {"tree": str(before), **earlier}
+    return result
 
 
-def _first_paint(playwright, folder: Path, script: str, charts: int) -> dict[str, float]:
-    """A fresh server for ``script`` and a fresh browser: from opening the page
+def _first_paint(playwright, folder: Path, script: str, charts: int, tree: Path = ROOT) -> dict[str, float]:
+    """A fresh server for ``script`` of ``tree`` and a fresh browser: from opening the page
     to its ``charts`` charts drawn (the browser draws them after the run is
     over, one by one), and to idle."""
     port = _free_port()
-    server = _start(port, folder, script)
+    server = _start(port, folder, script, tree)
     try:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
@@ -258,44 +276,56 @@ def _first_paint(playwright, folder: Path, script: str, charts: int) -> dict[str
         server.wait(timeout=30)
 
 
-def measure_first_paint(runs: int) -> dict:
-    """First paint of Compare and of the nine-chart page, alternately, each with a fresh server and browser."""
+def measure_first_paint(runs: int, before: Path | None = None) -> dict:
+    """First paint of Compare and of the nine-chart page (and of ``before``'s Compare), alternately, each with a
+    fresh server and browser."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
     found: dict[str, list] = {"compare": [], "trivial": [], "load_average": []}
+    pages = ["trivial", "compare"] + ([] if before is None else ["before"])
+    if before is not None:
+        found["before"] = []
     with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
         for run in range(runs):
-            order = ("trivial", "compare") if run % 2 == 0 else ("compare", "trivial")
-            for name in order:
+            for name in pages if run % 2 == 0 else pages[::-1]:
                 found["load_average"].append(os.getloadavg()[0])
-                script, charts = ("app.py", CHARTS) if name == "compare" else ("bench/trivial_page.py", 9)
-                found[name].append(_first_paint(playwright, Path(folder), script, charts))
-    return {**found, "ratio": first_paint_ratio(found), "machine": _machine()}
+                script, charts = ("bench/trivial_page.py", 9) if name == "trivial" else ("app.py", CHARTS)
+                tree = before if name == "before" else ROOT
+                found[name].append({**_first_paint(playwright, Path(folder), script, charts, tree),
+                                    "load_average": found["load_average"][-1]})
+    result = {**found, "ratio": first_paint_ratio(found), "machine": _machine()}
+    if before is not None:
+        result["before_tree"], result["before_ratio"] = str(before), first_paint_ratio(found, "before")
+    return result
 
 
-def first_paint_ratio(result: dict) -> float | None:
-    """Compare's median time to every chart drawn over the nine-chart page's."""
-    compare = [r["charts_drawn"] for r in result["compare"]]
+def first_paint_ratio(result: dict, page: str = "compare") -> float | None:
+    """Compare's (or ``page``'s) median time to every chart drawn over the nine-chart page's."""
+    compare = [r["charts_drawn"] for r in result[page]]
     trivial = [r["charts_drawn"] for r in result["trivial"]]
     return statistics.median(compare) / statistics.median(trivial) if compare and trivial else None
 
 
-def measure_refits(messages: int, runs: int) -> dict:
-    """A chat of ``messages`` uploaded to a fresh process, the limit changed once (warming), then timed."""
+def measure_refits(messages: int, runs: int, before: Path | None = None) -> dict:
+    """A chat of ``messages`` uploaded to a fresh process, the limit changed once (warming), then timed
+    (and the same on ``before``, alternately)."""
     from playwright.sync_api import sync_playwright
 
     chat = list(synthetic(messages).messages)
     refits: list[dict] = []
+    earlier: list[dict] = []
     with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
         path = Path(folder) / "chat.json"
         path.write_text(json.dumps(chat))
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            for run in range(runs):
+            plan = [tree for run in range(runs) for tree in
+                    ([ROOT] if before is None else [ROOT, before] if run % 2 == 0 else [before, ROOT])]
+            for tree in plan:
                 port = _free_port()
-                server = _start(port, Path(folder))
+                server = _start(port, Path(folder), tree=tree)
                 try:
                     page = _opened(browser, port)
                     upload = _upload(page, path)
@@ -309,14 +339,18 @@ def measure_refits(messages: int, runs: int) -> dict:
                     first = _idle(page, time.time(), lambda: change(limit // 2))
                     load = os.getloadavg()[0]
                     warm = _idle(page, time.time(), lambda: change(limit // 3))
-                    refits.append({"upload": upload, "first_change": first, "warm_change": warm, "load_average": load})
+                    (refits if tree == ROOT else earlier).append(
+                        {"upload": upload, "first_change": first, "warm_change": warm, "load_average": load})
                     page.close()
                 finally:
                     server.terminate()
                     server.wait(timeout=30)
         finally:
             browser.close()
-    return {"messages": len(chat), "refits": refits, "machine": _machine()}
+    result = {"messages": len(chat), "refits": refits, "machine": _machine()}
+    if before is not None:
+        result["before"] = {"tree": str(before), "refits": earlier}
+    return result
 
 
 def _machine() -> dict:
@@ -341,14 +375,19 @@ def report_first_paint(result: dict) -> str:
         f"| trivial page (bench/trivial_page.py) | {result['trivial'][0]['charts']} | "
         f"{_spread([r['charts_drawn'] for r in result['trivial']])} | {_spread([r['idle'] for r in result['trivial']])} | "
         f"{len(result['trivial'])} |",
+        *([f"| Compare of {result['before_tree']} (before) | {result['before'][0]['charts']} | "
+           f"{_spread([r['charts_drawn'] for r in result['before']])} | {_spread([r['idle'] for r in result['before']])} | "
+           f"{len(result['before'])} |"] if result.get("before") else []),
         "",
-        f"Compare over the trivial page (medians, all charts drawn): {result['ratio']:.2f}×.",
+        f"Compare over the trivial page (medians, all charts drawn): {result['ratio']:.2f}×"
+        + (f"; before: {result['before_ratio']:.2f}×." if result.get("before") else "."),
     ])
 
 
 def report_refits(result: dict) -> str:
     refits = result["refits"]
-    loads = [r["load_average"] for r in refits]
+    earlier = result.get("before", {}).get("refits", [])
+    loads = [r["load_average"] for r in refits + earlier]
     return "\n".join([
         f"# A limit change on a {result['messages']:,}-message chat",
         "",
@@ -358,10 +397,17 @@ def report_refits(result: dict) -> str:
         "",
         "| action | page idle: median (min–max) | runs |",
         "|---|--:|--:|",
-        f"| upload (cold) | {_spread([r['upload']['idle'] for r in refits])} | {len(refits)} |",
-        f"| first limit change | {_spread([r['first_change']['idle'] for r in refits])} | {len(refits)} |",
-        f"| warm limit change | {_spread([r['warm_change']['idle'] for r in refits])} | {len(refits)} |",
+        *_refit_rows("", refits),
+        *(_refit_rows(f" — {result['before']['tree']} (before)", earlier) if earlier else []),
     ])
+
+
+def _refit_rows(suffix: str, refits: list[dict]) -> list[str]:
+    return [
+        f"| upload (cold){suffix} | {_spread([r['upload']['idle'] for r in refits])} | {len(refits)} |",
+        f"| first limit change{suffix} | {_spread([r['first_change']['idle'] for r in refits])} | {len(refits)} |",
+        f"| warm limit change{suffix} | {_spread([r['warm_change']['idle'] for r in refits])} | {len(refits)} |",
+    ]
 
 
 def _spread(values: list[float]) -> str:
@@ -403,10 +449,28 @@ def report(result: dict) -> str:
         _row("warm upload: the same process, the chat with a new last message", result["warm_uploads"]),
         _row("change the response reserve (counts cached)", result["refits"]),
         _row("first paint of Compare: the page opened in a fresh process (its sample)", result.get("first_paints", [])),
+        *_before_rows(result.get("before")),
         "",
+        _loads(result),
         f"Warm upload over cold upload (page idle), the median of each process's own ratio: "
         f"{_share(warm_share(result))}.",
     ])
+
+
+def _before_rows(before: dict | None) -> list[str]:
+    if not before:
+        return []
+    tree = before["tree"]
+    return [_row(f"cold upload — {tree} (before)", before["cold_uploads"]),
+            _row(f"warm upload — {tree} (before)", before["warm_uploads"]),
+            _row(f"change the response reserve — {tree} (before)", before["refits"]),
+            _row(f"first paint of Compare — {tree} (before)", before["first_paints"])]
+
+
+def _loads(result: dict) -> str:
+    loads = [r["load_average"] for r in result["cold_uploads"] + (result.get("before") or {}).get("cold_uploads", [])
+             if "load_average" in r]
+    return f"Load average (1 min) before each cold upload's process: {min(loads):.2f}–{max(loads):.2f}." if loads else ""
 
 
 def _share(value: float | None) -> str:
@@ -420,19 +484,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--first-paint", action="store_true", help="Compare's first paint against a nine-chart page")
     parser.add_argument("--refit", action="store_true", help="a warm limit change on a chat of --refit-messages")
     parser.add_argument("--refit-messages", type=int, default=1000)
+    parser.add_argument("--tree", type=Path, help="another source tree measured alternately with this one (before)")
     options = parser.parse_args(argv)
     if options.first_paint or options.refit:
         RESULTS.mkdir(exist_ok=True)
         if options.first_paint:
-            result = measure_first_paint(options.runs)
+            result = measure_first_paint(options.runs, options.tree)
             (RESULTS / "dashboard-first-paint.json").write_text(json.dumps(result, indent=2))
             print(report_first_paint(result))
         if options.refit:
-            result = measure_refits(options.refit_messages, options.runs)
+            result = measure_refits(options.refit_messages, options.runs, options.tree)
             (RESULTS / "dashboard-refit.json").write_text(json.dumps(result, indent=2))
             print(report_refits(result))
         return
-    result = measure(options.messages, options.runs)
+    result = measure(options.messages, options.runs, options.tree)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dashboard.json").write_text(json.dumps(result, indent=2))
     print(report(result))

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.views import breakdown, charts, compare_state, dashboard, diff, presentation, report, source_panel, verdict
+from contextfit.views import breakdown, budget_bar, charts, compare_state, dashboard, diff, presentation, report, source_panel, verdict
 
 state = st.session_state
 state.setdefault("overrides", {})
@@ -27,6 +27,7 @@ if presenting != state.get("was_presenting", False):
     st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
 st.html(charts.legend_html())
 st.html(charts.CHART_CSS)
+st.html(budget_bar.CSS)
 
 source = source_panel.conversation_source()  # the sidebar's "Conversation" section
 if source is None:
@@ -67,7 +68,7 @@ with st.sidebar:
                                   help="Fills {{user}} in cards, lorebooks and chats.")
 
 if conversation.warnings:
-    with st.expander(f"Import notes ({len(conversation.warnings)})"):
+    with st.expander(f"Import notes ({len(conversation.warnings)})", key="import-notes"):
         st.text("\n".join(conversation.warnings))
 if (current_input := compare_state.current_input_note(conversation)) is not None:
     st.caption(current_input)
@@ -114,11 +115,14 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
             f" · reserve {numbers['response_reserve']:,}"
         )
         st.caption(f"tokenizer {numbers['tokenizer']}" + (" · approximate" if numbers["approximate"] else " · exact"))
-        chart_slots[name] = (st.empty(), st.empty())
-        with st.expander(f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens"):
+        chart_slots[name] = (st.container(), st.container())  # not st.empty: a refit updates the charts in place
+        # Keyed: the label counts change with every refit, and an unkeyed expander with a new label is a
+        # new element, which the browser draws closed.
+        with st.expander(f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens",
+                         key=f"dropped-{name}"):
             st.text("\n".join(dashboard.dropped_lines(plan)) or "Nothing: every block is sent.")
         if plan.summary is not None:
-            with st.expander("Summary sent to the model"):
+            with st.expander("Summary sent to the model", key=f"summary-{name}"):
                 st.text(plan.summary.content)
         export, send = st.columns(2)
         with export.popover("Export", help="This strategy's request, blocks or whole plan as a file."):
@@ -154,7 +158,7 @@ fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, con
 token_scale, block_scale = charts.prompt_scale(list(fitted.values())), charts.block_scale(list(fitted.values()))
 for name, (budget_slot, blocks_slot) in chart_slots.items():
     with budget_slot:
-        show(charts.budget_figure(fitted[name], token_scale=token_scale), f"budget-{name}")
+        st.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))  # HTML: five plotly charts cost the browser most
     with blocks_slot:
         show(charts.blocks_figure(fitted[name], token_scale=block_scale), f"blocks-{name}")
 

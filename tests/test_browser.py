@@ -144,9 +144,17 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
         box.press("Control+Enter")
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
-    charts.first.locator(".barlayer").first.wait_for()  # the budget chart has two: the window gauge and the prompt
-    assert charts.count() == 11  # a budget bar and a block chart per strategy (five), then the fate matrix
-    truncate_blocks = charts.nth(1)
+    charts.first.locator(".barlayer").first.wait_for()
+    assert charts.count() == 6  # a block chart per strategy (five), then the fate matrix
+    # and a budget bar per strategy, in HTML: every stretch drawn, with its colour and its hover text kept
+    budget = page.locator(".contextfit-budget")
+    assert budget.count() == 5
+    first = budget.first.locator(".cfb-part")
+    assert first.count() >= 4 and all((first.nth(k).bounding_box() or {}).get("height", 0) > 0 for k in range(first.count()))
+    assert first.nth(0).get_attribute("title").startswith("prompt: ")
+    assert budget.first.locator('[data-shade="protected"]').first.evaluate("e => getComputedStyle(e).backgroundColor") == PROTECTED_FILL
+    assert page.evaluate("window.__contextfitPreloaded") is True  # the chart code was asked for at the top of the run
+    truncate_blocks = charts.nth(0)
     assert len(bars(truncate_blocks)) == len(chat)
     before = protected_bars(truncate_blocks)
     assert before == 2  # the system prompt and the current input
@@ -163,14 +171,32 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
         page.keyboard.press(" ")
     page.wait_for_function(
         """([fill]) => {
-            const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[1];
+            const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[0];
             return chart && [...chart.querySelectorAll('.barlayer .point path')]
                 .filter(p => (p.getAttribute('style') || '').includes(fill)).length === 3;
         }""",
         arg=[PROTECTED_FILL],
     )
-    assert protected_bars(page.locator('[data-testid="stPlotlyChart"]').nth(1)) == before + 1
+    assert protected_bars(page.locator('[data-testid="stPlotlyChart"]').nth(0)) == before + 1
     page.screenshot(path=str(ARTIFACTS / "compare-after-pin.png"), full_page=True)
+
+    # An open section stays open when a limit change changes the counts in its label.
+    dropped = page.locator('[data-testid="stExpander"]').filter(has_text="Excluded or summarized").first
+    label = dropped.locator("summary").inner_text()
+    dropped.locator("summary").click()
+    dropped.locator("details[open]").wait_for()
+    limit = page.get_by_role("spinbutton", name="Context limit")
+    limit.scroll_into_view_if_needed()
+    limit.fill("1300")
+    with script_run(page):
+        limit.press("Enter")
+    page.wait_for_function("""([before]) => {
+        const section = [...document.querySelectorAll('[data-testid="stExpander"]')]
+            .find(e => e.innerText.includes('Excluded or summarized'));
+        return section && !section.querySelector('summary').innerText.includes(before);
+    }""", arg=[label.strip()])
+    assert page.locator('[data-testid="stExpander"]').filter(has_text="Excluded or summarized").first.locator(
+        "details[open]").count() == 1
 
 
 def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):

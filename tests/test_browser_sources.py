@@ -36,7 +36,8 @@ def test_an_upload_survives_a_switch_to_the_audit_page_and_back(page, server):  
     with script_run(page):
         page.locator('input[type="file"]').set_input_files(str(CHAT))
     page.locator('[data-testid="stPlotlyChart"] .barlayer').first.wait_for()
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == 11
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 6  # the block charts and the fate matrix
+    assert page.locator(".contextfit-budget").count() == 5  # and the budget bars
     assert edit_table_ids(page, expected[0]) == expected
     assert "upload=sillytavern_chat.jsonl" in page.url.split("?", 1)[1].split("&")
 

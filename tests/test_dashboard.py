@@ -8,6 +8,7 @@ import io
 import json
 
 import pytest
+from budget_support import budget_bars, chart_count
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
@@ -143,20 +144,20 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
     assert not at.exception and not at.error
     assert [s.value for s in at.subheader][:6] == ["Verdict", *STRATEGIES]
     charts = at.get("plotly_chart")
-    assert len(charts) == 2 * len(STRATEGIES) + 1  # budget bar and block chart per strategy, then the fate matrix
+    assert len(charts) == len(STRATEGIES) + 1  # a block chart per strategy, then the fate matrix
+    bars = budget_bars(at)  # and a budget bar per strategy, in HTML
+    assert [bar.strategy for bar in bars] == list(STRATEGIES)
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
     shade = {style.label: name for name, style in chart_views.SHADES.items()}
     budget_axes, block_axes = set(), set()
     for number, name in enumerate(STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
-        budget = json.loads(charts[2 * number].proto.spec)
-        window = [t for t in budget["data"] if t["y"] == ["window"]]
-        assert sum(decode(t["x"])[0] for t in window) == pytest.approx(100)
-        sent = [t for t in budget["data"] if t["y"] == ["sent"]]
-        assert sum(decode(t["x"])[0] for t in sent) == plan.prompt_tokens
-        budget_axes.add(tuple(budget["layout"]["xaxis"]["range"]))
-        blocks = json.loads(charts[2 * number + 1].proto.spec)
+        window = bars[number].rows["window"]
+        assert sum(width for _, _, width, *_ in window) == pytest.approx(100, abs=0.01)
+        assert sum(tokens for _, tokens, *_ in bars[number].rows["sent"]) == plan.prompt_tokens
+        budget_axes.add(bars[number].top)
+        blocks = json.loads(charts[number].proto.spec)
         block_axes.add(tuple(blocks["layout"]["yaxis"]["range"]))
         heights = {}
         for trace in blocks["data"]:
@@ -166,6 +167,19 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
     assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
     matrix = json.loads(charts[-1].proto.spec)["data"][0]
     assert matrix["y"] == list(STRATEGIES)
+
+
+def test_open_sections_keep_their_identity_when_a_refit_changes_their_counts():
+    at = app().run()
+    dropped = [e for e in at.expander if e.label.startswith("Excluded or summarized")]
+    before = [(e.label, e._block_id) for e in dropped]
+    at.sidebar.number_input(key="limit").set_value(at.sidebar.number_input(key="limit").value // 2).run()
+    assert not at.exception
+    after = [(e.label, e._block_id) for e in at.expander if e.label.startswith("Excluded or summarized")]
+    assert [label for label, _ in after] != [label for label, _ in before]  # the counts in the labels changed...
+    # ...and each section is the same element (keyed per strategy): an open one stays open in the browser.
+    assert [key for _, key in after] == [key for _, key in before] and all(key for _, key in after)
+    assert len({key for _, key in after}) == len(STRATEGIES)
 
 
 def table_with(at, column):
@@ -240,7 +254,7 @@ def test_a_pasted_conversation_is_compared():
     at.sidebar.number_input(key="limit").set_value(1500).run()
     at.sidebar.number_input(key="reserve").set_value(1100).run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 11
+    assert chart_count(at) == (6, 5)
     assert any("400-token budget" in caption.value for caption in at.caption)
 
 

@@ -177,6 +177,18 @@ _CSS_PATTERNS = {
 }
 
 
+def css_pattern(pattern: str, foreground: str = "#555555") -> str:
+    """A bar pattern of :data:`SHADES` ("" for solid) as CSS background layers, each followed by a comma
+    (put the colour after it), so HTML swatches and bars look like the plotly ones.
+
+    >>> css_pattern("")
+    ''
+    >>> css_pattern("|", "#000")
+    'repeating-linear-gradient(90deg,#000 0 1px,transparent 1px 4px),'
+    """
+    return _CSS_PATTERNS[pattern].format(fg=foreground) + "," if pattern else ""
+
+
 def legend_html() -> str:
     """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend."""
     swatch = (
@@ -185,8 +197,7 @@ def legend_html() -> str:
     )
 
     def item(label: str, color: str, border: str, pattern: str = "") -> str:
-        css = _CSS_PATTERNS[pattern].format(fg="#555555") + "," if pattern else ""
-        return swatch.format(color=color, border=border, label=label, pattern=css)
+        return swatch.format(color=color, border=border, label=label, pattern=css_pattern(pattern))
 
     items = [item(style.label, style.color, style.color, style.pattern) for style in SHADES.values()]
     items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
@@ -211,6 +222,69 @@ def prompt_scale(plans: Sequence[PromptPlan]) -> int:
     return top
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetSegment:
+    """One stretch of a budget bar: ``row`` "sent" or "not sent", its shade and kind, and its tokens;
+    ``count`` says them in words: "12 tokens", or an approximate profile's band
+    ("about E tokens (approximate, up to N)")."""
+
+    row: str
+    shade: str
+    kind: str
+    tokens: int
+    count: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetView:
+    """What a budget bar shows (:func:`budget_view`), drawn by :func:`budget_figure` (plotly, for the
+    report, the audit and replay pages) and by :func:`contextfit.views.budget_bar.budget_html` (Compare).
+
+    ``gauge`` is the window row: (name, percent of the context limit, tokens) for the prompt, the free
+    budget and the response reserve, together 100 %. ``top`` is the token axis's end, ``used`` the
+    prompt's percent of the budget, ``band`` the prompt's exact count or approximate band (plain text).
+    """
+
+    segments: tuple[BudgetSegment, ...]
+    gauge: tuple[tuple[str, float, int], ...]
+    top: int
+    budget: int
+    budget_in_view: bool
+    used: float
+    band: str
+
+    @property
+    def note(self) -> str:
+        """The line above the bar: the prompt's share of the budget (short: a column is narrow)."""
+        return f"{self.used:.1f}% of the budget" + ("" if self.budget_in_view else " · zoomed in")
+
+
+def budget_view(plan: PromptPlan, token_scale: int | None = None) -> BudgetView:
+    """The numbers of a budget bar: see :func:`budget_figure`."""
+    segments: list[BudgetSegment] = []
+    sent = _tokens_by(plan.blocks, included=True)
+    overhead = plan.prompt_tokens - sum(sent.values())
+    if overhead > 0:  # reply priming and message framing belong to no block
+        sent[("protected", "chat overhead")] = overhead
+    approximate = plan.tokenizer.approximate
+    for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False))):
+        estimates = _tokens_by(plan.blocks, included=row == "sent", estimate=True) if approximate else {}
+        for (shade, kind), tokens in sorted(totals.items(), key=lambda item: (list(SHADES).index(item[0][0]), item[0][1])):
+            segments.append(BudgetSegment(row, shade, kind, tokens, tokens_text(tokens, estimates.get((shade, kind)), approximate)))
+    limit = plan.context_limit or 1
+    free = max(plan.budget - plan.prompt_tokens, 0)
+    gauge = (("prompt", 100 * plan.prompt_tokens / limit, plan.prompt_tokens),
+             ("free budget", 100 * free / limit, free),
+             ("response reserve", 100 * plan.response_reserve / limit, plan.response_reserve))
+    longest = max(plan.prompt_tokens, sum(sent.values()), sum(b.tokens or 0 for b in plan.blocks if not b.included), 1)
+    top = max(token_scale or 0, longest)
+    budget_in_view = plan.budget <= top * 1.5
+    if budget_in_view:
+        top = max(top, plan.budget)
+    used = 100 * plan.prompt_tokens / plan.budget if plan.budget else 100.0
+    return BudgetView(tuple(segments), gauge, top, plan.budget, budget_in_view, used, band_text(plan))
+
+
 def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | None = None) -> go.Figure:
     """The context window as a % gauge, and the prompt zoomed in, by shade and kind.
 
@@ -225,63 +299,44 @@ def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | Non
     never less: no bar is cut off. A dashed line marks the budget when it is
     within that axis.
     """
+    view = budget_view(plan, token_scale)
     traces: list[dict[str, Any]] = []
-    sent = _tokens_by(plan.blocks, included=True)
-    overhead = plan.prompt_tokens - sum(sent.values())
-    if overhead > 0:  # reply priming and message framing belong to no block
-        sent[("protected", "chat overhead")] = overhead
     shown: set[str] = set()
     approximate = plan.tokenizer.approximate
-    band = f"<br>prompt: {html.escape(band_text(plan))}"  # approximate: the point estimate and the upper end shown
-    estimates = {True: _tokens_by(plan.blocks, included=True, estimate=True),
-                 False: _tokens_by(plan.blocks, included=False, estimate=True)} if approximate else {}
-    for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False))):
-        for (shade, kind), tokens in sorted(totals.items(), key=lambda item: (list(SHADES).index(item[0][0]), item[0][1])):
-            label = SHADES[shade].label
-            # an approximate count reads as its band: "about E tokens (approximate, up to N)"
-            count = (html.escape(tokens_text(tokens, estimates[row == "sent"].get((shade, kind)), True))
-                     if approximate else "%{x:,} tokens")
-            traces.append({
-                "type": "bar",
-                "y": [row],
-                "x": [tokens],
-                "orientation": "h",
-                "name": label,
-                "legendgroup": shade,
-                "showlegend": shade not in shown,
-                "marker": {**_marker(shade), "line": {"color": "white", "width": 1}},
-                "hovertemplate": f"{html.escape(label)} · {html.escape(_kind_label(kind))}: {count}{band}<extra></extra>",
-            })
-            shown.add(shade)
-    limit = plan.context_limit or 1
-    prompt_share = 100 * plan.prompt_tokens / limit
-    free = max(plan.budget - plan.prompt_tokens, 0)
-    gauge = (
-        ("prompt", prompt_share, plan.prompt_tokens, {"color": "#4D4D4D"}),
-        ("free budget", 100 * free / limit, free, {"color": FREE_COLOR}),
-        ("response reserve", 100 * plan.response_reserve / limit, plan.response_reserve,
-         {"color": "rgba(213,94,0,0.25)", "line": {"color": RESERVE_COLOR, "width": 1},
-          "pattern": {"shape": "/", "fgcolor": RESERVE_COLOR}}),
-    )
-    for name, share, tokens, marker in gauge:
-        count = html.escape(band_text(plan)) if name == "prompt" and approximate else "%{customdata:,} tokens"
+    band = f"<br>prompt: {html.escape(view.band)}"  # approximate: the point estimate and the upper end shown
+    for segment in view.segments:
+        label = SHADES[segment.shade].label
+        # an approximate count reads as its band: "about E tokens (approximate, up to N)"
+        count = html.escape(segment.count) if approximate else "%{x:,} tokens"
+        traces.append({
+            "type": "bar",
+            "y": [segment.row],
+            "x": [segment.tokens],
+            "orientation": "h",
+            "name": label,
+            "legendgroup": segment.shade,
+            "showlegend": segment.shade not in shown,
+            "marker": {**_marker(segment.shade), "line": {"color": "white", "width": 1}},
+            "hovertemplate": f"{html.escape(label)} · {html.escape(_kind_label(segment.kind))}: {count}{band}<extra></extra>",
+        })
+        shown.add(segment.shade)
+    markers = {"prompt": {"color": "#4D4D4D"}, "free budget": {"color": FREE_COLOR},
+               "response reserve": {"color": "rgba(213,94,0,0.25)", "line": {"color": RESERVE_COLOR, "width": 1},
+                                    "pattern": {"shape": "/", "fgcolor": RESERVE_COLOR}}}
+    for name, share, tokens in view.gauge:
+        count = html.escape(view.band) if name == "prompt" and approximate else "%{customdata:,} tokens"
         traces.append({"type": "bar", "y": ["window"], "x": [share], "orientation": "h", "name": name,
-                       "xaxis": "x2", "yaxis": "y2", "marker": marker, "showlegend": name != "prompt",
+                       "xaxis": "x2", "yaxis": "y2", "marker": markers[name], "showlegend": name != "prompt",
                        "customdata": [tokens],
                        "hovertemplate": f"{name}: {count} (%{{x:.1f}}% of the window)<extra></extra>"})
-    longest = max(plan.prompt_tokens, sum(sent.values()), sum(b.tokens or 0 for b in plan.blocks if not b.included), 1)
-    top = max(token_scale or 0, longest)
+    top = view.top
     shapes, annotations = [], []
-    budget_in_view = plan.budget <= top * 1.5
-    if budget_in_view:
-        top = max(top, plan.budget)
+    if view.budget_in_view:
         shapes.append({"type": "line", "xref": "x", "yref": "y domain", "x0": plan.budget, "x1": plan.budget,
                        "y0": 0, "y1": 1, "line": {"color": "#333333", "dash": "dash", "width": 1}})
-    used = 100 * plan.prompt_tokens / plan.budget if plan.budget else 100.0
     # Short: a narrow column's chart is some 200 pixels wide, and the caption above says the rest.
     annotations.append({"x": 0, "y": 1.0, "xref": "paper", "yref": "paper", "showarrow": False,
-                        "xanchor": "left", "yanchor": "bottom", "font": {"size": 11},
-                        "text": f"{used:.1f}% of the budget" + ("" if budget_in_view else " · zoomed in")})
+                        "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}, "text": view.note})
     return _figure(
         traces,
         legend,
@@ -386,7 +441,7 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
         return _figure(traces, legend,
                        xaxis={"title": "prompt order", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
                        yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
-                       barmode="overlay", height=260, bargap=0.15)
+                       barmode="overlay", height=260, bargap=0.15, **_fixed_margins(top, legend))
     size = math.ceil(len(blocks) / dense_threshold)
     bins = math.ceil(len(blocks) / size)
     totals = {shade: [0] * bins for shade in SHADES}
@@ -422,7 +477,26 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
     return _figure(traces, legend, xaxis={"title": f"prompt order · {size} blocks per bar",
                                           "range": [-0.5, len(blocks) - 0.5], "tickformat": ",d"},
                    yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
-                   barmode="stack", height=260, bargap=0.05)
+                   barmode="stack", height=260, bargap=0.05, **_fixed_margins(top, legend))
+
+
+def _fixed_margins(top: float, legend: bool) -> dict[str, Any]:
+    """Margins that fit a block chart's axis labels, computed here rather than by plotly.
+
+    Plotly's ``automargin`` measures the labels and draws the chart again: half
+    of a block chart's drawing time, paid by the browser for each side-by-side
+    chart on every refit. The y-axis labels are at most ``f"{top:,}"`` wide.
+    A legend (above the plot) keeps plotly's automatic margins.
+
+    >>> _fixed_margins(950, False)["margin"]["l"]  # "998" (the axis ends 5 % above the top)
+    58
+    >>> _fixed_margins(950, True)
+    {}
+    """
+    if legend:
+        return {}
+    return {"margin": {"l": 34 + 8 * len(f"{int(math.ceil(top * 1.05)):,}"), "r": 10, "t": 24, "b": 46},
+            "xaxis_automargin": False, "yaxis_automargin": False}
 
 
 def fate_matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[str | None]]]:

@@ -22,6 +22,8 @@ CSS = """<style>
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend { font-size: 1.2rem !important; }
+.contextfit-budget, .contextfit-budget .cfb-note, .contextfit-budget .cfb-axis { font-size: 1.1rem !important; }
+.contextfit-budget .cfb-track { height: 26px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
@@ -37,4 +39,7 @@ def enlarge(figure: Any, font_size: int = FONT_SIZE, factor: float = HEIGHT_FACT
     height = figure.layout.height or 300
     figure.update_layout(font={"size": font_size}, height=int(round(height * factor)),
                          hoverlabel={"font": {"size": font_size}})
+    if figure.layout.yaxis.automargin is False:  # margins set to fit 12-pixel labels (block charts) grow with them
+        scale = font_size / 12
+        figure.update_layout(margin={"l": int(figure.layout.margin.l * scale), "b": int(figure.layout.margin.b * scale)})
     return figure

@@ -1,0 +1,31 @@
+"""The browser starts loading the chart and table code at the top of a run (contextfit.views.preload)."""
+
+from __future__ import annotations
+
+from conftest import REPO
+from streamlit.testing.v1 import AppTest
+
+from contextfit.views import preload
+
+
+def test_the_installed_streamlit_has_the_chunks_and_the_script_imports_each():
+    files = preload.chunk_files()
+    assert [name.split(".")[0] for name in files] == list(preload.CHUNKS)
+    text = preload.script(files)
+    assert all(f'"{name}"' in text for name in files) and "import(base + file)" in text
+    assert 'display: none' in text  # the element takes no room on the page
+
+
+def test_nothing_is_guessed(tmp_path):
+    assert preload.chunk_files(tmp_path / "missing") == [] and preload.script([]) == ""
+    (tmp_path / "PlotlyChart.a.js").write_text("")
+    (tmp_path / "PlotlyChart.b.js").write_text("")  # two builds' chunks: which one the page uses is unknown
+    (tmp_path / "DataFrame.c.js").write_text("")
+    assert preload.chunk_files(tmp_path) == ["DataFrame.c.js"]
+
+
+def test_every_page_run_sends_it_first():
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
+    assert not at.exception
+    first = at.main.children[0]  # before the page's title
+    assert "contextfit-preload" in first.proto.body and first.proto.unsafe_allow_javascript
