@@ -114,7 +114,8 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
             f"of a {numbers['budget']:,}-token budget ({numbers['used_percent']}%) · context {numbers['context_limit']:,}"
             f" · reserve {numbers['response_reserve']:,}"
         )
-        st.caption(f"tokenizer {numbers['tokenizer']}" + (" · approximate" if numbers["approximate"] else " · exact"))
+        # an approximate profile's count is a band: "about E tokens (approximate, up to N)"; the metric is N
+        st.caption(f"tokenizer {numbers['tokenizer']} · " + (numbers["band"] if numbers["approximate"] else "exact"))
         chart_slots[name] = (st.container(), st.container())  # not st.empty: a refit updates the charts in place
         # Keyed: the label counts change with every refit, and an unkeyed expander with a new label is a
         # new element, which the browser draws closed.

@@ -343,3 +343,16 @@ def test_a_chat_ending_on_a_reply_says_what_the_current_input_is():
     at = pasted()
     clean(at)
     assert any(c.value.startswith("The chat ends on an assistant message") for c in at.caption)
+
+
+def test_an_approximate_model_shows_each_strategys_band_under_its_count():
+    at = app().run()
+    at.sidebar.multiselect(key="strategies").set_value(["truncate", "manual"]).run()
+    at.sidebar.selectbox(key="model").set_value("claude-sonnet-4").run()
+    clean(at)
+    bands = [caption.value for caption in at.caption if caption.value.startswith("tokenizer ")]
+    assert len(bands) == 2 and all("(approximate, up to " in band and "about " in band for band in bands)
+    metrics = [metric.value for metric in at.metric if metric.label == "Prompt tokens"]
+    assert [band.rsplit("up to ", 1)[1].rstrip(")") for band in bands] == metrics  # the metric is the upper end
+    at.sidebar.selectbox(key="model").set_value("gpt-4o-mini").run()
+    assert [c.value for c in at.caption if c.value.startswith("tokenizer ")] == ["tokenizer o200k_base · exact"] * 2
