@@ -1,0 +1,106 @@
+"""What the replay's speed work carries or shortcuts gives exactly what it did
+before: each shortcut is checked against the slow way (a fresh plan of every
+prefix, or the formula written out word by word)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from conversations import WORDS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+import test_replay_session
+from test_replay_session import _check_against_fresh_plans
+
+from contextfit.engine import replay as replay_module
+from contextfit.engine.relevance import LexicalRelevance
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _scores_word_by_word(query_bag: Counter, bags: list[Counter]) -> list[float]:
+    """The lexical scorer as first written: every weight and sum one word at a time."""
+    if not query_bag:
+        return [0.0] * len(bags)
+    corpus = [*bags, query_bag]
+    document_frequency: Counter = Counter()
+    for bag in corpus:
+        document_frequency.update(bag.keys())
+    total = len(corpus)
+    idf = {word: math.log((1 + total) / (1 + df)) + 1.0 for word, df in document_frequency.items()}
+
+    def weigh(bag: Counter) -> dict[str, float]:
+        return {word: (1.0 + math.log(tf)) * idf[word] for word, tf in bag.items()}
+
+    query_vector = weigh(query_bag)
+    query_norm = math.sqrt(sum(v * v for v in query_vector.values()))
+    scores = []
+    for bag in bags:
+        vector = weigh(bag)
+        norm = math.sqrt(sum(v * v for v in vector.values()))
+        if not norm:
+            scores.append(0.0)
+            continue
+        dot = sum(weight * query_vector[word] for word, weight in vector.items() if word in query_vector)
+        scores.append(min(1.0, max(0.0, dot / (norm * query_norm))))
+    return scores
+
+
+_TEXT = st.lists(st.sampled_from(WORDS + ["Wolves", "wolves", "x1", "rivers"]), max_size=30).map(" ".join)
+
+
+@SETTINGS
+@given(_TEXT, st.lists(_TEXT, max_size=6))
+def test_lexical_relevance_gives_the_word_by_word_floats(query, documents):
+    scorer = LexicalRelevance()
+    from contextfit.engine.relevance import _bag
+
+    assert scorer.score(query, documents) == _scores_word_by_word(_bag(query), [_bag(text) for text in documents])
+
+
+def _twins_chat(turns: int = 6) -> list[dict]:
+    """Messages equal in role and content but not in what else is sent (a name,
+    a tool call id): a replay must not take one for the other."""
+    chat = [{"role": "system", "content": "Be brief."}]
+    for turn in range(turns):
+        name = "ann" if turn % 2 else "bartholomew_of_the_northern_marches"
+        chat += [
+            {"role": "user", "content": "Same question again about ORD-77?", "name": name},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": f"call_{turn}" * (1 + turn % 3), "type": "function",
+                             "function": {"name": "lookup", "arguments": '{"order": "ORD-77", "verbose": true}'}}]},
+            {"role": "tool", "tool_call_id": f"call_{turn}" * (1 + turn % 3), "content": "result " * 40},
+            {"role": "assistant", "content": "Same answer about ORD-77."},
+        ]
+    return chat
+
+
+def test_blocks_equal_in_content_but_not_in_what_is_sent_are_told_apart(monkeypatch):
+    # a call whose arguments clear_inputs empties keeps its role, content and id: only the full comparison tells
+    monkeypatch.setattr(test_replay_session, "VARIANTS", [
+        *test_replay_session.VARIANTS,
+        {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_inputs": True}},
+    ])
+    for limit in (420, 520, 640):
+        _check_against_fresh_plans(_twins_chat(10), "gpt-4o", limit, 100)
+    _check_against_fresh_plans(_twins_chat(), "claude-sonnet-4", 420, 100)
+
+
+def test_a_block_sent_again_as_an_equal_copy_reuses_its_entry(monkeypatch):
+    """clear-tool-results hands out a fresh copy of each cleared result every
+    fit: the replay reads an equal copy from the entry it made before."""
+    made: list = []
+    real = replay_module._Block
+
+    def counted(*fields):
+        made.append(fields[0])
+        return real(*fields)
+
+    monkeypatch.setattr(replay_module, "_Block", counted)
+    chat = _twins_chat(12)
+    replay_module.replay(chat, model="gpt-4o", context_limit=420, response_reserve=100,
+                         strategies=[{"strategy": "clear-tool-results", "options": {"keep": 1}}])
+    cleared = [block for block in made if (block.get("meta") or {}).get("compressed")]
+    contents = [(block["tool_call_id"], block["content"]) for block in cleared]
+    assert cleared and len(contents) == len(set(contents))  # each cleared result read once, however often sent
