@@ -4,15 +4,20 @@ prefix, or the formula written out word by word)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 
-from conversations import WORDS
+from conversations import WORDS, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import test_replay_session
 from test_replay_session import _check_against_fresh_plans
+from test_session import _fit
+from test_walk import _outcome, growth
 
+import contextfit
+from contextfit.engine.session import FitSession
 from contextfit.engine import replay as replay_module
 from contextfit.engine.relevance import LexicalRelevance
 
@@ -104,3 +109,83 @@ def test_a_block_sent_again_as_an_equal_copy_reuses_its_entry(monkeypatch):
     cleared = [block for block in made if (block.get("meta") or {}).get("compressed")]
     contents = [(block["tool_call_id"], block["content"]) for block in cleared]
     assert cleared and len(contents) == len(set(contents))  # each cleared result read once, however often sent
+
+
+CLEAR_VARIANTS = [
+    {}, {"keep": 0}, {"keep": 1, "clear_at_least": 7}, {"keep": 5}, {"stable_prefix": True},
+    {"keep": 1, "clear_inputs": True}, {"keep": 1, "placeholder": "[gone: {tool}]"},
+    {"keep": 0, "exclude_tools": ["lookup"]}, {"keep": 1, "keep_thinking": False},
+]
+
+
+@SETTINGS
+@given(growth(), st.lists(st.floats(0.05, 1.0), min_size=1, max_size=3), st.booleans(),
+       st.lists(st.sampled_from(CLEAR_VARIANTS), min_size=1, max_size=3))
+def test_clear_tool_results_carried_walk_refits_like_fresh_fits(chat, shares, count_excluded, options_list):
+    """clear-tool-results' walk over old results is carried in the facts
+    (strategies/clear_carry.py): a growing session, fitted at several budgets
+    and with several option sets on each state of the chat (each reads and
+    extends the carried steps), its last message regenerated now and then,
+    fits as a fresh fit of a copy does."""
+    messages, cuts, edits = chat
+    counter = lambda ms: word_count_counter(ms)  # noqa: E731 - a counter of its own: a fresh cache
+    session = FitSession(messages[:cuts[0]])
+    for end, edit in zip([*cuts[1:], len(messages)], edits):
+        for _ in range(1 + edit):
+            for share in shares:
+                budget = int(share * word_count_counter(messages))
+                for options in options_list:
+                    warm = _fit(session.fit, counter, budget, "clear-tool-results", count_excluded=count_excluded,
+                                **options)
+                    cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages),
+                                lambda ms: word_count_counter(ms), budget, "clear-tool-results",
+                                count_excluded=count_excluded, **options)
+                    assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+            if edit and len(session):
+                session.edit(-1, {"role": "tool", "tool_call_id": "call_1", "content": "regenerated " * (1 + len(session) % 7)}
+                             if len(session) % 2 else {"role": "user", "content": "again " * (1 + len(session) % 5)})
+        session.extend(messages[len(session):end])
+
+
+def _call(ident: str, name: str = "lookup") -> dict:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": ident, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+def _result(ident: str, words: int, word: str = "data") -> dict:
+    return {"role": "tool", "tool_call_id": ident, "content": f"{word} " * words}
+
+
+def _same_as_fresh(session: FitSession, budget: int, **options) -> None:
+    counter = contextfit.token_counter("gpt-4o")
+    warm = _fit(session.fit, counter, budget, "clear-tool-results", **options)
+    cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), contextfit.token_counter("gpt-4o"), budget,
+                "clear-tool-results", **options)
+    assert _outcome(warm) == _outcome(cold)
+    return warm
+
+
+def test_an_edited_result_is_not_read_from_a_walk_carried_past_it():
+    # the walk carried in the longer chat's facts went past the last result; after the edit the
+    # shorter chat's facts are extended again, and their own walk must not hold that step
+    session = FitSession([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Look it up."},
+                          _call("c1"), _result("c1", 300), {"role": "assistant", "content": "Found it."},
+                          {"role": "user", "content": "And the other?"}, _call("c2")])
+    _same_as_fresh(session, 200, keep=0)
+    session.append(_result("c2", 300))
+    fit = _same_as_fresh(session, 200, keep=0)
+    assert sum(bool((block.get("meta") or {}).get("compressed")) for block in fit.kept) == 2
+    session.edit(-1, _result("c2", 60, "other"))
+    _same_as_fresh(session, 200, keep=0)
+    _same_as_fresh(session, 120, keep=0, placeholder="[gone: {tool}, {tokens}]")
+
+
+def test_a_result_named_before_its_call_is_not_carried_under_the_wrong_name():
+    # a result whose call comes later is named "tool" until the call arrives: that step is not carried
+    session = FitSession([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."},
+                          _result("late", 300), {"role": "assistant", "content": "Done."},
+                          {"role": "user", "content": "Again?"}])
+    _same_as_fresh(session, 150, keep=0)
+    session.extend([_call("late", "read_file"), _result("c3", 5), {"role": "user", "content": "Well?"}])
+    fit = _same_as_fresh(session, 150, keep=0)
+    assert any("read_file" in str(block.get("content")) for block in fit.kept)
