@@ -96,13 +96,13 @@ def test_a_block_sent_again_as_an_equal_copy_reuses_its_entry(monkeypatch):
     """clear-tool-results hands out a fresh copy of each cleared result every
     fit: the replay reads an equal copy from the entry it made before."""
     made: list = []
-    real = replay_module._Block
+    real = replay_module.trace
 
-    def counted(*fields):
-        made.append(fields[0])
-        return real(*fields)
+    def counted(blocks, template):  # the replay renders each block it reads (gpt-4o: OpenAI messages)
+        made.extend(blocks)
+        return real(blocks, template)
 
-    monkeypatch.setattr(replay_module, "_Block", counted)
+    monkeypatch.setattr(replay_module, "trace", counted)
     chat = _twins_chat(12)
     replay_module.replay(chat, model="gpt-4o", context_limit=420, response_reserve=100,
                          strategies=[{"strategy": "clear-tool-results", "options": {"keep": 1}}])

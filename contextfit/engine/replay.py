@@ -560,7 +560,7 @@ class _Walker:
             key = _equality_key(block)
             entry = equal.get(key)
             if entry is not None and entry.block == block:
-                entry = entry._replace(block=block)  # held: its id is the memo's key
+                entry = _Block(block, *entry[1:])  # held: its id is the memo's key
             else:
                 entry = _Block(
                     block, prepared.counter.count_message(block),
