@@ -29,6 +29,13 @@ Each is timed from the interpreter's start, less the reading of the JSON
 file: wall seconds (measured by the parent) and CPU seconds (the child's
 ``process_time``, every thread). Their ratios and the load average around
 each pair are printed; ``--fresh-runs 0`` leaves them out.
+
+``--tree DIR`` compares with the source tree in ``DIR`` (``git worktree add
+/tmp/before main``): every run is one child process of this bench per tree
+(``--runs 2 --fresh-runs 1 --json``, each tree's own bench and package; of
+its in-process runs the second is shown, the first also loading the fast
+counting engine), the trees alternating, and the table gives both readings
+of both trees side by side, with the load average of each run.
 """
 
 from __future__ import annotations
@@ -238,6 +245,75 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _tree_run(tree: Path, turns: int, limit: int, fresh: bool) -> dict[str, Any]:
+    """One run of the bench of the source tree ``tree`` in a child process: its ``--json`` result."""
+    command = [sys.executable, "-m", "bench.replay", "--turns", str(turns), "--runs", "2", "--limit", str(limit),
+               "--fresh-runs", "1" if fresh else "0", "--json"]
+    done = subprocess.run(command, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True,
+                          text=True, timeout=3600, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the bench of {tree} failed: {done.stderr.strip()[-600:]}")
+    return json.loads(done.stdout[done.stdout.index("\n{") + 1:])
+
+
+def compare_trees(before: Path, turns: int, runs: int, limit: int, fresh: bool = True) -> dict[str, list[dict]]:
+    """``runs`` runs of this tree's bench and of ``before``'s, alternating (which goes first too)."""
+    found: dict[str, list[dict]] = {"this tree": [], "before": []}
+    for run in range(runs):
+        order = [("this tree", ROOT), ("before", before)]
+        for name, tree in order if run % 2 == 0 else order[::-1]:
+            found[name].append(_tree_run(tree, turns, limit, fresh))
+    return found
+
+
+def _tree_row(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures of one child that the comparison prints (its second in-process run: the
+    first also loads the fast counting engine, ``contextfit/tokens/fast.py``)."""
+    run = result["runs"][-1]
+    turns = result["turns"]
+    fits = turns * len(result["strategies"])
+    row = {"cpu_replay": run["cpu_replay_cold"], "cpu_cold_fit": run["cpu_cold_fit"], "cpu_ratio": run["cpu_ratio_cold"],
+           "ms_per_fit": run["cpu_replay_cold"] / fits * 1000, "load": result["load_average"]["before"],
+           "per_strategy": {name: spent / turns * 1000 for name, spent in run["cpu_per_strategy"].items()},
+           "rest": (run["cpu_replay_cold"] - sum(run["cpu_per_strategy"].values())) / turns * 1000}
+    fresh = result.get("fresh")
+    if fresh:
+        row.update(fresh_wall=fresh["runs"][0]["ratio_wall"], fresh_cpu=fresh["runs"][0]["ratio_cpu"],
+                   fresh_replay_cpu=fresh["runs"][0]["replay_cpu"], fresh_cold_cpu=fresh["runs"][0]["cold_cpu"])
+    return row
+
+
+def report_trees(found: dict[str, list[dict]], before: Path) -> str:
+    """Both trees' runs side by side, and their medians."""
+    first = found["this tree"][0]
+    lines = [f"this tree ({ROOT}) against before ({before}): {first['turns']:,} turns, {len(first['strategies'])} "
+             f"strategies, budget {first['budget']:,}; CPU seconds; runs alternate",
+             "| run | tree | replay CPU (s) | cold fit CPU (s) | in-process ratio | ms per fit | fresh replay CPU (s) | "
+             "fresh cold fit CPU (s) | fresh wall ratio | fresh CPU ratio | load average before |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = {name: [_tree_row(result) for result in results] for name, results in found.items()}
+    for number in range(len(rows["this tree"])):
+        for name in ("this tree", "before"):
+            row = rows[name][number]
+            fresh = (f"{row['fresh_replay_cpu']:.3f} | {row['fresh_cold_cpu']:.3f} | {row['fresh_wall']:.2f}x | "
+                     f"{row['fresh_cpu']:.2f}x" if "fresh_cpu" in row else "- | - | - | -")
+            lines.append(f"| {number + 1} | {name} | {row['cpu_replay']:.3f} | {row['cpu_cold_fit']:.3f} | "
+                         f"{row['cpu_ratio']:.2f}x | {row['ms_per_fit']:.3f} | {fresh} | {row['load']} |")
+    for name in ("this tree", "before"):
+        tree_rows = rows[name]
+        median = statistics.median
+        parts = [f"in-process ratio {median(r['cpu_ratio'] for r in tree_rows):.2f}x",
+                 f"{median(r['ms_per_fit'] for r in tree_rows):.3f} ms per fit"]
+        if "fresh_cpu" in tree_rows[0]:
+            parts += [f"fresh wall ratio {median(r['fresh_wall'] for r in tree_rows):.2f}x",
+                      f"fresh CPU ratio {median(r['fresh_cpu'] for r in tree_rows):.2f}x"]
+        strategies = ", ".join(f"{strategy} {median(r['per_strategy'][strategy] for r in tree_rows):.2f} ms"
+                               for strategy in tree_rows[0]["per_strategy"])
+        lines.append(f"median, {name}: {'; '.join(parts)}; CPU per fit: {strategies}; the rest "
+                     f"{median(r['rest'] for r in tree_rows):.2f} ms per turn")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
@@ -245,7 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=32_000)
     parser.add_argument("--fresh-runs", type=int, default=None, help="fresh-process pairs (default: --runs; 0: none)")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON too")
+    parser.add_argument("--tree", type=Path, default=None,
+                        help="compare with the source tree in DIR (git worktree add /tmp/before main), runs alternating")
     args = parser.parse_args(argv)
+    if args.tree is not None:
+        found = compare_trees(args.tree.resolve(), args.turns, args.runs, args.limit,
+                              fresh=(args.runs if args.fresh_runs is None else args.fresh_runs) > 0)
+        print(report_trees(found, args.tree))
+        if args.json:
+            print(json.dumps(found, indent=2))
+        return 0
     result = measure(args.turns, args.runs, args.limit)
     fresh_runs = args.runs if args.fresh_runs is None else args.fresh_runs
     if fresh_runs > 0:

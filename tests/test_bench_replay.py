@@ -28,3 +28,12 @@ def test_the_replay_bench_prints_both_readings_of_cold_and_each_strategy():
     line = next(line for line in text.splitlines() if line.startswith("CPU per fit in the cold replay"))
     assert all(f"{name} " in line for name in bench_replay.STRATEGIES)
     assert set(result["runs"][0]["cpu_per_strategy"]) == set(bench_replay.STRATEGIES)
+
+
+def test_the_replay_bench_compares_two_trees_run_by_run(capsys):
+    # this tree against itself: both columns are made and printed, with the load of each run
+    assert bench_replay.main(["--turns", "3", "--runs", "1", "--fresh-runs", "0", "--tree", str(bench_replay.ROOT)]) == 0
+    text = capsys.readouterr().out
+    rows = [line for line in text.splitlines() if line.startswith("| 1 |")]
+    assert [row.split(" | ")[1] for row in rows] == ["this tree", "before"]
+    assert "median, this tree: in-process ratio" in text and "median, before: in-process ratio" in text

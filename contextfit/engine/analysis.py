@@ -151,6 +151,7 @@ class Facts:
         "group_links",
         "has_call",
         "derived",
+        "texts",
         "counted_total",
         "shared",
         "nbytes",
@@ -177,6 +178,9 @@ class Facts:
         # What strategies derive from one message alone, keyed by (what, index):
         # valid as long as these facts are, since a reused prefix is unedited.
         self.derived: dict[tuple[str, int], object] = {}
+        # Each message's readable text once read (FitView.text), else None or
+        # not yet there: filled as read, like ``tokens``.
+        self.texts: list[str | None] = []
         # The sum of ``tokens`` once every message is counted, else None.
         self.counted_total: int | None = 0
         # Whether the group and mark dicts below are still the parent's (copied on first write).
@@ -208,6 +212,7 @@ class Facts:
         new.has_call = self.has_call
         new.shared = True
         new.derived = dict(self.derived)
+        new.texts = self.texts[:start]
         new.counted_total = self.counted_total
         new.nbytes = self.nbytes
         new.derived_bytes = self.derived_bytes
@@ -600,8 +605,22 @@ class FitView:
         return str(index) if ident is None else ident
 
     def text(self, index: int) -> str:
-        """Readable text of message ``index``."""
-        return msg.message_text(self.messages[index])
+        """Readable text of message ``index`` (read once per analysis: a refit
+        reads the kept texts of the earlier messages)."""
+        texts = self.facts.texts
+        if 0 <= index < len(texts):
+            text = texts[index]
+            if text is not None:
+                return text
+        elif len(texts) <= index < self.n:
+            texts.extend([None] * (self.n - len(texts)))
+        else:
+            return msg.message_text(self.messages[index])
+        message = self.messages[index]
+        text = texts[index] = msg.message_text(message)
+        if text is not message.get("content"):  # a new string (joined parts, tool lines): held by the facts
+            self.facts.derived_bytes += len(text) + 50
+        return text
 
 
 def build_view(messages: Sequence[dict], counting: Counting, count_all: bool = True) -> FitView:

@@ -436,6 +436,24 @@ class _Sent:
     cacheable: int
 
 
+def _equality_key(block: dict) -> Any:
+    """Where :meth:`_Walker.blocks` files a block for a look-up by equality:
+    its role, string content (hashed once per string object) or number of
+    content parts, tool call id and ``meta.id`` (every hashable one, else
+    ``None``); the entry found is compared in full.
+
+    >>> _equality_key({"role": "tool", "tool_call_id": "c1", "content": "[cleared]", "meta": {"id": "m3"}})
+    ('tool', '[cleared]', 'c1', 'm3')
+    >>> _equality_key({"role": "user", "content": [{}], "meta": "odd"})
+    ('user', 1, None, None)
+    """
+    content, role, link, meta = block.get("content"), block.get("role"), block.get("tool_call_id"), block.get("meta")
+    ident = meta.get("id") if meta.__class__ is dict else None
+    return (role if role.__class__ is str else None,
+            content if content.__class__ is str else len(content) if isinstance(content, list) else None,
+            link if link.__class__ is str else None, ident if ident.__class__ is str else None)
+
+
 def _positions(values: list, wanted: Any) -> list[int]:
     """Where ``values`` holds ``wanted`` (searched in C: a few hits in a long list).
 
@@ -488,6 +506,7 @@ class _Walker:
         for position in range(requests[-1] + 1, len(messages)):  # the last replies, which no request holds
             _check(messages[position], position)
         self._blocks: dict[int, _Block] = {}
+        self._equal: dict[Any, _Block] = {}  # the newest entry per content (blocks.__doc__)
         self.last, _ = self.prepared(requests[0])  # the model, limits and tools are checked first
         self.info = self.last.info
         self.rule = pc.cache_rule(self.info.provider)
@@ -508,6 +527,7 @@ class _Walker:
         self.last, analyse = self.session.prepared(self.settings)
         if len(self._blocks) > 4 * len(self.last.blocks) + 4096:  # blocks of earlier assemblies, old summaries
             self._blocks.clear()
+            self._equal.clear()
         return self.last, analyse
 
     def output_tokens(self, prepared: Prepared, index: int) -> int:
@@ -522,8 +542,13 @@ class _Walker:
     # -- what was sent, and what the cache makes of it
 
     def blocks(self, prepared: Prepared, kept: list[dict]) -> list[_Block]:
-        """The memo entries of ``kept``; only blocks not seen before are worked on."""
-        memo = self._blocks
+        """The memo entries of ``kept``; only blocks not seen before are worked on.
+
+        A block sent again as a new dict equal to one seen before (a strategy
+        hands out copies of what it caches: a cleared tool result is cloned
+        every fit) takes that entry's values: equal dicts count, render and
+        read the same."""
+        memo, equal = self._blocks, self._equal
         found = list(map(memo.get, map(id, kept)))
         openai, index = prepared.template == "openai", 0
         while True:  # C-level searches for the blocks not seen before
@@ -532,12 +557,18 @@ class _Walker:
             except ValueError:
                 return found
             block = kept[index]
-            found[index] = memo[id(block)] = _Block(
-                block, prepared.counter.count_message(block),
-                tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
-                msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
-                bool(msg.meta_of(block).get("compressed")),
-            )
+            key = _equality_key(block)
+            entry = equal.get(key)
+            if entry is not None and entry.block == block:
+                entry = _Block(block, *entry[1:])  # held: its id is the memo's key
+            else:
+                entry = _Block(
+                    block, prepared.counter.count_message(block),
+                    tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
+                    msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
+                    bool(msg.meta_of(block).get("compressed")),
+                )
+            found[index] = memo[id(block)] = equal[key] = entry
 
     def sent(self, prepared: Prepared, fit: FitResult) -> _Sent:
         blocks = self.blocks(prepared, fit.kept)

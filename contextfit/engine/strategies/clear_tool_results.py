@@ -38,6 +38,7 @@ from ..analysis import FitView
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
 from .base import BuiltinStrategy, Proposal, stable_budget, stable_prefix_step
+from .clear_carry import carried_clear
 from .thinking import drop_old_reasoning, drop_oldest_units, keep_thinking_option, with_replacements
 
 DEFAULT_KEEP = 3
@@ -188,16 +189,64 @@ class ClearToolResults(BuiltinStrategy):
         # older turns' reasoning first (keep_thinking), then old tool results
         total = drop_old_reasoning(view, budget, keep_thinking, costs, replaced, total)
         shared: set[int] = set()  # replaced by a copy the cache holds
+        cleared: dict[int, tuple[dict, int]] = {}  # the carried walk's copies, made blocks once the cut is known
         if total > budget:
-            total = self._clear(view, total - budget, step, keep, excluded_tools, template, clear_inputs, costs, replaced,
-                                shared)
+            if excluded_tools or replaced:  # a step would depend on the tool names or on the reasoning dropped
+                total = self._clear(view, total - budget, step, keep, excluded_tools, template, clear_inputs, costs,
+                                    replaced, shared)
+            else:
+                total = self._carried(view, total - budget, step, keep, template, clear_inputs, costs, replaced, cleared)
         # Not enough: drop the oldest unprotected units, as truncate does.
         drop_oldest_units(view, budget, reasons, costs, replaced, total)
+        for index, (copy, tokens) in cleared.items():
+            if reasons[index] is None:  # sent: a copy of its own, never the cache's
+                replaced[index] = InsertedBlock(msg.clone(copy), index, r.COMPRESSED, tokens, (index,))
         # What is sent gets copies of its own, never the cache's.
         for index in shared.intersection(replaced):
             block = replaced[index]
             replaced[index] = InsertedBlock(msg.clone(block.message), index, r.COMPRESSED, block.tokens, (index,))
         return Proposal(reasons, with_replacements(reasons, replaced))
+
+    def _carried(
+        self,
+        view: FitView,
+        need: int,
+        step: int,
+        keep: int,
+        template: str,
+        clear_inputs: bool,
+        costs: list[int],
+        replaced: dict[int, InsertedBlock],
+        cleared: dict[int, tuple[dict, int]],
+    ) -> int:
+        """:meth:`_clear` from the walk carried in the facts (strategies/clear_carry.py):
+        fills ``cleared`` with each cleared message's copy and tokens, ``costs``
+        and (``clear_inputs``) ``replaced``; returns the new total."""
+        derived = view.facts.derived
+        names: list[dict[str, str]] = []
+
+        def copy_of(index: int, trial: tuple) -> tuple[dict, int, bool]:
+            key = ("clear", index, template, trial)
+            found = derived.get(key)
+            if found is None:
+                if not names:
+                    names.append(_tool_names(view))
+                found = _cleared_copy(view, index, template, trial, names[0])
+                return found[0], found[1], key in derived  # type: ignore[index]
+            return found[0], found[1], True  # type: ignore[index]
+
+        sites = _sites(view)
+        target = -(-need // step) * step if step else need
+        steps, _ = carried_clear(view, target, keep, template, sites, _site_index(view), copy_of)
+        links: set[str] = set()
+        for index, _, link, _, copy, tokens, saving in steps:
+            if saving:
+                costs[index] = tokens
+                cleared[index] = (copy, tokens)
+                links.add(link)
+        if clear_inputs and links:
+            self._clear_inputs(view, links, costs, replaced, set())
+        return view.base_tokens + sum(costs)
 
     def _clear(
         self,
@@ -242,6 +291,16 @@ class ClearToolResults(BuiltinStrategy):
             replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
             shared.add(index)
         if clear_inputs and cleared_links:
+            self._clear_inputs(view, cleared_links, costs, replaced, shared)
+        return view.base_tokens + sum(costs)
+
+    @staticmethod
+    def _clear_inputs(
+        view: FitView, cleared_links: set[str], costs: list[int], replaced: dict[int, InsertedBlock], shared: set[int]
+    ) -> None:
+        """``clear_inputs``: empty the arguments of the calls whose results were cleared."""
+        messages, protect = view.messages, view.protect
+        if cleared_links:
             for index in range(view.n):
                 if protect[index] is not None:
                     continue
@@ -255,11 +314,9 @@ class ClearToolResults(BuiltinStrategy):
                     continue
                 tokens = view.count_block(copy)
                 if tokens < costs[index]:
-                    saved += costs[index] - tokens
                     costs[index] = tokens
                     replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
                     shared.discard(index)
-        return view.base_tokens + sum(costs)
 
 
 # What a refit reuses, kept in the facts' ``derived`` cache (valid as long as the
@@ -283,6 +340,23 @@ def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
         derived[_SITES] = (view.n, found)
         view.facts.derived_bytes += 72 * len(new)
     return found
+
+
+_SITE_INDEX = ("clear-site-index", -1)  # (results listed, [message of each result, ...])
+
+
+def _site_index(view: FitView) -> list[int]:
+    """The message of each of :func:`_sites`' results, in the same order (ascending)."""
+    sites = _sites(view)
+    derived = view.facts.derived
+    listed, index = derived.get(_SITE_INDEX, (0, []))  # type: ignore[misc]
+    if listed > len(sites) or (listed and index[listed - 1] != sites[listed - 1][0]):
+        listed, index = 0, []
+    if listed < len(sites):
+        index = [*index, *(found[0] for found in sites[listed:])]  # a new list: a shorter chat's facts keep theirs
+        derived[_SITE_INDEX] = (len(sites), index)
+        view.facts.derived_bytes += 8 * (len(sites) - listed)
+    return index
 
 
 def _tool_names(view: FitView) -> dict[str, str]:

@@ -438,7 +438,8 @@ def _forget_old(view: FitView, scanned: list[int]) -> None:
     if len(facts.derived) <= 4 * (len(scanned) + _RECENT_KEPT):
         return
     oldest = {"summarize": scanned[0], "words": view.n - _RECENT_KEPT}
-    facts.derived = {key: value for key, value in facts.derived.items() if key[1] >= oldest.get(key[0], 0)}
+    # Other strategies' entries stay: a scan carried over the chat, say (a -1 in place of a message).
+    facts.derived = {key: value for key, value in facts.derived.items() if key[0] not in oldest or key[1] >= oldest[key[0]]}
     facts.derived_bytes = sum(getattr(value, "nbytes", 0) for value in facts.derived.values())
 
 

@@ -1,0 +1,191 @@
+"""What the replay's speed work carries or shortcuts gives exactly what it did
+before: each shortcut is checked against the slow way (a fresh plan of every
+prefix, or the formula written out word by word)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import Counter
+
+from conversations import WORDS, word_count_counter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+import test_replay_session
+from test_replay_session import _check_against_fresh_plans
+from test_session import _fit
+from test_walk import _outcome, growth
+
+import contextfit
+from contextfit.engine.session import FitSession
+from contextfit.engine import replay as replay_module
+from contextfit.engine.relevance import LexicalRelevance
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _scores_word_by_word(query_bag: Counter, bags: list[Counter]) -> list[float]:
+    """The lexical scorer as first written: every weight and sum one word at a time."""
+    if not query_bag:
+        return [0.0] * len(bags)
+    corpus = [*bags, query_bag]
+    document_frequency: Counter = Counter()
+    for bag in corpus:
+        document_frequency.update(bag.keys())
+    total = len(corpus)
+    idf = {word: math.log((1 + total) / (1 + df)) + 1.0 for word, df in document_frequency.items()}
+
+    def weigh(bag: Counter) -> dict[str, float]:
+        return {word: (1.0 + math.log(tf)) * idf[word] for word, tf in bag.items()}
+
+    query_vector = weigh(query_bag)
+    query_norm = math.sqrt(sum(v * v for v in query_vector.values()))
+    scores = []
+    for bag in bags:
+        vector = weigh(bag)
+        norm = math.sqrt(sum(v * v for v in vector.values()))
+        if not norm:
+            scores.append(0.0)
+            continue
+        dot = sum(weight * query_vector[word] for word, weight in vector.items() if word in query_vector)
+        scores.append(min(1.0, max(0.0, dot / (norm * query_norm))))
+    return scores
+
+
+_TEXT = st.lists(st.sampled_from(WORDS + ["Wolves", "wolves", "x1", "rivers"]), max_size=30).map(" ".join)
+
+
+@SETTINGS
+@given(_TEXT, st.lists(_TEXT, max_size=6))
+def test_lexical_relevance_gives_the_word_by_word_floats(query, documents):
+    scorer = LexicalRelevance()
+    from contextfit.engine.relevance import _bag
+
+    assert scorer.score(query, documents) == _scores_word_by_word(_bag(query), [_bag(text) for text in documents])
+
+
+def _twins_chat(turns: int = 6) -> list[dict]:
+    """Messages equal in role and content but not in what else is sent (a name,
+    a tool call id): a replay must not take one for the other."""
+    chat = [{"role": "system", "content": "Be brief."}]
+    for turn in range(turns):
+        name = "ann" if turn % 2 else "bartholomew_of_the_northern_marches"
+        chat += [
+            {"role": "user", "content": "Same question again about ORD-77?", "name": name},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": f"call_{turn}" * (1 + turn % 3), "type": "function",
+                             "function": {"name": "lookup", "arguments": '{"order": "ORD-77", "verbose": true}'}}]},
+            {"role": "tool", "tool_call_id": f"call_{turn}" * (1 + turn % 3), "content": "result " * 40},
+            {"role": "assistant", "content": "Same answer about ORD-77."},
+        ]
+    return chat
+
+
+def test_blocks_equal_in_content_but_not_in_what_is_sent_are_told_apart(monkeypatch):
+    # a call whose arguments clear_inputs empties keeps its role, content and id: only the full comparison tells
+    monkeypatch.setattr(test_replay_session, "VARIANTS", [
+        *test_replay_session.VARIANTS,
+        {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_inputs": True}},
+    ])
+    for limit in (420, 520, 640):
+        _check_against_fresh_plans(_twins_chat(10), "gpt-4o", limit, 100)
+    _check_against_fresh_plans(_twins_chat(), "claude-sonnet-4", 420, 100)
+
+
+def test_a_block_sent_again_as_an_equal_copy_reuses_its_entry(monkeypatch):
+    """clear-tool-results hands out a fresh copy of each cleared result every
+    fit: the replay reads an equal copy from the entry it made before."""
+    made: list = []
+    real = replay_module.trace
+
+    def counted(blocks, template):  # the replay renders each block it reads (gpt-4o: OpenAI messages)
+        made.extend(blocks)
+        return real(blocks, template)
+
+    monkeypatch.setattr(replay_module, "trace", counted)
+    chat = _twins_chat(12)
+    replay_module.replay(chat, model="gpt-4o", context_limit=420, response_reserve=100,
+                         strategies=[{"strategy": "clear-tool-results", "options": {"keep": 1}}])
+    cleared = [block for block in made if (block.get("meta") or {}).get("compressed")]
+    contents = [(block["tool_call_id"], block["content"]) for block in cleared]
+    assert cleared and len(contents) == len(set(contents))  # each cleared result read once, however often sent
+
+
+CLEAR_VARIANTS = [
+    {}, {"keep": 0}, {"keep": 1, "clear_at_least": 7}, {"keep": 5}, {"stable_prefix": True},
+    {"keep": 1, "clear_inputs": True}, {"keep": 1, "placeholder": "[gone: {tool}]"},
+    {"keep": 0, "exclude_tools": ["lookup"]}, {"keep": 1, "keep_thinking": False},
+]
+
+
+@SETTINGS
+@given(growth(), st.lists(st.floats(0.05, 1.0), min_size=1, max_size=3), st.booleans(),
+       st.lists(st.sampled_from(CLEAR_VARIANTS), min_size=1, max_size=3))
+def test_clear_tool_results_carried_walk_refits_like_fresh_fits(chat, shares, count_excluded, options_list):
+    """clear-tool-results' walk over old results is carried in the facts
+    (strategies/clear_carry.py): a growing session, fitted at several budgets
+    and with several option sets on each state of the chat (each reads and
+    extends the carried steps), its last message regenerated now and then,
+    fits as a fresh fit of a copy does."""
+    messages, cuts, edits = chat
+    counter = lambda ms: word_count_counter(ms)  # noqa: E731 - a counter of its own: a fresh cache
+    session = FitSession(messages[:cuts[0]])
+    for end, edit in zip([*cuts[1:], len(messages)], edits):
+        for _ in range(1 + edit):
+            for share in shares:
+                budget = int(share * word_count_counter(messages))
+                for options in options_list:
+                    warm = _fit(session.fit, counter, budget, "clear-tool-results", count_excluded=count_excluded,
+                                **options)
+                    cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages),
+                                lambda ms: word_count_counter(ms), budget, "clear-tool-results",
+                                count_excluded=count_excluded, **options)
+                    assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+            if edit and len(session):
+                session.edit(-1, {"role": "tool", "tool_call_id": "call_1", "content": "regenerated " * (1 + len(session) % 7)}
+                             if len(session) % 2 else {"role": "user", "content": "again " * (1 + len(session) % 5)})
+        session.extend(messages[len(session):end])
+
+
+def _call(ident: str, name: str = "lookup") -> dict:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": ident, "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+def _result(ident: str, words: int, word: str = "data") -> dict:
+    return {"role": "tool", "tool_call_id": ident, "content": f"{word} " * words}
+
+
+def _same_as_fresh(session: FitSession, budget: int, **options) -> None:
+    counter = contextfit.token_counter("gpt-4o")
+    warm = _fit(session.fit, counter, budget, "clear-tool-results", **options)
+    cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), contextfit.token_counter("gpt-4o"), budget,
+                "clear-tool-results", **options)
+    assert _outcome(warm) == _outcome(cold)
+    return warm
+
+
+def test_an_edited_result_is_not_read_from_a_walk_carried_past_it():
+    # the walk carried in the longer chat's facts went past the last result; after the edit the
+    # shorter chat's facts are extended again, and their own walk must not hold that step
+    session = FitSession([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Look it up."},
+                          _call("c1"), _result("c1", 300), {"role": "assistant", "content": "Found it."},
+                          {"role": "user", "content": "And the other?"}, _call("c2")])
+    _same_as_fresh(session, 200, keep=0)
+    session.append(_result("c2", 300))
+    fit = _same_as_fresh(session, 200, keep=0)
+    assert sum(bool((block.get("meta") or {}).get("compressed")) for block in fit.kept) == 2
+    session.edit(-1, _result("c2", 60, "other"))
+    _same_as_fresh(session, 200, keep=0)
+    _same_as_fresh(session, 120, keep=0, placeholder="[gone: {tool}, {tokens}]")
+
+
+def test_a_result_named_before_its_call_is_not_carried_under_the_wrong_name():
+    # a result whose call comes later is named "tool" until the call arrives: that step is not carried
+    session = FitSession([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."},
+                          _result("late", 300), {"role": "assistant", "content": "Done."},
+                          {"role": "user", "content": "Again?"}])
+    _same_as_fresh(session, 150, keep=0)
+    session.extend([_call("late", "read_file"), _result("c3", 5), {"role": "user", "content": "Well?"}])
+    fit = _same_as_fresh(session, 150, keep=0)
+    assert any("read_file" in str(block.get("content")) for block in fit.kept)
