@@ -31,7 +31,9 @@ NOT_CACHES = {
 
 
 def _warm_everything() -> None:
-    """Use every cache the package registers."""
+    """Use every cache the package registers (from empty: an earlier test's
+    memoized counts would let the warm-up skip a cache)."""
+    contextfit.clear_caches()
     history = [{"role": "system", "content": "You are a guide."}]
     for turn in range(30):
         history.append({"role": "user", "content": f"Tell me about the shadow fangs, part {turn}. " * 3})

@@ -166,6 +166,21 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _rest_fits(view: FitView, reasons: list[str | None], space: int) -> bool:
+    """Whether the messages the walk dropped fit in ``space`` together (the room
+    left with the summary's reserve given back). A lazy fit
+    (``count_excluded=False``) does not know the chat's total; it counts the
+    dropped messages until they pass ``space``, so a chat over budget costs
+    at most that many tokens more to count."""
+    count, over = view.count, r.OVER_BUDGET
+    for index, reason in enumerate(reasons):
+        if reason == over:
+            space -= count(index)
+            if space < 0:
+                return False
+    return True
+
+
 def summary_position(view: FitView) -> int:
     """Where the summary goes: just before the current user input; when the
     chat ends on a reply (no input is pending), just before the newest chat
@@ -243,6 +258,8 @@ class Summarize(BuiltinStrategy):
             space = fill_newest(view, reasons, room - reserve) + reserve
         if r.OVER_BUDGET not in reasons:
             return Proposal(reasons)
+        if counted is None and _rest_fits(view, reasons, space):
+            return Proposal([None] * view.n)  # a lazy fit: the whole chat fits after all, as when counted
         # The most recent dropped history, newest first, up to the scan limit.
         scanned, chars, kinds, limited = [], 0, view.facts.kinds, False
         # Start at the newest dropped message, not at the end of the chat.
