@@ -95,10 +95,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def command(script: str = "app.py", tree: Path = ROOT) -> list[str]:
+    """How ``script`` of ``tree`` is started: the dashboard as ``make run`` starts it (``run_dashboard.py``,
+    which warms the process once it serves), in a tree that has that launcher; anything else with
+    ``streamlit run``.
+
+    >>> command("bench/trivial_page.py")[1:4]
+    ['-m', 'streamlit', 'run']
+    >>> command()[1]
+    'run_dashboard.py'
+    """
+    if script == "app.py" and (tree / "run_dashboard.py").exists():
+        return [sys.executable, "run_dashboard.py"]
+    return [sys.executable, "-m", "streamlit", "run", script]
+
+
 def _start(port: int, folder: Path, script: str = "app.py", tree: Path = ROOT) -> subprocess.Popen:
     """The dashboard (or ``script``) of the source tree ``tree`` on ``port``, once it answers."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port), "--server.headless", "true",
+        [*command(script, tree), "--server.port", str(port), "--server.headless", "true",
          "--browser.gatherUsageStats", "false"],
         cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "CONTEXTFIT_DB": str(folder / "chats.db"), "PYTHONPATH": str(tree)},
