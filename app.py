@@ -8,9 +8,10 @@ import streamlit as st
 
 def _preload():
     """:mod:`contextfit.views.preload`, loaded from its file: imported through the package it would
-    first import the whole engine (the package's facade), which the browser would wait for."""
-    spec = importlib.util.spec_from_file_location(
-        "contextfit_preload", Path(__file__).parent / "contextfit" / "views" / "preload.py")
+    first import the whole engine (the package's facade), which the browser would wait for. (Finding
+    a top-level package imports nothing; this works from a checkout and from an installed wheel.)"""
+    package = Path(importlib.util.find_spec("contextfit").submodule_search_locations[0])
+    spec = importlib.util.spec_from_file_location("contextfit_preload", package / "views" / "preload.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -24,7 +24,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from bench import dashboard as bench_dashboard
-from contextfit.views import preload
+from contextfit.views import cli, preload
 
 # Runs app.py once through AppTest in a fresh interpreter and prints, for every element the run sends,
 # its type and what was imported at that moment.
@@ -145,9 +145,14 @@ def test_the_launcher_serves_the_dashboard_then_warms_it(tmp_path):
         server.wait(timeout=30)
 
 
-def test_make_run_and_the_bench_start_the_dashboard_the_same_way():
+def test_make_run_the_bench_and_contextfit_dashboard_start_the_dashboard_the_same_way(monkeypatch):
     recipe = (REPO / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
     assert "$(BIN)/python run_dashboard.py --server.port $(PORT)" in recipe
     assert bench_dashboard.command("app.py", REPO)[1:] == ["run_dashboard.py"]
     before = Path("/nonexistent-tree")  # a tree without the launcher (an older commit): streamlit run, as its make run did
     assert bench_dashboard.command("app.py", before)[1:] == ["-m", "streamlit", "run", "app.py"]
+    started = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda command, cwd: started.append((command, cwd)) or 0)
+    assert cli.main(["dashboard", "--port", "8765"]) == 0
+    (command, cwd), = started
+    assert command[1:] == [str(REPO / "run_dashboard.py"), "--server.port", "8765"] and Path(cwd) == REPO
