@@ -30,6 +30,11 @@ Two more measurements (issue 14), each with the load average beside it:
     python -m bench.dashboard --refit --runs 3
     python -m bench.dashboard --first-paint --tree /tmp/before   # and another tree, alternately
 
+The dashboard is started as ``make run`` starts it (:func:`command`:
+``run_dashboard.py``, which warms the process once the server accepts
+connections, in a tree that has it; ``streamlit run`` otherwise and for the
+trivial page).
+
 ``--tree DIR`` runs every measurement also on the source tree in ``DIR``
 (an export or ``git worktree add /tmp/before main`` of another commit), the
 runs of the two trees alternating, so before and after are measured in one
