@@ -1,7 +1,7 @@
 """Ships the dashboard inside the package: everything else is in pyproject.toml.
 
-``app.py``, ``run_dashboard.py``, ``pages/`` and ``.streamlit/config.toml`` stay at the top of the
-checkout (where ``make run`` expects them); a built
+``app.py``, ``pages/`` and ``.streamlit/config.toml`` stay at the top of the
+checkout (where ``streamlit run app.py`` and ``make run`` expect them); a built
 wheel carries copies in ``contextfit/views/app/``, which ``contextfit dashboard``
 runs when the package is installed rather than checked out.
 """
@@ -13,7 +13,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-DASHBOARD = ["app.py", "run_dashboard.py", "pages", ".streamlit/config.toml"]
+DASHBOARD = ["app.py", "pages", ".streamlit/config.toml"]
 
 
 class BuildWithDashboard(build_py):

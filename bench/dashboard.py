@@ -30,11 +30,6 @@ Two more measurements (issue 14), each with the load average beside it:
     python -m bench.dashboard --refit --runs 3
     python -m bench.dashboard --first-paint --tree /tmp/before   # and another tree, alternately
 
-The dashboard is started as ``make run`` starts it (:func:`command`:
-``run_dashboard.py``, which warms the process once the server accepts
-connections, in a tree that has it; ``streamlit run`` otherwise and for the
-trivial page).
-
 ``--tree DIR`` runs every measurement also on the source tree in ``DIR``
 (an export or ``git worktree add /tmp/before main`` of another commit), the
 runs of the two trees alternating, so before and after are measured in one
@@ -100,25 +95,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def command(script: str = "app.py", tree: Path = ROOT) -> list[str]:
-    """How ``script`` of ``tree`` is started: the dashboard as ``make run`` starts it (``run_dashboard.py``,
-    which warms the process once it serves), in a tree that has that launcher; anything else with
-    ``streamlit run``.
-
-    >>> command("bench/trivial_page.py")[1:4]
-    ['-m', 'streamlit', 'run']
-    >>> command()[1]
-    'run_dashboard.py'
-    """
-    if script == "app.py" and (tree / "run_dashboard.py").exists():
-        return [sys.executable, "run_dashboard.py"]
-    return [sys.executable, "-m", "streamlit", "run", script]
-
-
 def _start(port: int, folder: Path, script: str = "app.py", tree: Path = ROOT) -> subprocess.Popen:
     """The dashboard (or ``script``) of the source tree ``tree`` on ``port``, once it answers."""
     process = subprocess.Popen(
-        [*command(script, tree), "--server.port", str(port), "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port), "--server.headless", "true",
          "--browser.gatherUsageStats", "false"],
         cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "CONTEXTFIT_DB": str(folder / "chats.db"), "PYTHONPATH": str(tree)},

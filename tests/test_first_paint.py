@@ -2,8 +2,7 @@
 
 * the browser is asked for the chart code before the server imports contextfit;
 * every chart goes out before the first table (pandas is imported after them);
-* the process serves files and elements during a run (a short thread switch interval);
-* ``run_dashboard.py`` (``make run``, the bench) warms the process once the server accepts connections.
+* the process serves files and elements during a run (a short thread switch interval).
 
 The import-order checks run the page in a fresh interpreter: the test process has imported everything.
 """
@@ -12,19 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 from conftest import REPO
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
-from bench import dashboard as bench_dashboard
-from contextfit.views import cli, preload
+from contextfit.views import preload
 
 # Runs app.py once through AppTest in a fresh interpreter and prints, for every element the run sends,
 # its type and what was imported at that moment.
@@ -95,64 +89,3 @@ def test_the_preload_imports_the_chart_code_first_then_the_rest():
     assert "chain = chain.then(() => import(base + file))" in text  # one after the other...
     assert text.index("PlotlyChart.a.js") < text.index("DataFrame.b.js")  # ...in CHUNKS' order, charts first
     assert preload.CHUNKS[0] == "PlotlyChart"
-
-
-def test_warm_loads_the_modules_and_the_vocabulary_of_the_first_page():
-    probe = (
-        "import sys\n"
-        "from contextfit.views import warmup\n"
-        "from contextfit.tokens import vocabularies\n"
-        "assert 'pandas' not in sys.modules and not vocabularies._ENCODINGS\n"
-        "took = warmup.warm()\n"
-        "assert all(name in sys.modules for name in warmup.MODULES), took\n"
-        "assert list(vocabularies._ENCODINGS) == ['o200k_base'], list(vocabularies._ENCODINGS)\n"
-        "print('ok')\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_the_launcher_serves_the_dashboard_then_warms_it(tmp_path):
-    port = _free_port()
-    log = tmp_path / "log.txt"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "run_dashboard.py", "--server.port", str(port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
-            cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "CONTEXTFIT_DB": str(tmp_path / "chats.db")},
-        )
-    try:
-        deadline = time.monotonic() + 120
-        while "warmed once serving" not in log.read_text() and time.monotonic() < deadline:
-            assert server.poll() is None, log.read_text()
-            time.sleep(0.2)
-        text = log.read_text()
-        assert "warmed once serving" in text, text
-        # the warm-up waited for the server: its line comes after the server said it is up
-        assert text.index(f"http://127.0.0.1:{port}") < text.index("warmed once serving")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as answer:
-            assert answer.status == 200
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def test_make_run_the_bench_and_contextfit_dashboard_start_the_dashboard_the_same_way(monkeypatch):
-    recipe = (REPO / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
-    assert "$(BIN)/python run_dashboard.py --server.port $(PORT)" in recipe
-    assert bench_dashboard.command("app.py", REPO)[1:] == ["run_dashboard.py"]
-    before = Path("/nonexistent-tree")  # a tree without the launcher (an older commit): streamlit run, as its make run did
-    assert bench_dashboard.command("app.py", before)[1:] == ["-m", "streamlit", "run", "app.py"]
-    started = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda command, cwd: started.append((command, cwd)) or 0)
-    assert cli.main(["dashboard", "--port", "8765"]) == 0
-    (command, cwd), = started
-    assert command[1:] == [str(REPO / "run_dashboard.py"), "--server.port", "8765"] and Path(cwd) == REPO

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-SOURCES = ["contextfit", "app.py", "run_dashboard.py", "pages", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
+SOURCES = ["contextfit", "app.py", "pages", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
 
 
 def _setuptools_is_new_enough() -> bool:

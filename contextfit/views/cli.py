@@ -192,9 +192,7 @@ def dashboard_app() -> Path:
 
 def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
     app = dashboard_app()
-    launcher = app.parent / "run_dashboard.py"  # as make run starts it: warmed once it serves
-    start = [str(launcher)] if launcher.is_file() else ["-m", "streamlit", "run", str(app)]
-    command = [sys.executable, *start, "--server.port", str(args.port)]
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
     return subprocess.call(command, cwd=app.parent)
 
 
