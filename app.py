@@ -28,10 +28,8 @@ page = st.navigation(
     ]
 )
 # Before anything of contextfit is imported: the browser fetches and compiles the chart code while the
-# server imports, loads the vocabulary and fits, and the server sends it (and the elements) during the run.
-preload = _preload()
-preload.serve_promptly()
-if (chunks := preload.script()):
+# server imports, loads the vocabulary and fits.
+if (chunks := _preload().script()):
     st.html(chunks, unsafe_allow_javascript=True)
 
 from contextfit.tokens import fast  # noqa: E402  (after the preload: see above)

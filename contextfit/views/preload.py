@@ -10,13 +10,6 @@ loaded (a module is imported once per page). Only chunks of the installed
 Streamlit that exist are named; nothing else is loaded, and no user text
 goes into the script.
 
-The same server process serves those files (and sends the run's elements)
-from its event-loop thread while the script thread works, and Python lets a
-waiting thread have the interpreter only every :func:`sys.getswitchinterval`
-(5 ms by default). A file is served in many small steps, each waiting that
-long: the 4.7 MB plotly chunk took 0.8-1.3 s to arrive during a busy run,
-against 15 ms from an idle server. :func:`serve_promptly` shortens the
-interval for the dashboard's process (it arrived in 0.04 s at 1 ms).
 This module imports nothing of contextfit, so the dashboard can load it
 before the engine (see ``app.py``).
 """
@@ -24,31 +17,10 @@ before the engine (see ``app.py``).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 #: The frontend chunks the Compare, Audit and Replay pages need for their first screen, imported in this order.
 CHUNKS = ("PlotlyChart", "DataFrame")
-
-
-#: The dashboard process's thread switch interval, in seconds (Python's default is 0.005).
-SWITCH_INTERVAL = 0.001
-
-
-def serve_promptly(interval: float = SWITCH_INTERVAL) -> None:
-    """Let the server's event-loop thread have the interpreter every ``interval`` seconds at most while a
-    script runs, so files and elements go out during the run (never lengthens a shorter interval).
-
-    >>> import sys
-    >>> before = sys.getswitchinterval()
-    >>> serve_promptly(before / 2); sys.getswitchinterval() == before / 2
-    True
-    >>> serve_promptly(before); sys.getswitchinterval() == before / 2
-    True
-    >>> sys.setswitchinterval(before)
-    """
-    if sys.getswitchinterval() > interval:
-        sys.setswitchinterval(interval)
 
 
 def chunk_files(static: Path | None = None, chunks: tuple[str, ...] = CHUNKS) -> list[str]:
