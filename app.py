@@ -1,10 +1,21 @@
 """The contextfit dashboard: the frame and nothing else."""
 
+import importlib.util
+from pathlib import Path
+
 import streamlit as st
 
-from contextfit.views import preload
-from contextfit.views.dashboard import gc_paused
-from contextfit.tokens import fast
+
+def _preload():
+    """:mod:`contextfit.views.preload`, loaded from its file: imported through the package it would
+    first import the whole engine (the package's facade), which the browser would wait for. (Finding
+    a top-level package imports nothing; this works from a checkout and from an installed wheel.)"""
+    package = Path(importlib.util.find_spec("contextfit").submodule_search_locations[0])
+    spec = importlib.util.spec_from_file_location("contextfit_preload", package / "views" / "preload.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 st.set_page_config(page_title="contextfit — what the model will see", layout="wide")
 page = st.navigation(
@@ -16,8 +27,14 @@ page = st.navigation(
         st.Page("pages/plugins.py", title="Plugins"),
     ]
 )
-if (chunks := preload.script()):  # the browser compiles the chart code while the server fits
+# Before anything of contextfit is imported: the browser fetches and compiles the chart code while the
+# server imports, loads the vocabulary and fits.
+if (chunks := _preload().script()):
     st.html(chunks, unsafe_allow_javascript=True)
+
+from contextfit.tokens import fast  # noqa: E402  (after the preload: see above)
+from contextfit.views.dashboard import gc_paused  # noqa: E402
+
 with gc_paused():  # a run's short-lived objects are freed by reference counting; see gc_paused
     page.run()
 # The fast counting engine holds the interpreter for about a second while it loads: after the page is drawn.

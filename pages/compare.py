@@ -2,7 +2,6 @@
 
 from functools import partial
 
-import pandas as pd
 import streamlit as st
 
 import contextfit
@@ -163,6 +162,14 @@ for name, (budget_slot, blocks_slot) in chart_slots.items():
     with blocks_slot:
         show(charts.blocks_figure(fitted[name], token_scale=block_scale), f"blocks-{name}")
 
+# Every chart goes out before the tables (the fate matrix into its place below the breakdown): the browser
+# draws them while the server makes the tables, whose first one imports pandas (a second on a cold process).
+breakdown_area = st.container()
+if len(fitted) > 1:
+    st.subheader("Fate of every block, strategy by strategy")
+    show(charts.fate_matrix_figure(fitted), "matrix")
+import pandas as pd  # noqa: E402  (after the charts: see above)
+
 with verdict_area:
     st.subheader("Verdict")
     rows = verdict.verdict_rows(plans)
@@ -184,18 +191,17 @@ with verdict_area:
                        help="One file with the verdict, settings, breakdown and charts; opens offline.")
 
 if fitted:
-    st.subheader("Tokens by kind")
-    st.caption("What each strategy sends, by kind of block (SillyTavern's prompt itemization); "
-               "chat overhead is the reply priming and framing no block holds. Each column adds up to the prompt tokens.")
-    st.dataframe(pd.DataFrame(breakdown.breakdown_table(fitted)), hide_index=True, key="breakdown")
-    tools = breakdown.per_tool(next(iter(fitted.values())))
-    if tools:
-        st.caption("Tool definitions, per tool (the same for every strategy), largest first:")
-        st.dataframe(pd.DataFrame(tools), hide_index=True, key="tools")
+    with breakdown_area:
+        st.subheader("Tokens by kind")
+        st.caption("What each strategy sends, by kind of block (SillyTavern's prompt itemization); "
+                   "chat overhead is the reply priming and framing no block holds. Each column adds up to the prompt tokens.")
+        st.dataframe(pd.DataFrame(breakdown.breakdown_table(fitted)), hide_index=True, key="breakdown")
+        tools = breakdown.per_tool(next(iter(fitted.values())))
+        if tools:
+            st.caption("Tool definitions, per tool (the same for every strategy), largest first:")
+            st.dataframe(pd.DataFrame(tools), hide_index=True, key="tools")
 
 if len(fitted) > 1:
-    st.subheader("Fate of every block, strategy by strategy")
-    show(charts.fate_matrix_figure(fitted), "matrix")
     st.subheader("What two strategies do differently")
     names = list(fitted)
     left, right = st.columns(2)

@@ -9,6 +9,9 @@ compiling overlaps the server's work; the chart elements then find them
 loaded (a module is imported once per page). Only chunks of the installed
 Streamlit that exist are named; nothing else is loaded, and no user text
 goes into the script.
+
+This module imports nothing of contextfit, so the dashboard can load it
+before the engine (see ``app.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-#: The frontend chunks the Compare, Audit and Replay pages need for their first screen.
+#: The frontend chunks the Compare, Audit and Replay pages need for their first screen, imported in this order.
 CHUNKS = ("PlotlyChart", "DataFrame")
 
 
@@ -59,6 +62,8 @@ def script(files: list[str] | None = None) -> str:
         "const own = document.querySelector('script[type=module][src*=\"/static/js/index.\"]');"
         "if (!own || window.__contextfitPreloaded) return; window.__contextfitPreloaded = true;"
         "const base = own.src.slice(0, own.src.lastIndexOf('/') + 1);"
-        f"for (const file of {json.dumps(files)}) import(base + file).catch(() => {{}});"
+        # One after the other, in CHUNKS' order: the chart code is compiled first (the charts go out first).
+        "let chain = Promise.resolve();"
+        f"for (const file of {json.dumps(files)}) chain = chain.then(() => import(base + file)).catch(() => {{}});"
         "})();</script>"
     )
