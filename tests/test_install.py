@@ -103,6 +103,19 @@ def test_installed_dashboard_command_serves_its_app(installed, tmp_path):
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+    # Stopping the command stops the server: nothing is left holding the port
+    # (a child ``streamlit`` process outlived it before).
+    assert _port_free(port), f"a server still listens on {port} after `contextfit dashboard` was stopped"
+
+
+def _port_free(port: int, attempts: int = 100) -> bool:
+    """Whether nothing listens on ``port`` (waits for the stopped server's socket to close)."""
+    for _ in range(attempts):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                return True
+        time.sleep(0.1)
+    return False
 
 
 def _wait_for(url: str, server: subprocess.Popen, attempts: int = 600) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -191,8 +192,16 @@ def dashboard_app() -> Path:
 
 
 def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
+    """``streamlit run`` the dashboard. On POSIX the command becomes the
+    server (``exec``): a signal that stops it (a service manager's SIGTERM,
+    a test's ``terminate()``) stops the server, where a child process would
+    have been left running, holding its port."""
     app = dashboard_app()
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
+    if os.name == "posix":
+        out.flush()
+        os.chdir(app.parent)
+        os.execv(sys.executable, command)  # does not return
     return subprocess.call(command, cwd=app.parent)
 
 
