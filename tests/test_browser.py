@@ -121,6 +121,20 @@ def script_run(page):
     page.wait_for_selector(READY)
 
 
+def edit_table_ready(page):
+    """The edit table (the page's last data grid) once it has drawn its rows, scrolled into view.
+
+    Its code is fetched after the charts' (the preload's order): under load the grid can appear
+    after the charts, and a click on it before its rows are drawn is lost (the keyboard then has
+    no cell to toggle and no run starts)."""
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=\"stDataFrame\"]')].pop()?.querySelector('tbody tr td')"
+    )
+    grid = page.locator('[data-testid="stDataFrame"]').last
+    grid.scroll_into_view_if_needed()
+    return grid
+
+
 def bars(chart) -> list:
     return chart.locator(".barlayer .point path").all()
 
@@ -161,8 +175,7 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     page.screenshot(path=str(ARTIFACTS / "compare-before-pin.png"), full_page=True)
 
     # Pin the oldest message (row 1, column "pinned") in the edit table, from the keyboard.
-    grid = page.locator('[data-testid="stDataFrame"]').last
-    grid.scroll_into_view_if_needed()
+    grid = edit_table_ready(page)
     frame = grid.bounding_box()
     page.mouse.click(frame["x"] + 40, frame["y"] + 35 + 35 + 17)  # header row, then row 1, column "id"
     for _ in range(5):

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from test_browser import ARTIFACTS, READY, load, page, script_run, server  # noqa: F401  (fixtures)
+from test_browser import ARTIFACTS, READY, edit_table_ready, load, page, script_run, server  # noqa: F401  (fixtures)
 
 METRIC = '[data-testid="stMetricValue"]'
 
@@ -96,8 +96,7 @@ def test_settings_survive_a_page_switch_and_live_in_the_url(page, server):
 
 def test_an_edit_keeps_the_tables_scroll_position(page):
     paste(page, [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " * 8} for i in range(1, 120)])
-    grid = page.locator('[data-testid="stDataFrame"]').last
-    grid.scroll_into_view_if_needed()
+    grid = edit_table_ready(page)
     scroller = grid.locator(".dvn-scroller").first
     scroller.evaluate("element => { element.scrollTop = element.scrollHeight; }")
     page.wait_for_function("element => element.scrollTop > 1000", arg=scroller.element_handle())
