@@ -28,7 +28,8 @@ READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 ARTIFACTS = REPO / "test-artifacts"
 PROTECTED_FILL = "rgb(0, 114, 178)"  # charts.FATE_COLORS["protected"]
 
-sync_playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").sync_playwright
+_playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+sync_playwright, PlaywrightTimeout = _playwright_api.sync_playwright, _playwright_api.TimeoutError
 from google.protobuf.message import DecodeError  # noqa: E402  (installed with streamlit)
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 if not Path(CHROMIUM).exists():
@@ -135,6 +136,23 @@ def edit_table_ready(page):
     return grid
 
 
+def select_cell(page, grid, x: float, y: float, right: int) -> bool:
+    """Click the grid at (``x``, ``y``) and move ``right`` cells: True once the grid's accessible
+    table marks a cell selected. A click that lands while a loaded browser is still drawing the
+    grid can be lost, so it is tried up to three times."""
+    handle = grid.element_handle()
+    for _ in range(3):
+        page.mouse.click(x, y)
+        for _ in range(right):
+            page.keyboard.press("ArrowRight")
+        try:
+            page.wait_for_function("grid => grid.querySelector('td[aria-selected=\"true\"]')", arg=handle, timeout=10_000)
+            return True
+        except PlaywrightTimeout:
+            continue
+    return False
+
+
 def bars(chart) -> list:
     return chart.locator(".barlayer .point path").all()
 
@@ -177,9 +195,8 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     # Pin the oldest message (row 1, column "pinned") in the edit table, from the keyboard.
     grid = edit_table_ready(page)
     frame = grid.bounding_box()
-    page.mouse.click(frame["x"] + 40, frame["y"] + 35 + 35 + 17)  # header row, then row 1, column "id"
-    for _ in range(5):
-        page.keyboard.press("ArrowRight")
+    # header row, then row 1, column "id"; then column "pinned"
+    assert select_cell(page, grid, frame["x"] + 40, frame["y"] + 35 + 35 + 17, 5)
     with script_run(page):
         page.keyboard.press(" ")
     page.wait_for_function(

@@ -11,18 +11,27 @@ import re
 
 import pytest
 
-from test_browser import ARTIFACTS, READY, edit_table_ready, load, page, script_run, server  # noqa: F401  (fixtures)
+from test_browser import (  # noqa: F401  (fixtures)
+    ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, page, script_run, select_cell, server,
+)
 
 METRIC = '[data-testid="stMetricValue"]'
 
 
-def prompt_tokens(page) -> list[str]:
+def prompt_tokens(page, at_least: int = 1) -> list[str]:
+    """The prompt-token metrics on the page, once ``at_least`` of them are drawn (the browser may still be
+    drawing the run's last elements when the page turns idle) or after 30 s, whatever is there then."""
     page.locator(METRIC).first.wait_for()
+    try:
+        page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
+                               arg=[METRIC, at_least], timeout=30_000)
+    except PlaywrightTimeout:
+        pass  # the caller's assertion shows what is there
     return [value.inner_text() for value in page.locator(METRIC).all()]
 
 
 def test_first_load_shows_the_strategies_sending_different_prompts(page):
-    tokens = prompt_tokens(page)
+    tokens = prompt_tokens(page, at_least=5)
     assert len(tokens) >= 5 and len(set(tokens[:5])) == 5, tokens  # every strategy at work (old sample: 2 values)
     assert page.locator('[data-testid="stException"]').count() == 0
 
@@ -103,9 +112,7 @@ def test_an_edit_keeps_the_tables_scroll_position(page):
     before = scroller.evaluate("element => element.scrollTop")
     frame = grid.bounding_box()
     # The last visible row, column "pinned" (the sixth): click its cell, then toggle it from the keyboard.
-    page.mouse.click(frame["x"] + 40, frame["y"] + frame["height"] - 30)
-    for _ in range(5):
-        page.keyboard.press("ArrowRight")
+    assert select_cell(page, grid, frame["x"] + 40, frame["y"] + frame["height"] - 30, 5)
     with script_run(page):
         page.keyboard.press(" ")
     page.wait_for_selector(READY)
