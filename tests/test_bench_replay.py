@@ -37,3 +37,4 @@ def test_the_replay_bench_compares_two_trees_run_by_run(capsys):
     rows = [line for line in text.splitlines() if line.startswith("| 1 |")]
     assert [row.split(" | ")[1] for row in rows] == ["this tree", "before"]
     assert "median, this tree: in-process ratio" in text and "median, before: in-process ratio" in text
+    assert "first in-process runs (the fast counting engine loaded on the way), before: CPU ratio" in text
