@@ -34,8 +34,8 @@ Two more measurements (issue 14), each with the load average beside it:
 (an export or ``git worktree add /tmp/before main`` of another commit), the
 runs of the two trees alternating, so before and after are measured in one
 run under the same load. A *chart* is a plotly chart drawn or an HTML budget
-bar (``contextfit.views.budget_bar``), so the counts of trees that draw the
-budget bars either way compare.
+bar or block chart (``contextfit.views.budget_bar``, ``block_chart``), so the
+counts of trees that draw them either way compare (eleven on Compare).
 
 Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the
 dev requirements (playwright). Writes ``bench/results/dashboard.json`` and
@@ -69,6 +69,8 @@ ARGS = [
 ]
 STRATEGIES = 5
 CHARTS = 2 * STRATEGIES + 1  # a budget bar and a block chart per strategy, and the fate matrix
+#: Any chart of the Compare page: plotly, or an HTML budget bar or block chart.
+CHART = "[data-testid=stPlotlyChart], .contextfit-budget, .contextfit-blocks"
 
 # Records, with the page's own clock, when the number of drawn charts and the
 # script state change (a MutationObserver sees them as they happen; polling
@@ -80,7 +82,7 @@ new MutationObserver(() => {
   const app = document.querySelector('[data-testid=stApp]');
   const state = app && app.getAttribute('data-test-script-state');
   const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.querySelector('.main-svg')).length
-    + document.querySelectorAll('.contextfit-budget').length;
+    + document.querySelectorAll('.contextfit-budget, .contextfit-blocks').length;
   if (charts !== seen.charts || state !== seen.state) {
     seen.charts = charts; seen.state = state;
     window.__marks.push([Date.now() / 1000, charts, state]);
@@ -154,12 +156,12 @@ def _upload(page, path: Path) -> dict[str, float]:
     page.wait_for_function(
         """() => document.querySelector('[data-testid=stFileUploader]')
                && ([...document.querySelectorAll('[data-testid=stSidebar] button')].some(b => b.innerText === 'Clear')
-                   || !document.querySelector('[data-testid=stPlotlyChart]'))"""
+                   || !document.querySelector(%s))""" % json.dumps(CHART)
     )
     page.wait_for_selector(ready)
     if clear.count():
         clear.first.click()
-    page.wait_for_function("!document.querySelector('[data-testid=stPlotlyChart]')")
+    page.wait_for_function(f"!document.querySelector({json.dumps(CHART)})")
     page.wait_for_selector(ready)
     return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)))
 

@@ -5,7 +5,7 @@ from functools import partial
 import streamlit as st
 
 import contextfit
-from contextfit.views import breakdown, budget_bar, charts, compare_state, dashboard, diff, presentation, report, source_panel, verdict
+from contextfit.views import block_chart, breakdown, budget_bar, charts, compare_state, dashboard, diff, presentation, report, source_panel, verdict
 
 state = st.session_state
 state.setdefault("overrides", {})
@@ -26,7 +26,7 @@ if presenting != state.get("was_presenting", False):
     st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
 st.html(charts.legend_html())
 st.html(charts.CHART_CSS)
-st.html(budget_bar.CSS)
+st.html(budget_bar.CSS + block_chart.CSS)
 
 source = source_panel.conversation_source()  # the sidebar's "Conversation" section
 if source is None:
@@ -157,10 +157,11 @@ if compare_state.everything_fits(plans):
 fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, contextfit.ContextfitError)}
 token_scale, block_scale = charts.prompt_scale(list(fitted.values())), charts.block_scale(list(fitted.values()))
 for name, (budget_slot, blocks_slot) in chart_slots.items():
+    # HTML, not plotly: five plotly charts cost the browser most, and a refit would mount each anew
     with budget_slot:
-        st.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))  # HTML: five plotly charts cost the browser most
+        st.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))
     with blocks_slot:
-        show(charts.blocks_figure(fitted[name], token_scale=block_scale), f"blocks-{name}")
+        st.html(block_chart.blocks_html(fitted[name], token_scale=block_scale))
 
 # Every chart goes out before the tables (the fate matrix into its place below the breakdown): the browser
 # draws them while the server makes the tables, whose first one imports pandas (a second on a cold process).

@@ -1,4 +1,4 @@
-"""Reads the Compare page's HTML budget bars (contextfit.views.budget_bar) back into numbers, for tests."""
+"""Reads the Compare page's HTML charts (contextfit.views.budget_bar, contextfit.views.block_chart) back into numbers, for tests."""
 
 from __future__ import annotations
 
@@ -50,6 +50,64 @@ def budget_bars(at) -> list[BudgetBar]:
     return [BudgetBar(element.proto.body) for element in at.get("html") if 'class="contextfit-budget"' in element.proto.body]
 
 
-def chart_count(at) -> tuple[int, int]:
-    """(plotly charts, HTML budget bars) of an AppTest run: Compare draws (6, 5) for five strategies."""
-    return len(at.get("plotly_chart")), len(budget_bars(at))
+class BlockChart(HTMLParser):
+    """``columns``: one per bar, in prompt order: (left %, width %, [(shade, tokens, bottom %, height %)], hover
+    text); ``top``, ``strategy``, the y axis's tick labels ``y_ticks`` and the x axis's title ``x_title``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.columns: list[tuple[float, float, list[tuple[str, int, float, float]], str]] = []
+        self.top, self.strategy, self.y_ticks, self.x_title = 0, "", [], ""
+        self._in: str | None = None
+        self.feed(text)
+
+    @staticmethod
+    def _percent(style: str, name: str) -> float:
+        return float(style.split(f"{name}:")[1].split("%")[0])
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        style = found.get("style") or ""
+        if "contextfit-blocks" in classes:
+            self.top, self.strategy = int(found["data-top"]), found["data-strategy"]
+        elif "cfk-col" in classes:
+            self.columns.append((self._percent(style, "left"), self._percent(style, "width"), [], ""))
+        elif "cfk-fill" in classes:
+            self.columns[-1][2].append((found["data-shade"], int(found["data-tokens"]), self._percent(style, "bottom"),
+                                        self._percent(style, "height")))
+        elif "cfk-tip" in classes:
+            self._in = "tip"
+        elif "cfk-yaxis" in classes:
+            self._in = "y"
+        elif "cfk-xtitle" in classes:
+            self._in = "x title"
+        elif tag == "br" and self._in == "tip":
+            self._add("\n")
+
+    def _add(self, data: str) -> None:
+        left, width, fills, tip = self.columns[-1]
+        self.columns[-1] = (left, width, fills, tip + data)
+
+    def handle_data(self, data):
+        if self._in == "tip":
+            self._add(data)
+        elif self._in == "y" and data.strip():
+            self.y_ticks.append(data)
+        elif self._in == "x title":
+            self.x_title += data
+
+    def handle_endtag(self, tag):
+        if tag == "span" and self._in == "tip" or tag == "div" and self._in in ("y", "x title"):
+            self._in = None
+
+
+def block_charts(at) -> list[BlockChart]:
+    """The block charts an AppTest run drew (one per fitted strategy, in column order)."""
+    return [BlockChart(element.proto.body) for element in at.get("html") if 'class="contextfit-blocks"' in element.proto.body]
+
+
+def chart_count(at) -> tuple[int, int, int]:
+    """(plotly charts, HTML budget bars, HTML block charts) of an AppTest run: Compare draws (1, 5, 5) for five
+    strategies (the fate matrix is plotly)."""
+    return len(at.get("plotly_chart")), len(budget_bars(at)), len(block_charts(at))

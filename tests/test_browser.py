@@ -154,11 +154,19 @@ def select_cell(page, grid, x: float, y: float, right: int) -> bool:
 
 
 def bars(chart) -> list:
-    return chart.locator(".barlayer .point path").all()
+    """The drawn bars of an HTML block chart (``.contextfit-blocks``): one fill per block."""
+    return chart.locator(".cfk-fill").all()
 
 
-def protected_bars(chart) -> int:
-    return sum(1 for path in bars(chart) if PROTECTED_FILL in (path.get_attribute("style") or ""))
+# The fills of the first block chart drawn in the protected colour (as the browser computes it).
+PROTECTED_IN_FIRST_CHART = """([fill]) => {
+    const chart = document.querySelector('.contextfit-blocks');
+    return chart ? [...chart.querySelectorAll('.cfk-fill')].filter(e => getComputedStyle(e).backgroundColor === fill).length : -1;
+}"""
+
+
+def protected_bars(page) -> int:
+    return page.evaluate(PROTECTED_IN_FIRST_CHART, [PROTECTED_FILL])
 
 
 def test_paste_compare_see_charts_and_pin_a_message(page):
@@ -175,9 +183,11 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     with script_run(page):
         box.press("Control+Enter")
 
-    charts = page.locator('[data-testid="stPlotlyChart"]')
-    charts.first.locator(".barlayer").first.wait_for()
-    assert charts.count() == 6  # a block chart per strategy (five), then the fate matrix
+    blocks = page.locator(".contextfit-blocks")
+    blocks.first.locator(".cfk-fill").first.wait_for()
+    assert blocks.count() == 5  # a block chart per strategy, in HTML...
+    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 1  # ...and the fate matrix, in plotly
     # and a budget bar per strategy, in HTML: every stretch drawn, with its colour and its hover text kept
     budget = page.locator(".contextfit-budget")
     assert budget.count() == 5
@@ -186,9 +196,10 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     assert first.nth(0).get_attribute("title").startswith("prompt: ")
     assert budget.first.locator('[data-shade="protected"]').first.evaluate("e => getComputedStyle(e).backgroundColor") == PROTECTED_FILL
     assert page.evaluate("window.__contextfitPreloaded") is True  # the chart code was asked for at the top of the run
-    truncate_blocks = charts.nth(0)
+    truncate_blocks = blocks.nth(0)
     assert len(bars(truncate_blocks)) == len(chat)
-    before = protected_bars(truncate_blocks)
+    assert all((bar.bounding_box() or {}).get("height", 0) > 0 for bar in bars(truncate_blocks))
+    before = protected_bars(page)
     assert before == 2  # the system prompt and the current input
     page.screenshot(path=str(ARTIFACTS / "compare-before-pin.png"), full_page=True)
 
@@ -199,15 +210,8 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     assert select_cell(page, grid, frame["x"] + 40, frame["y"] + 35 + 35 + 17, 5)
     with script_run(page):
         page.keyboard.press(" ")
-    page.wait_for_function(
-        """([fill]) => {
-            const chart = document.querySelectorAll('[data-testid="stPlotlyChart"]')[0];
-            return chart && [...chart.querySelectorAll('.barlayer .point path')]
-                .filter(p => (p.getAttribute('style') || '').includes(fill)).length === 3;
-        }""",
-        arg=[PROTECTED_FILL],
-    )
-    assert protected_bars(page.locator('[data-testid="stPlotlyChart"]').nth(0)) == before + 1
+    page.wait_for_function(f"(arg) => ({PROTECTED_IN_FIRST_CHART})(arg) === 3", arg=[PROTECTED_FILL])
+    assert protected_bars(page) == before + 1
     page.screenshot(path=str(ARTIFACTS / "compare-after-pin.png"), full_page=True)
 
     # An open section stays open when a limit change changes the counts in its label.
@@ -240,7 +244,7 @@ def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
     alert = page.locator('[data-testid="stAlert"]').filter(has_text="INVALID_CONVERSATION").first
     alert.wait_for()  # drawn from this run's messages, which the page may still be applying
     assert box.input_value() == broken
-    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == page.locator(".contextfit-blocks").count() == 0
 
 
 def test_pasted_html_is_shown_as_text(page):
@@ -251,8 +255,11 @@ def test_pasted_html_is_shown_as_text(page):
     with script_run(page):
         box.press("Control+Enter")
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for()
+    page.locator(".contextfit-blocks .cfk-tip").first.wait_for(state="attached")
     assert page.evaluate("window.hacked") is None
     assert page.locator('img[src="x"]').count() == 0
+    tips = page.locator(".contextfit-blocks .cfk-tip").all_text_contents()  # the hover labels show the markup as text
+    assert any('<img src=x onerror="window.hacked=1">' in tip for tip in tips)
 
 
 def test_every_page_renders(page, server):

@@ -8,7 +8,6 @@ Shares test_browser.py's server and page fixtures; skips the same way.
 from __future__ import annotations
 
 from test_browser import ARTIFACTS, load, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
 def _download_report(page, target):
@@ -60,11 +59,22 @@ def test_the_html_report_opens_offline_with_its_charts_rendered(page, tmp_path):
 
 
 def _bars_inside_their_axes(page) -> bool:
-    """Every bar of every budget chart ends inside its plot area (none runs off the axis)."""
+    """Every bar of every chart ends inside its plot area (none runs off the axis): the HTML block charts'
+    fills inside their plots, and the plotly charts' bars (the budget bars' are checked in test_budget_bar)."""
     return page.evaluate(
         """() => {
-            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
             let checked = 0;
+            for (const plot of document.querySelectorAll('.contextfit-blocks .cfk-plot')) {
+                const box = plot.getBoundingClientRect();
+                for (const fill of plot.querySelectorAll('.cfk-fill')) {
+                    const r = fill.getBoundingClientRect();
+                    if (r.height === 0) continue;
+                    checked++;
+                    if (r.top < box.top - 1.5 || r.bottom > box.bottom + 1.5 || r.right > box.right + 1.5 || r.left < box.left - 1.5)
+                        return false;
+                }
+            }
+            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
             for (const chart of charts) {
                 const area = chart.querySelector('.cartesianlayer .bg, .draglayer .nsewdrag');
                 if (!area) continue;
@@ -85,7 +95,7 @@ def test_screenshots_of_the_compare_page_at_1440_and_1920(page):
     ARTIFACTS.mkdir(exist_ok=True)
     for width, height in ((1440, 900), (1920, 1080)):
         page.set_viewport_size({"width": width, "height": height})
-        page.locator('[data-testid="stPlotlyChart"] .barlayer').first.wait_for()
+        page.locator(".contextfit-blocks .cfk-fill").first.wait_for()
         page.get_by_text("Verdict", exact=True).wait_for()
         assert page.locator('[data-testid="stException"]').count() == 0
         assert page.locator('.modebar').count() == 0 or not page.locator('.modebar').first.is_visible()
@@ -93,7 +103,7 @@ def test_screenshots_of_the_compare_page_at_1440_and_1920(page):
         page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"))  # what the first screen shows
         whole = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
         page.set_viewport_size({"width": width, "height": min(whole, 8000)})  # the app scrolls inside itself
-        page.locator('[data-testid="stPlotlyChart"] .barlayer').last.wait_for()
+        page.locator('[data-testid="stPlotlyChart"] .main-svg').last.wait_for()
         assert _bars_inside_their_axes(page)
         page.screenshot(path=str(ARTIFACTS / f"compare-{width}-whole.png"))
         page.set_viewport_size({"width": width, "height": height})
@@ -128,24 +138,26 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
     page = page.context.browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(120_000)
     load(page, server)
-    for number in (0, 2):  # two block charts (the budget bars are HTML: their hover text is a title)
-        chart = page.locator('[data-testid="stPlotlyChart"]').nth(number)
+    # The first and the last column's block charts (HTML; the budget bars' hover text is a title), each at its
+    # first and last bar: a label opens towards the chart's middle, so none leaves the window.
+    charts = page.locator(".contextfit-blocks")
+    charts.first.locator(".cfk-fill").first.wait_for()
+    for number in (0, charts.count() - 1):
+        chart = charts.nth(number)
         chart.scroll_into_view_if_needed()
-        bars = chart.locator(".barlayer .point path")
-        bars.first.wait_for()
-        boxes = [bars.nth(k).bounding_box() for k in range(bars.count())]
-        widest = max(range(len(boxes)), key=lambda k: (boxes[k] or {}).get("width", 0) * (boxes[k] or {}).get("height", 0))
-        label = chart.locator(".hoverlayer .hovertext").first
-        for _ in range(5):  # should a late relayout clear the label, move away and hover again
-            bars.nth(widest).hover(force=True)  # the widest bar: a sliver of a bar may show no label
-            try:
-                label.wait_for(timeout=10_000)
-                break
-            except PlaywrightTimeout:
-                page.mouse.move(0, 0)
-        label.wait_for()
-        assert label.bounding_box()["width"] > chart.bounding_box()["width"] * 0.8  # as wide as the chart, or wider
-        assert label.evaluate(CLIPPED) is None
+        columns = chart.locator(".cfk-col")
+        for column in (columns.first, columns.last):
+            column.hover()
+            label = column.locator(".cfk-tip")
+            label.wait_for()  # shown while the pointer is over the column
+            box = label.bounding_box()
+            assert box["width"] > chart.bounding_box()["width"] * 0.8  # as wide as the chart, or wider
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 1440 and box["y"] >= 0
+            assert label.evaluate(CLIPPED) is None
+            # drawn above everything else there: the topmost element at the label's centre is the label
+            assert label.evaluate("""l => { const b = l.getBoundingClientRect();
+                const top = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+                return top === l || l.contains(top); }""")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"compare-hover-{number}.png"))
         page.mouse.move(0, 0)

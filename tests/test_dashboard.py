@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from budget_support import budget_bars, chart_count
+from budget_support import block_charts, budget_bars, chart_count
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
@@ -144,12 +144,11 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
     assert not at.exception and not at.error
     assert [s.value for s in at.subheader][:6] == ["Verdict", *STRATEGIES]
     charts = at.get("plotly_chart")
-    assert len(charts) == len(STRATEGIES) + 1  # a block chart per strategy, then the fate matrix
-    bars = budget_bars(at)  # and a budget bar per strategy, in HTML
-    assert [bar.strategy for bar in bars] == list(STRATEGIES)
+    assert len(charts) == 1  # the fate matrix; the budget bars and block charts are HTML
+    bars, block_charts_drawn = budget_bars(at), block_charts(at)  # one of each per strategy
+    assert [bar.strategy for bar in bars] == [chart.strategy for chart in block_charts_drawn] == list(STRATEGIES)
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
-    shade = {style.label: name for name, style in chart_views.SHADES.items()}
     budget_axes, block_axes = set(), set()
     for number, name in enumerate(STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
@@ -157,13 +156,14 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
         assert sum(width for _, _, width, *_ in window) == pytest.approx(100, abs=0.01)
         assert sum(tokens for _, tokens, *_ in bars[number].rows["sent"]) == plan.prompt_tokens
         budget_axes.add(bars[number].top)
-        blocks = json.loads(charts[number].proto.spec)
-        block_axes.add(tuple(blocks["layout"]["yaxis"]["range"]))
-        heights = {}
-        for trace in blocks["data"]:
-            for x, y in zip(decode(trace["x"]), decode(trace["y"])):
-                heights[x] = (shade[trace["name"]], y)
-        assert heights == {b.index: (chart_views.shade_of(b.reason), b.tokens) for b in plan.blocks}
+        chart = block_charts_drawn[number]
+        block_axes.add(chart.top)
+        # one column per block in prompt order, with its shade and tokens, as tall as its tokens on the shared axis
+        assert [fills for _, _, fills, _ in chart.columns] == [
+            [(chart_views.shade_of(b.reason), b.tokens or 0, 0.0, pytest.approx(100 * (b.tokens or 0) / (chart.top * 1.05), abs=0.001))]
+            for b in plan.blocks]
+        keys = chart_views.block_keys(plan)
+        assert [tip.split(" · ")[0] for *_, tip in chart.columns] == keys  # each hover names its block
     assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
     matrix = json.loads(charts[-1].proto.spec)["data"][0]
     assert matrix["y"] == list(STRATEGIES)
@@ -228,8 +228,12 @@ def test_presentation_mode_enlarges_the_charts():
     normal = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["height"]
     at.toggle(key="presentation").set_value(True).run()
     assert not at.exception
-    large = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    large = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]  # the fate matrix
     assert large["height"] > normal and large["font"]["size"] > 12
+    # the HTML block charts and budget bars grow with the page CSS
+    css = next(e.proto.body for e in at.get("html") if "Presentation" not in e.proto.body and ".contextfit-blocks .cfk-plot" in e.proto.body
+               and "!important" in e.proto.body)
+    assert "height: 275px !important" in css and ".contextfit-budget .cfb-track { height: 26px" in css
 
 
 def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():
@@ -254,7 +258,7 @@ def test_a_pasted_conversation_is_compared():
     at.sidebar.number_input(key="limit").set_value(1500).run()
     at.sidebar.number_input(key="reserve").set_value(1100).run()
     assert not at.exception and not at.error
-    assert chart_count(at) == (6, 5)
+    assert chart_count(at) == (1, 5, 5)
     assert any("400-token budget" in caption.value for caption in at.caption)
 
 

@@ -411,6 +411,75 @@ def block_scale(plans: Sequence[PromptPlan], dense_threshold: int = DENSE_THRESH
     return top
 
 
+@dataclass(frozen=True, slots=True)
+class BlockBar:
+    """One bar of a block chart, or one shade's part of a binned bar: its centre ``x`` and ``width`` in
+    prompt-order units, ``base`` (the tokens stacked below it in its bin), ``tokens``, ``shade`` and
+    ``hover`` (HTML, every piece of user text escaped)."""
+
+    x: float
+    width: float
+    base: int
+    tokens: int
+    shade: str
+    hover: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlocksView:
+    """What a block chart shows (:func:`blocks_view`), drawn by :func:`blocks_figure` (plotly, for the
+    report and the audit page) and by :func:`contextfit.views.block_chart.blocks_html` (Compare).
+
+    ``bars`` in :data:`SHADES` order, then prompt order; the x axis spans ``blocks`` blocks (from -0.5
+    to ``blocks - 0.5``); ``per_bar`` blocks make one bar (1 unless binned); ``top`` is the tallest bar
+    or the shared scale, never less.
+    """
+
+    bars: tuple[BlockBar, ...]
+    blocks: int
+    per_bar: int
+    top: int
+
+    @property
+    def x_title(self) -> str:
+        return "prompt order" if self.per_bar == 1 else f"prompt order · {self.per_bar} blocks per bar"
+
+
+def blocks_view(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, token_scale: int | None = None) -> BlocksView:
+    """The bars of a block chart: see :func:`blocks_figure`."""
+    blocks = plan.blocks
+    approximate = plan.tokenizer.approximate
+    keys = block_keys(plan)
+    if len(blocks) <= dense_threshold:
+        bars = [BlockBar(block.index, 1, 0, block.tokens or 0, shade, _hover(key, block, approximate))
+                for shade in SHADES for key, block in zip(keys, blocks) if shade_of(block.reason) == shade]
+        top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
+        return BlocksView(tuple(bars), len(blocks), 1, top)
+    size = math.ceil(len(blocks) / dense_threshold)
+    bins = math.ceil(len(blocks) / size)
+    totals = {shade: [0] * bins for shade in SHADES}
+    estimates = {shade: [0] * bins for shade in SHADES}
+    counts = {shade: [0] * bins for shade in SHADES}
+    for position, block in enumerate(blocks):  # one pass: a bin's tokens and blocks by shade
+        shade = shade_of(block.reason)
+        totals[shade][position // size] += block.tokens or 0
+        estimates[shade][position // size] += (block.tokens or 0) if block.tokens_estimate is None else block.tokens_estimate
+        counts[shade][position // size] += 1
+    bars, base = [], [0] * bins  # stacked in SHADES order within a bin
+    for shade in SHADES:
+        label = SHADES[shade].label
+        for b in range(bins):
+            if counts[shade][b]:
+                hover = (f"blocks {html.escape(keys[b * size])} – {html.escape(keys[min((b + 1) * size, len(blocks)) - 1])}<br>"
+                         f"{counts[shade][b]} {html.escape(label)}: "
+                         f"{html.escape(_count_text(totals[shade][b], estimates[shade][b], approximate))}")
+                start, end = b * size, min((b + 1) * size, len(blocks))  # the last bin may hold fewer
+                bars.append(BlockBar((start + end) / 2 - 0.5, end - start, base[b], totals[shade][b], shade, hover))
+                base[b] += totals[shade][b]
+    top = max(token_scale or 0, max(base, default=0), 1)
+    return BlocksView(tuple(bars), len(blocks), size, top)
+
+
 def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, legend: bool = False,
                   token_scale: int | None = None) -> go.Figure:
     """Tokens per block in prompt order, coloured by shade, with the block's id in the hover.
@@ -420,64 +489,31 @@ def blocks_figure(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, lege
     ``token_scale`` (see :func:`block_scale`) gives side-by-side charts one
     y-axis; the axis never ends below this plan's tallest bar.
     """
+    view = blocks_view(plan, dense_threshold, token_scale)
+    binned = view.per_bar > 1
     traces: list[dict[str, Any]] = []
-    blocks = plan.blocks
-    if len(blocks) <= dense_threshold:
-        keys = block_keys(plan)
-        for shade in SHADES:
-            chosen = [(key, block) for key, block in zip(keys, blocks) if shade_of(block.reason) == shade]
-            if chosen:
-                traces.append({
-                    "type": "bar",
-                    "x": [block.index for _, block in chosen],
-                    "y": [block.tokens or 0 for _, block in chosen],
-                    "name": SHADES[shade].label,
-                    "marker": _marker(shade),
-                    "hovertext": [_hover(key, block, plan.tokenizer.approximate) for key, block in chosen],
-                    "hoverinfo": "text",
-                })
-        top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
-        ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if len(blocks) <= 12 else {"tickformat": ",d"}
-        return _figure(traces, legend,
-                       xaxis={"title": "prompt order", "range": [-0.5, max(len(blocks), 1) - 0.5], **ticks},
-                       yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
-                       barmode="overlay", height=260, bargap=0.15, **_fixed_margins(top, legend))
-    size = math.ceil(len(blocks) / dense_threshold)
-    bins = math.ceil(len(blocks) / size)
-    totals = {shade: [0] * bins for shade in SHADES}
-    estimates = {shade: [0] * bins for shade in SHADES}
-    counts = {shade: [0] * bins for shade in SHADES}
-    approximate = plan.tokenizer.approximate
-    for position, block in enumerate(blocks):  # one pass: a bin's tokens and blocks by shade
-        shade = shade_of(block.reason)
-        totals[shade][position // size] += block.tokens or 0
-        estimates[shade][position // size] += (block.tokens or 0) if block.tokens_estimate is None else block.tokens_estimate
-        counts[shade][position // size] += 1
-    keys = block_keys(plan)
     for shade in SHADES:
-        chosen = [b for b in range(bins) if counts[shade][b]]
+        chosen = [bar for bar in view.bars if bar.shade == shade]
         if chosen:
-            label = SHADES[shade].label
             traces.append({
                 "type": "bar",
-                "x": [b * size + size / 2 - 0.5 for b in chosen],
-                "y": [totals[shade][b] for b in chosen],
-                "width": [size] * len(chosen),
-                "name": label,
+                "x": [bar.x for bar in chosen],
+                "y": [bar.tokens for bar in chosen],
+                **({"width": [bar.width for bar in chosen]} if binned else {}),
+                "name": SHADES[shade].label,
                 "marker": _marker(shade),
-                "hovertext": [
-                    f"blocks {html.escape(keys[b * size])} – {html.escape(keys[min((b + 1) * size, len(blocks)) - 1])}<br>"
-                    f"{counts[shade][b]} {html.escape(label)}: "
-                    f"{html.escape(_count_text(totals[shade][b], estimates[shade][b], approximate))}"
-                    for b in chosen
-                ],
+                "hovertext": [bar.hover for bar in chosen],
                 "hoverinfo": "text",
             })
-    top = max(token_scale or 0, max((sum(totals[s][b] for s in SHADES) for b in range(bins)), default=0), 1)
-    return _figure(traces, legend, xaxis={"title": f"prompt order · {size} blocks per bar",
-                                          "range": [-0.5, len(blocks) - 0.5], "tickformat": ",d"},
-                   yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
-                   barmode="stack", height=260, bargap=0.05, **_fixed_margins(top, legend))
+    top = view.top
+    if binned:
+        xaxis = {"title": view.x_title, "range": [-0.5, view.blocks - 0.5], "tickformat": ",d"}
+    else:
+        ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if view.blocks <= 12 else {"tickformat": ",d"}
+        xaxis = {"title": view.x_title, "range": [-0.5, max(view.blocks, 1) - 0.5], **ticks}
+    return _figure(traces, legend, xaxis=xaxis, yaxis={"title": "tokens", "range": [0, top * 1.05], **_integer_ticks(top)},
+                   barmode="stack" if binned else "overlay", height=260, bargap=0.05 if binned else 0.15,
+                   **_fixed_margins(top, legend))
 
 
 def _fixed_margins(top: float, legend: bool) -> dict[str, Any]:

@@ -24,6 +24,11 @@ CSS = """<style>
 .contextfit-legend { font-size: 1.2rem !important; }
 .contextfit-budget, .contextfit-budget .cfb-note, .contextfit-budget .cfb-axis { font-size: 1.1rem !important; }
 .contextfit-budget .cfb-track { height: 26px !important; }
+.contextfit-blocks, .contextfit-blocks .cfk-tip { font-size: 1.05rem !important; }
+.contextfit-blocks .cfk-yaxis, .contextfit-blocks .cfk-xaxis { font-size: 1rem !important; }
+.contextfit-blocks .cfk-plot, .contextfit-blocks .cfk-yaxis { height: 275px !important; }
+.contextfit-blocks .cfk-xaxis { height: 1.4rem !important; }
+.contextfit-blocks .cfk-tip { max-width: 420px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
