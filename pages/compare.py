@@ -155,7 +155,8 @@ if compare_state.everything_fits(plans):
                       help="A limit under which a quarter of what may be dropped no longer fits, to see the strategies at work.")
 
 fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, contextfit.ContextfitError)}
-token_scale, block_scale = charts.prompt_scale(list(fitted.values())), charts.block_scale(list(fitted.values()))
+token_scale = charts.prompt_scale(list(fitted.values()))
+block_scale = charts.block_scale(list(fitted.values()), block_chart.DENSE_THRESHOLD)
 for name, (budget_slot, blocks_slot) in chart_slots.items():
     # HTML, not plotly: five plotly charts cost the browser most, and a refit would mount each anew
     with budget_slot:

@@ -32,7 +32,7 @@ def figure_bars(figure) -> dict[float, list[tuple[str, int]]]:
 
 
 @pytest.mark.parametrize("strategy", ["truncate", "summarize", "vector-recall", "clear-tool-results"])
-@pytest.mark.parametrize("dense", [charts.DENSE_THRESHOLD, 7])
+@pytest.mark.parametrize("dense", [block_chart.DENSE_THRESHOLD, 7])
 def test_the_chart_has_the_bars_of_the_plotly_block_chart(strategy, dense):
     plan = plan_for(strategy)
     scale = charts.block_scale([plan, plan_for("truncate", 4000)], dense)

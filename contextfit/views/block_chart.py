@@ -8,7 +8,7 @@ changed plotly figure as a new chart, which the browser builds from scratch
 (README "Dashboard speed"), while this HTML is updated in place.
 
 Each bar is a column of the plot (a block, or a bin of neighbouring blocks
-past :data:`~contextfit.views.charts.DENSE_THRESHOLD`) holding its shades'
+past :data:`DENSE_THRESHOLD`) holding its shades'
 fills, stacked, and a hover label shown while the pointer is anywhere in
 the column (a bar a pixel tall can still be hovered). Labels open towards
 the middle of the chart, and in the first and last of side-by-side columns
@@ -22,8 +22,12 @@ import html
 import math
 
 from ..engine.pipeline import PromptPlan
-from .charts import DENSE_THRESHOLD, SHADES, BlockBar, BlocksView, blocks_view, css_pattern
+from .charts import SHADES, BlockBar, BlocksView, blocks_view, css_pattern
 
+#: Past this many blocks neighbours share a bar: half the plotly chart's 300, as a side-by-side chart is
+#: 180–330 pixels wide (a bar under a pixel wide shows nothing more), and every bar is elements the
+#: browser sanitizes, lays out and paints again on each refit.
+DENSE_THRESHOLD = 150
 #: The plot's height in pixels (presentation mode enlarges it with its own CSS).
 HEIGHT = 190
 #: Horizontal gap around an unbinned bar, in percent of its column (plotly's ``bargap`` of the figure).
