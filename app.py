@@ -18,18 +18,20 @@ def _preload():
 
 
 st.set_page_config(page_title="contextfit — what the model will see", layout="wide")
+compare = st.Page("pages/compare.py", title="Compare strategies", default=True)
 page = st.navigation(
     [
-        st.Page("pages/compare.py", title="Compare strategies", default=True),
+        compare,
         st.Page("pages/audit.py", title="Audit"),
         st.Page("pages/replay.py", title="Replay"),
         st.Page("pages/models.py", title="Models & tokenizers"),
         st.Page("pages/plugins.py", title="Plugins"),
     ]
 )
-# Before anything of contextfit is imported: the browser fetches and compiles the chart code while the
-# server imports, loads the vocabulary and fits.
-if (chunks := _preload().script()):
+# Before anything of contextfit is imported: the browser fetches and compiles the chart and table code
+# while the server imports, loads the vocabulary and fits. Compare draws its charts in HTML: no chart code.
+preload = _preload()
+if (chunks := preload.script(chunks=preload.COMPARE_CHUNKS if page.url_path == compare.url_path else preload.CHUNKS)):
     st.html(chunks, unsafe_allow_javascript=True)
 
 from contextfit.tokens import fast  # noqa: E402  (after the preload: see above)

@@ -70,7 +70,9 @@ ARGS = [
 STRATEGIES = 5
 CHARTS = 2 * STRATEGIES + 1  # a budget bar and a block chart per strategy, and the fate matrix
 #: Any chart of the Compare page: plotly, or an HTML budget bar or block chart.
-CHART = "[data-testid=stPlotlyChart], .contextfit-budget, .contextfit-blocks"
+CHART = "[data-testid=stPlotlyChart], .contextfit-budget, .contextfit-blocks, .contextfit-matrix"
+#: A chart drawn: a plotly chart's SVG (a tree that draws them), or an HTML chart.
+DRAWN = '[data-testid="stPlotlyChart"] .main-svg, .contextfit-budget, .contextfit-blocks, .contextfit-matrix'
 
 # Records, with the page's own clock, when the number of drawn charts and the
 # script state change (a MutationObserver sees them as they happen; polling
@@ -82,7 +84,7 @@ new MutationObserver(() => {
   const app = document.querySelector('[data-testid=stApp]');
   const state = app && app.getAttribute('data-test-script-state');
   const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.querySelector('.main-svg')).length
-    + document.querySelectorAll('.contextfit-budget, .contextfit-blocks').length;
+    + document.querySelectorAll('.contextfit-budget, .contextfit-blocks, .contextfit-matrix').length;
   if (charts !== seen.charts || state !== seen.state) {
     seen.charts = charts; seen.state = state;
     window.__marks.push([Date.now() / 1000, charts, state]);
@@ -172,7 +174,7 @@ def _opened(browser, port: int):
     page.set_default_timeout(300_000)
     page.add_init_script(WATCH)
     page.goto(f"http://127.0.0.1:{port}")
-    page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
+    page.wait_for_selector(DRAWN)
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
     return page
 
@@ -188,7 +190,7 @@ def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int, tr
         page.add_init_script(WATCH)
         opened = time.time()
         page.goto(f"http://127.0.0.1:{port}")
-        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg')
+        page.wait_for_selector(DRAWN)
         first_chart = time.time() - opened
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
         # The first paint of Compare in a fresh process (its sample: vocabulary loaded, first fit), issue 19.

@@ -5,7 +5,9 @@ from functools import partial
 import streamlit as st
 
 import contextfit
-from contextfit.views import block_chart, breakdown, budget_bar, charts, compare_state, dashboard, diff, presentation, report, source_panel, verdict
+from contextfit.views import (
+    block_chart, breakdown, budget_bar, charts, compare_state, dashboard, diff, fate_grid, presentation, report, source_panel, verdict,
+)
 
 state = st.session_state
 state.setdefault("overrides", {})
@@ -25,7 +27,6 @@ if presenting != state.get("was_presenting", False):
     state.was_presenting = presenting
     st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
 st.html(charts.legend_html())
-st.html(charts.CHART_CSS)
 st.html(budget_bar.CSS + block_chart.CSS)
 
 source = source_panel.conversation_source()  # the sidebar's "Conversation" section
@@ -91,12 +92,6 @@ chart_slots = {}
 columns = st.columns(len(strategies))
 
 
-def show(figure, key):
-    """Draw a figure (enlarged in presentation mode), without plotly's mode bar."""
-    st.plotly_chart(presentation.enlarge(figure) if presenting else figure, key=key, width="stretch",
-                    config=charts.PLOTLY_CONFIG)
-
-
 made = compare_state.each_strategy(dashboard.iter_plans(conversation, setup), strategies)  # an error is a column's, never the page's
 for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
     plans[name] = plan
@@ -158,7 +153,7 @@ fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, con
 token_scale = charts.prompt_scale(list(fitted.values()))
 block_scale = charts.block_scale(list(fitted.values()), block_chart.DENSE_THRESHOLD)
 for name, (budget_slot, blocks_slot) in chart_slots.items():
-    # HTML, not plotly: five plotly charts cost the browser most, and a refit would mount each anew
+    # HTML, not plotly: plotly charts cost the browser most, and a refit would mount each anew
     with budget_slot:
         st.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))
     with blocks_slot:
@@ -169,7 +164,7 @@ for name, (budget_slot, blocks_slot) in chart_slots.items():
 breakdown_area = st.container()
 if len(fitted) > 1:
     st.subheader("Fate of every block, strategy by strategy")
-    show(charts.fate_matrix_figure(fitted), "matrix")
+    st.html(fate_grid.fate_html(fitted))
 import pandas as pd  # noqa: E402  (after the charts: see above)
 
 with verdict_area:

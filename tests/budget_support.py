@@ -107,7 +107,48 @@ def block_charts(at) -> list[BlockChart]:
     return [BlockChart(element.proto.body) for element in at.get("html") if 'class="contextfit-blocks"' in element.proto.body]
 
 
-def chart_count(at) -> tuple[int, int, int]:
-    """(plotly charts, HTML budget bars, HTML block charts) of an AppTest run: Compare draws (1, 5, 5) for five
-    strategies (the fate matrix is plotly)."""
-    return len(at.get("plotly_chart")), len(budget_bars(at)), len(block_charts(at))
+class FateGrid(HTMLParser):
+    """``rows``: strategy → [(shade or "absent", hover text)] per cell, in prompt order; ``x_title``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.rows: dict[str, list[tuple[str, str]]] = {}
+        self.x_title = ""
+        self._row: str | None = None
+        self._in: str | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        if "cfm-row" in classes:
+            self._row = found["data-strategy"]
+            self.rows[self._row] = []
+        elif "cfk-col" in classes:
+            self.rows[self._row].append((found["data-shade"], ""))
+        elif "cfk-tip" in classes:
+            self._in = "tip"
+        elif "cfk-xtitle" in classes:
+            self._in = "x title"
+
+    def handle_data(self, data):
+        if self._in == "tip":
+            shade, tip = self.rows[self._row][-1]
+            self.rows[self._row][-1] = (shade, tip + data)
+        elif self._in == "x title":
+            self.x_title += data
+
+    def handle_endtag(self, tag):
+        if tag == "span" and self._in == "tip" or tag == "div" and self._in == "x title":
+            self._in = None
+
+
+def fate_grids(at) -> list[FateGrid]:
+    """The HTML fate matrices an AppTest run drew (Compare: one, with two or more strategies fitted)."""
+    return [FateGrid(element.proto.body) for element in at.get("html") if 'class="contextfit-matrix"' in element.proto.body]
+
+
+def chart_count(at) -> tuple[int, int, int, int]:
+    """(plotly charts, HTML budget bars, HTML block charts, HTML fate matrices) of an AppTest run: Compare
+    draws (0, 5, 5, 1) for five strategies, all its charts in HTML; (0, 0, 0, 0) when it has nothing to compare."""
+    return len(at.get("plotly_chart")), len(budget_bars(at)), len(block_charts(at)), len(fate_grids(at))

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from budget_support import BlockChart
+from budget_support import BlockChart, FateGrid
 from hypothesis import given
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.views import block_chart, charts
+from contextfit.views import block_chart, charts, fate_grid
 
 CHAT = [{"role": "system", "content": "Be brief."}] + [
-    {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * (5 + 7 * (i % 5))} for i in range(1, 40)
+    {"role": "user" if i % 2 else "assistant",
+     "content": f"Turn {i} discusses the harbour ledger, shipment {i * 13} and captain Mara's route. " * (1 + i % 5)}
+    for i in range(1, 40)
 ]
 
 
@@ -98,3 +100,26 @@ def test_ticks_are_whole_steps_of_one_two_or_five(top, most):
         assert all(b - a == step for a, b in zip(found, found[1:]))
         assert str(step).rstrip("0") in ("1", "2", "5")  # 1, 2 or 5 times a power of ten
         assert top - found[-1] < step  # the last tick is the last step that fits
+
+
+@pytest.mark.parametrize("dense", [block_chart.DENSE_THRESHOLD, 6])
+def test_the_fate_grid_has_the_cells_of_the_plotly_fate_matrix(dense):
+    plans = {name: plan_for(name) for name in ("truncate", "summarize", "vector-recall")}
+    grid = FateGrid(fate_grid.fate_html(plans, dense))
+    figure = json.loads(charts.fate_matrix_figure(plans, dense).to_json())
+    heatmap = figure["data"][0]
+    codes = [*charts.SHADES, "absent"]
+    assert list(grid.rows) == heatmap["y"] == list(plans)
+    assert [[codes.index(shade) for shade, _ in cells] for cells in grid.rows.values()] == heatmap["z"]
+    assert [[tip for _, tip in cells] for cells in grid.rows.values()] == [
+        [text.replace("<b>", "").replace("</b>", "").replace("<br>", "") for text in row] for row in heatmap["text"]]
+    if dense > 41:  # unbinned: truncate's row has an empty cell where summarize sends its summary
+        assert [shade for shade, _ in grid.rows["truncate"]].count("absent") == 1
+    assert grid.x_title == figure["layout"]["xaxis"]["title"]["text"]
+
+
+def test_the_fate_grid_escapes_strategy_names_and_block_ids():
+    plan = plan_for("truncate", 4000, [{"role": "user", "content": "hi", "meta": {"id": "<b>x</b>"}}])
+    text = fate_grid.fate_html({'<i onclick="x()">mine</i>': plan})
+    assert "<i onclick" not in text and "<b>x</b>" not in text.replace("<b>&lt;b&gt;x&lt;/b&gt;</b>", "")
+    assert list(FateGrid(text).rows) == ['<i onclick="x()">mine</i>']

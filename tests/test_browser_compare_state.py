@@ -40,7 +40,7 @@ def test_first_load_shows_the_strategies_sending_different_prompts(page):
 def test_screenshots_at_real_window_sizes(page, width):
     ARTIFACTS.mkdir(exist_ok=True)
     page.set_viewport_size({"width": width, "height": 1080})
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    page.locator(".contextfit-matrix .cfk-col").first.wait_for()
     page.wait_for_selector(READY)
     page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"), full_page=True)
     assert (ARTIFACTS / f"compare-{width}.png").stat().st_size > 10_000
@@ -116,7 +116,7 @@ def test_an_edit_keeps_the_tables_scroll_position(page):
     with script_run(page):
         page.keyboard.press(" ")
     page.wait_for_selector(READY)
-    page.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    page.locator(".contextfit-matrix .cfk-col").first.wait_for()
     after = page.locator('[data-testid="stDataFrame"]').last.locator(".dvn-scroller").first.evaluate("element => element.scrollTop")
     assert after > 1000 and abs(after - before) < 100, (before, after)
 

@@ -103,7 +103,7 @@ def test_screenshots_of_the_compare_page_at_1440_and_1920(page):
         page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"))  # what the first screen shows
         whole = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
         page.set_viewport_size({"width": width, "height": min(whole, 8000)})  # the app scrolls inside itself
-        page.locator('[data-testid="stPlotlyChart"] .main-svg').last.wait_for()
+        page.locator(".contextfit-matrix .cfk-col").last.wait_for()
         assert _bars_inside_their_axes(page)
         page.screenshot(path=str(ARTIFACTS / f"compare-{width}-whole.png"))
         page.set_viewport_size({"width": width, "height": height})

@@ -8,7 +8,7 @@ import io
 import json
 
 import pytest
-from budget_support import block_charts, budget_bars, chart_count
+from budget_support import block_charts, budget_bars, chart_count, fate_grids
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
@@ -143,8 +143,7 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
     at = app().run()
     assert not at.exception and not at.error
     assert [s.value for s in at.subheader][:6] == ["Verdict", *STRATEGIES]
-    charts = at.get("plotly_chart")
-    assert len(charts) == 1  # the fate matrix; the budget bars and block charts are HTML
+    assert chart_count(at) == (0, 5, 5, 1)  # every chart in HTML: no plotly chart to compile or mount anew
     bars, block_charts_drawn = budget_bars(at), block_charts(at)  # one of each per strategy
     assert [bar.strategy for bar in bars] == [chart.strategy for chart in block_charts_drawn] == list(STRATEGIES)
     conversation = load_sample("roleplay")
@@ -165,8 +164,13 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
         keys = chart_views.block_keys(plan)
         assert [tip.split(" · ")[0] for *_, tip in chart.columns] == keys  # each hover names its block
     assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
-    matrix = json.loads(charts[-1].proto.spec)["data"][0]
-    assert matrix["y"] == list(STRATEGIES)
+    (matrix,) = fate_grids(at)
+    plans = {name: dashboard.plan_one(conversation, setup, name) for name in STRATEGIES}
+    view = chart_views.fate_matrix_view(plans)
+    assert list(matrix.rows) == list(STRATEGIES)  # one row per strategy, one cell per block, shaded by its fate
+    assert [[shade for shade, _ in cells] for cells in matrix.rows.values()] == [
+        [shade or "absent" for shade in row] for row in view.shades]
+    assert matrix.rows["summarize"][-3][1].startswith("summarize · ")
 
 
 def test_open_sections_keep_their_identity_when_a_refit_changes_their_counts():
@@ -225,15 +229,15 @@ def test_the_page_shows_the_breakdown_the_diff_and_fates_in_the_edit_table():
 
 def test_presentation_mode_enlarges_the_charts():
     at = app().run()
-    normal = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["height"]
+    assert not any(".contextfit-blocks .cfk-plot, .contextfit-blocks .cfk-yaxis { height: 275px" in e.proto.body
+                   for e in at.get("html"))
     at.toggle(key="presentation").set_value(True).run()
     assert not at.exception
-    large = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]  # the fate matrix
-    assert large["height"] > normal and large["font"]["size"] > 12
-    # the HTML block charts and budget bars grow with the page CSS
+    # the HTML charts (budget bars, block charts, fate matrix) grow with the page CSS
     css = next(e.proto.body for e in at.get("html") if "Presentation" not in e.proto.body and ".contextfit-blocks .cfk-plot" in e.proto.body
                and "!important" in e.proto.body)
     assert "height: 275px !important" in css and ".contextfit-budget .cfb-track { height: 26px" in css
+    assert ".contextfit-matrix .cfm-row { height: 34px !important; }" in css
 
 
 def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():
@@ -245,7 +249,7 @@ def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():
     message = at.error[0].value
     assert "INVALID_CONVERSATION" in message and "line 1, column 49" in message
     assert at.text_area(key="paste").value == broken
-    assert not at.get("plotly_chart")
+    assert chart_count(at) == (0, 0, 0, 0)
 
 
 def test_a_pasted_conversation_is_compared():
@@ -258,7 +262,7 @@ def test_a_pasted_conversation_is_compared():
     at.sidebar.number_input(key="limit").set_value(1500).run()
     at.sidebar.number_input(key="reserve").set_value(1100).run()
     assert not at.exception and not at.error
-    assert chart_count(at) == (1, 5, 5)
+    assert chart_count(at) == (0, 5, 5, 1)
     assert any("400-token budget" in caption.value for caption in at.caption)
 
 

@@ -29,7 +29,8 @@ sent = []
 original = DeltaGenerator._enqueue
 def enqueue(self, delta_type, element_proto, *args, **kwargs):
     body = getattr(element_proto, "body", "") if delta_type == "html" else ""
-    sent.append({"type": delta_type, "preload": "contextfit-preload" in body, "budget": 'class="contextfit-budget"' in body or 'class="contextfit-blocks"' in body,
+    sent.append({"type": delta_type, "preload": "contextfit-preload" in body, "budget": any(f'class="contextfit-{name}"' in body for name in ("budget", "blocks", "matrix")),
+                 "plotly_code": "PlotlyChart." in body,
                  "pandas": "pandas" in sys.modules, "engine": "contextfit.engine.pipeline" in sys.modules})
     return original(self, delta_type, element_proto, *args, **kwargs)
 DeltaGenerator._enqueue = enqueue
@@ -56,7 +57,9 @@ def test_a_cold_first_run_asks_for_the_chart_code_first_and_sends_every_chart_be
     first = sent[0]
     assert first["preload"] and not first["engine"] and not first["pandas"]  # before contextfit is imported
     charts = charts_of(sent)
-    assert len(charts) == 11  # five budget bars and five block charts (HTML), the fate matrix (plotly)
+    assert len(charts) == 11  # five budget bars, five block charts, the fate matrix: all HTML
+    assert not any(element["type"] == "plotly_chart" for element in sent)
+    assert not first["plotly_code"]  # so the browser is not asked to compile the 4.7 MB chart code for it
     assert not any(sent[number]["pandas"] for number in charts)  # every chart out before pandas is imported...
     assert sent[-1]["pandas"]  # ...which the tables then import
 
@@ -68,7 +71,7 @@ def test_every_chart_is_sent_before_the_first_table(monkeypatch):
 
     def enqueue(self, delta_type, element_proto, *args, **kwargs):
         body = getattr(element_proto, "body", "") if delta_type == "html" else ""
-        html_chart = 'class="contextfit-budget"' in body or 'class="contextfit-blocks"' in body
+        html_chart = any(f'class="contextfit-{name}"' in body for name in ("budget", "blocks", "matrix"))
         sent.append("chart" if delta_type == "plotly_chart" or html_chart else delta_type)
         return original(self, delta_type, element_proto, *args, **kwargs)
 

@@ -33,11 +33,15 @@ HEIGHT = 190
 #: Horizontal gap around an unbinned bar, in percent of its column (plotly's ``bargap`` of the figure).
 GAP = 7.5
 
-_SHADE_CLASS = {shade: f"cfk-s{number}" for number, shade in enumerate(SHADES)}
+#: The CSS class of each shade's fill (:data:`CSS` draws its colour and pattern).
+SHADE_CLASS = {shade: f"cfk-s{number}" for number, shade in enumerate(SHADES)}
 
-#: Page CSS for the charts (static: no user text goes into it); drawn once per page.
+#: Both HTML charts of Compare: the block charts and the fate matrix (:mod:`contextfit.views.fate_grid`).
+_BOTH = ":is(.contextfit-blocks, .contextfit-matrix)"
+
+#: Page CSS for the block charts and the fate matrix (static: no user text goes into it); drawn once per page.
 CSS = "<style>\n" + "\n".join([
-    ".contextfit-blocks { font-family: Inter, system-ui, sans-serif; font-size: 12px; color: #444; margin: 0.2rem 0 0.4rem; }",
+    f"{_BOTH} {{ font-family: Inter, system-ui, sans-serif; font-size: 12px; color: #444; margin: 0.2rem 0 0.4rem; }}",
     ".contextfit-blocks .cfk-body { display: grid; grid-template-columns: max-content max-content 1fr; column-gap: 4px; }",
     ".contextfit-blocks .cfk-title { writing-mode: vertical-rl; transform: rotate(180deg); text-align: center; color: #666; }",
     f".contextfit-blocks .cfk-yaxis {{ position: relative; height: {HEIGHT}px; color: #666; font-size: 11px; }}",
@@ -49,25 +53,33 @@ CSS = "<style>\n" + "\n".join([
     ".contextfit-blocks .cfk-col:hover { background: rgba(0,0,0,0.04); z-index: 5; }",
     ".contextfit-blocks .cfk-fill { position: absolute; left: 0; right: 0; display: block; }",
     f".contextfit-blocks .cfk-gap .cfk-fill {{ left: {GAP}%; right: {GAP}%; }}",
-    ".contextfit-blocks .cfk-tip { display: none; position: absolute; bottom: calc(100% + 4px); z-index: 20; width: max-content;"
+    f"{_BOTH} .cfk-tip {{ display: none; position: absolute; bottom: calc(100% + 4px); z-index: 20; width: max-content;"
     " max-width: 300px; padding: 4px 6px; background: white; border: 1px solid #BBB; border-radius: 3px;"
     " box-shadow: 0 1px 4px rgba(0,0,0,0.15); color: #222; font-size: 12px; line-height: 1.35; white-space: normal;"
     " overflow-wrap: anywhere; }",
-    ".contextfit-blocks .cfk-col:hover > .cfk-tip { display: block; }",
-    ".contextfit-blocks .cfk-from-left > .cfk-tip { left: 0; }",
-    ".contextfit-blocks .cfk-from-right > .cfk-tip { right: 0; }",
+    f"{_BOTH} .cfk-col:hover > .cfk-tip {{ display: block; }}",
+    f"{_BOTH} .cfk-from-left > .cfk-tip {{ left: 0; }}",
+    f"{_BOTH} .cfk-from-right > .cfk-tip {{ right: 0; }}",
     # Side by side, the first column's labels open to the right and the last one's to the left: the page's edges.
     '[data-testid="stColumn"]:first-child:not(:last-child) .contextfit-blocks .cfk-tip { left: 0; right: auto; }',
     '[data-testid="stColumn"]:last-child:not(:first-child) .contextfit-blocks .cfk-tip { right: 0; left: auto; }',
-    ".contextfit-blocks .cfk-xaxis { position: relative; height: 15px; color: #666; font-size: 11px; }",
-    ".contextfit-blocks .cfk-xaxis span { position: absolute; transform: translateX(-50%); white-space: nowrap; }",
-    ".contextfit-blocks .cfk-xtitle { text-align: center; color: #666; }",
-    # A hover label reaches past its column (some 180 pixels wide at 1440), above the neighbouring ones.
-    '[data-testid="stElementContainer"]:has(.contextfit-blocks), [data-testid="stHtml"]:has(.contextfit-blocks)'
+    f"{_BOTH} .cfk-xaxis {{ position: relative; height: 15px; color: #666; font-size: 11px; }}",
+    f"{_BOTH} .cfk-xaxis span {{ position: absolute; transform: translateX(-50%); white-space: nowrap; }}",
+    f"{_BOTH} .cfk-xtitle {{ text-align: center; color: #666; }}",
+    # The fate matrix: a row of cells per strategy.
+    ".contextfit-matrix .cfm-grid { display: grid; grid-template-columns: max-content 1fr; column-gap: 8px; row-gap: 4px;"
+    " align-items: center; }",
+    ".contextfit-matrix .cfm-name { text-align: right; white-space: nowrap; }",
+    ".contextfit-matrix .cfm-row { display: flex; height: 24px; gap: 1px; }",
+    ".contextfit-matrix .cfk-col { position: relative; flex: 1 1 0; min-width: 0; }",
+    ".contextfit-matrix .cfk-col:hover { outline: 2px solid #333; z-index: 5; }",
+    ".contextfit-matrix .cfm-absent { background: white; box-shadow: inset 0 0 0 1px #E4E4E4; }",
+    # A hover label reaches past its chart (a block chart is some 180 pixels wide at 1440), above its neighbours.
+    f'[data-testid="stElementContainer"]:has({_BOTH}), [data-testid="stHtml"]:has({_BOTH})'
     " { overflow: visible !important; }",
     '[data-testid="stColumn"]:has(.contextfit-blocks .cfk-col:hover) { position: relative; z-index: 1000; }',
-    *(f".contextfit-blocks .{css} {{ background: {css_pattern(SHADES[shade].pattern)}{SHADES[shade].color}; }}"
-      for shade, css in _SHADE_CLASS.items()),
+    *(f"{_BOTH} .{css} {{ background: {css_pattern(SHADES[shade].pattern)}{SHADES[shade].color}; }}"
+      for shade, css in SHADE_CLASS.items()),
 ]) + "\n</style>"
 
 
@@ -116,7 +128,7 @@ def _html(view: BlocksView, strategy: str) -> str:
         width = bars[0].width
         left = 100 * (x - width / 2 + 0.5) / span
         fills = "".join(
-            f'<i class="cfk-fill {_SHADE_CLASS[bar.shade]}" style="bottom:{100 * bar.base / axis_top:.3f}%;'
+            f'<i class="cfk-fill {SHADE_CLASS[bar.shade]}" style="bottom:{100 * bar.base / axis_top:.3f}%;'
             f'height:{100 * bar.tokens / axis_top:.3f}%" data-shade="{html.escape(bar.shade)}" data-tokens="{bar.tokens}"></i>'
             for bar in bars
         )

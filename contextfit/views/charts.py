@@ -565,21 +565,36 @@ def _matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list
     return list(plans), columns, rows
 
 
-def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:
-    """How each strategy reshapes the same conversation: strategies × blocks, coloured by shade."""
+@dataclass(frozen=True, slots=True)
+class MatrixView:
+    """What a fate matrix shows (:func:`fate_matrix_view`), drawn by :func:`fate_matrix_figure` (plotly, for
+    the report) and by :func:`contextfit.views.fate_grid.fate_html` (Compare): one row per strategy in
+    ``names``, one cell per block (or per ``per_cell`` neighbouring blocks) with its shade (the most
+    common one in a bin; ``None``: not in this plan) and its hover text (HTML, user text escaped)."""
+
+    names: tuple[str, ...]
+    shades: tuple[tuple[str | None, ...], ...]
+    hovers: tuple[tuple[str, ...], ...]
+    per_cell: int
+
+    @property
+    def x_title(self) -> str:
+        return "block, in prompt order" if self.per_cell == 1 else f"block, in prompt order ({self.per_cell} blocks per cell)"
+
+
+def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> MatrixView:
+    """The cells of a fate matrix: see :func:`fate_matrix_figure`."""
     names, columns, rows = _matrix(plans)
     order = list(SHADES)
-    codes = {shade: number for number, shade in enumerate(order)}
-    absent = len(order)
     size = max(1, math.ceil(len(columns) / dense_threshold))
-    z, text = [], []
+    shades, hovers = [], []
     for name, row in zip(names, rows):
-        z_row, text_row = [], []
+        shade_row, text_row = [], []
         for start in range(0, len(columns), size):
             cells = row[start : start + size]
             present = [shade_of(block.reason) for block in cells if block is not None]
             shade = max(order, key=present.count) if present else None
-            z_row.append(absent if shade is None else codes[shade])
+            shade_row.append(shade)
             if size == 1:
                 block = cells[0]
                 what = "not in this plan" if block is None else f"{SHADES[shade].label} ({html.escape(block.reason)})"
@@ -588,8 +603,20 @@ def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = D
                 counts = ", ".join(f"{present.count(s)} {SHADES[s].label}" for s in order if present.count(s))
                 last = columns[min(start + size, len(columns)) - 1]
                 text_row.append(f"{html.escape(name)} · blocks {html.escape(columns[start])} – {html.escape(last)}:<br>{counts}")
-        z.append(z_row)
-        text.append(text_row)
+        shades.append(tuple(shade_row))
+        hovers.append(tuple(text_row))
+    return MatrixView(tuple(names), tuple(shades), tuple(hovers), size)
+
+
+def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:
+    """How each strategy reshapes the same conversation: strategies × blocks, coloured by shade."""
+    view = fate_matrix_view(plans, dense_threshold)
+    names, size = list(view.names), view.per_cell
+    order = list(SHADES)
+    codes = {shade: number for number, shade in enumerate(order)}
+    absent = len(order)
+    z = [[absent if shade is None else codes[shade] for shade in row] for row in view.shades]
+    text = [list(row) for row in view.hovers]
     scale = []
     colors = [*(SHADES[shade].color for shade in order), ABSENT_COLOR]
     for number, color in enumerate(colors):
@@ -613,7 +640,7 @@ def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = D
         if codes[shade] in used:
             traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": SHADES[shade].label,
                            "marker": {"color": SHADES[shade].color, "size": 10, "symbol": "square"}})
-    label = "block, in prompt order" if size == 1 else f"block, in prompt order ({size} blocks per cell)"
+    label = view.x_title
     width = len(z[0]) if z else 0
     ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if width <= 12 else {"tickformat": ",d"}
     return _figure(traces, xaxis={"title": label, "showgrid": False, **ticks},

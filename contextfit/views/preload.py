@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-#: The frontend chunks the Compare, Audit and Replay pages need for their first screen, imported in this order.
+#: The frontend chunks the Audit and Replay pages need for their first screen, imported in this order.
 CHUNKS = ("PlotlyChart", "DataFrame")
+#: Compare's: its charts are HTML (no plotly chart to compile the chart code for), its tables data grids.
+COMPARE_CHUNKS = ("DataFrame",)
 
 
 def chunk_files(static: Path | None = None, chunks: tuple[str, ...] = CHUNKS) -> list[str]:
@@ -43,15 +45,16 @@ def chunk_files(static: Path | None = None, chunks: tuple[str, ...] = CHUNKS) ->
     return found
 
 
-def script(files: list[str] | None = None) -> str:
-    """HTML with a script importing ``files`` from the folder of the page's own Streamlit bundle ("" if none).
+def script(files: list[str] | None = None, chunks: tuple[str, ...] = CHUNKS) -> str:
+    """HTML with a script importing ``files`` (by default the installed files of ``chunks``) from the folder
+    of the page's own Streamlit bundle ("" if none).
 
     >>> script([])
     ''
     >>> "PlotlyChart.x.js" in script(["PlotlyChart.x.js"])
     True
     """
-    files = chunk_files() if files is None else files
+    files = chunk_files(chunks=chunks) if files is None else files
     if not files:
         return ""
     return (

@@ -29,6 +29,8 @@ CSS = """<style>
 .contextfit-blocks .cfk-plot, .contextfit-blocks .cfk-yaxis { height: 275px !important; }
 .contextfit-blocks .cfk-xaxis { height: 1.4rem !important; }
 .contextfit-blocks .cfk-tip { max-width: 420px !important; }
+.contextfit-matrix, .contextfit-matrix .cfk-tip { font-size: 1.05rem !important; }
+.contextfit-matrix .cfm-row { height: 34px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
