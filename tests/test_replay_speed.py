@@ -189,3 +189,54 @@ def test_a_result_named_before_its_call_is_not_carried_under_the_wrong_name():
     session.extend([_call("late", "read_file"), _result("c3", 5), {"role": "user", "content": "Well?"}])
     fit = _same_as_fresh(session, 150, keep=0)
     assert any("read_file" in str(block.get("content")) for block in fit.kept)
+
+
+def _summarized_chat(turns: int = 14) -> list[dict]:
+    chat = [{"role": "system", "content": "Be brief."}]
+    for turn in range(turns):
+        chat.append({"role": "user", "content": f"Where is ORD-{1000 + turn}? The Zenith depot said day {turn}."})
+        chat.append({"role": "assistant", "content": f"ORD-{1000 + turn} left the depot.\nIt ships on day {turn + 2}!"})
+    return chat
+
+
+def test_a_summary_the_fit_counted_is_not_counted_again(monkeypatch):
+    """The replay takes an inserted block's tokens from the fit (its count with the
+    request's counter), and the summary is counted from its lines' cached counts:
+    no summary text is counted whole."""
+    from contextfit.tokens.template import SentCounter
+
+    counted: list[str] = []
+    real = SentCounter.count_message
+
+    def spy(self, block):
+        meta = block.get("meta") or {}
+        if meta.get("kind") == "summary" and meta.get("sources"):  # a summary, not its header alone
+            counted.append(block["content"])
+        return real(self, block)
+
+    monkeypatch.setattr(SentCounter, "count_message", spy)
+    result = replay_module.replay(_summarized_chat(), model="gpt-4o", context_limit=420, response_reserve=100,
+                                  strategies=["summarize"])
+    assert sum(turn.summarized for turn in result.turns["summarize"]) > 0
+    assert counted == []
+
+
+def test_the_fresh_plan_check_catches_a_wrong_inserted_count(monkeypatch):
+    # The replay's check against fresh plans fails when the fit's count of an inserted
+    # block is off by one token: it is the cache prefix's own count of that block (a
+    # cleared tool result, sent turn after turn; a summary changes every turn and stands
+    # just before the input, never inside the prefix).
+    from contextfit.engine.results import Decisions, InsertedBlock
+
+    _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 640, 100)
+    real = Decisions.inserted
+
+    def off_by_one(self):
+        return [InsertedBlock(b.message, b.before, b.reason, b.tokens + 1, b.sources, b.origin) for b in real(self)]
+
+    monkeypatch.setattr(Decisions, "inserted", off_by_one)
+    try:
+        _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 640, 100)
+    except AssertionError:
+        return
+    raise AssertionError("a wrong inserted count went unnoticed")

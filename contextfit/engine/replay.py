@@ -541,14 +541,16 @@ class _Walker:
 
     # -- what was sent, and what the cache makes of it
 
-    def blocks(self, prepared: Prepared, kept: list[dict]) -> list[_Block]:
+    def blocks(self, prepared: Prepared, kept: list[dict], counted: Mapping[int, int] | None = None) -> list[_Block]:
         """The memo entries of ``kept``; only blocks not seen before are worked on.
 
         A block sent again as a new dict equal to one seen before (a strategy
         hands out copies of what it caches: a cleared tool result is cloned
         every fit) takes that entry's values: equal dicts count, render and
-        read the same."""
+        read the same. ``counted`` maps ``id(block)`` to the tokens the fit
+        counted for a block it inserted (a summary: its count is not redone)."""
         memo, equal = self._blocks, self._equal
+        counted = counted or {}
         found = list(map(memo.get, map(id, kept)))
         openai, index = prepared.template == "openai", 0
         while True:  # C-level searches for the blocks not seen before
@@ -562,8 +564,9 @@ class _Walker:
             if entry is not None and entry.block == block:
                 entry = _Block(block, *entry[1:])  # held: its id is the memo's key
             else:
+                tokens = counted.get(id(block))
                 entry = _Block(
-                    block, prepared.counter.count_message(block),
+                    block, prepared.counter.count_message(block) if tokens is None else tokens,
                     tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
                     msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
                     bool(msg.meta_of(block).get("compressed")),
@@ -571,7 +574,10 @@ class _Walker:
             found[index] = memo[id(block)] = equal[key] = entry
 
     def sent(self, prepared: Prepared, fit: FitResult) -> _Sent:
-        blocks = self.blocks(prepared, fit.kept)
+        # The fit counted what it inserted with the request's counter (a plugin's blocks
+        # are recounted by the host): those counts are the blocks' own.
+        counted = {id(block.message): block.tokens for block in fit.decisions.inserted() if block.tokens is not None}
+        blocks = self.blocks(prepared, fit.kept, counted)
         cacheable = fit.tokens - prepared.counter.base_tokens + prepared.tools_tokens
         if prepared.template == "openai":  # each block is its own provider messages, in order
             rendered = list(map(_RENDERED, blocks))

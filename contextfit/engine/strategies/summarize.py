@@ -376,20 +376,15 @@ class Summarize(BuiltinStrategy):
         while picked:
             chosen = sorted(picked)
             sources = [{"index": lines[p][0], "id": view.id_of(lines[p][0]), "text": lines[p][1]} for p in chosen]
-            message = {
-                "role": "system",
-                "content": "\n".join([header] + ["- " + lines[p][1] for p in chosen]),
-                "meta": {
-                    "kind": msg.SUMMARY,
-                    "id": "summary",
-                    "method": "extractive",
-                    "summarized": list(indices),
-                    "sources": sources,
-                },
-            }
-            tokens = view.count_block(message)
+            meta = {"kind": msg.SUMMARY, "id": "summary", "method": "extractive", "summarized": list(indices),
+                    "sources": sources}
+            # The header and each line up to its line break: the text is their join, and
+            # its count the sum of their cached counts where that is exact (tokens/joins.py).
+            parts = [header + "\n", *["- " + lines[p][1] + "\n" for p in chosen]]
+            parts[-1] = parts[-1][:-1]
+            tokens = view.count_joined({"role": "system", "meta": meta}, parts)
             if tokens <= max_tokens:
-                return message, tokens, list(indices)
+                return {"role": "system", "content": "".join(parts), "meta": meta}, tokens, list(indices)
             picked.pop()  # joined lines can cost a token more than apart: give up the last pick
         return None
 
