@@ -240,3 +240,23 @@ def test_the_fresh_plan_check_catches_a_wrong_inserted_count(monkeypatch):
     except AssertionError:
         return
     raise AssertionError("a wrong inserted count went unnoticed")
+
+
+_PIECES = ["ORD-12", "ORD-123", "Ada Lovelace", "Ada", "x1", "42", "420", "Zenith\nExpress", "Zenith", "parse_args()",
+           "os.path", "\"blue box\"", "NASA", "then", "the", "box", ".", "\n", "Met", "é42"]
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8).map(" ".join), min_size=2, max_size=12))
+def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
+    """The default rule's search (``_Walker._said_before``) starts at the first message
+    holding the entity's first word and remembers what it found: the entities in force
+    are those a search of the whole earlier text finds, entities at message starts too."""
+    from contextfit.engine.survival import contains_word, entities
+
+    chat = [{"role": "user" if k % 2 == 0 else "assistant", "content": text} for k, text in enumerate(texts)]
+    result = replay_module.replay(chat, model="gpt-4o", strategies=["truncate"])
+    for turn in result.turns["truncate"]:
+        earlier = "\n".join(texts[:turn.message_index])
+        expected = [e for e in entities(texts[turn.message_index]) if contains_word(earlier, e)]
+        assert [fact.name for fact in turn.facts] == expected

@@ -39,7 +39,7 @@ import re
 from collections.abc import Mapping, Sequence
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -516,7 +516,7 @@ class _Walker:
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of the messages searched so far, joined by newlines
-        self._words: set[str] = set()  # their words (runs of word characters)
+        self._first_in: dict[str, int] = {}  # their words (runs of word characters) -> the first message holding each
         self._starts: list[int] = []
 
     # -- the request of a turn
@@ -671,19 +671,28 @@ class _Walker:
             else:
                 starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=0))
                 self._joined = "\n".join(new)
-            for text in new:
-                self._words.update(_WORD.findall(text))
+            first_in = self._first_in
+            for index, text in enumerate(new, start=len(starts) - len(new)):
+                fresh = set(_WORD.findall(text)).difference(first_in)
+                if fresh:
+                    first_in.update(zip(fresh, repeat(index)))
         # Where the entity stands between non-word characters, its first run of
-        # word characters is a whole word of the text: no such word, no search.
+        # word characters is a whole word of the text: no such word, no search;
+        # and no occurrence starts before that word's first message, less the
+        # word's offset in the entity (the search starts there).
         first = _WORD.search(entity)
-        if first is not None and first.group() not in self._words:
-            return False
+        earliest = 0
+        if first is not None:
+            holder = self._first_in.get(first.group())
+            if holder is None:
+                return False
+            earliest = starts[holder] - first.start()
         searched, found = self._said.get(entity, (0, False))
         if "\n" in entity or searched > position:
             searched, found = 0, False
         if not found and searched < position:
             end = starts[position] - 1 if position < len(starts) else len(self._joined)
-            found = contains_word(self._joined, entity, starts[searched], end)
+            found = contains_word(self._joined, entity, max(starts[searched], earliest), end)
         self._said[entity] = (position, found)
         return found
 

@@ -38,7 +38,7 @@ from ...inputs import messages as msg
 from .. import results as r
 from ...caches import register
 from ..analysis import FitView
-from ...tokens.memo import TextMemo, text_key
+from ...tokens.memo import DIGEST_FROM, TextMemo, digest, text_key
 from ..results import InsertedBlock
 from ...text import SENTENCE_END, sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
@@ -352,18 +352,25 @@ class Summarize(BuiltinStrategy):
         picked_lines: set[str] = set()
         misses = 0
         heappop, heappush = heapq.heappop, heapq.heappush
+        cost_of, digest_from = costs.lookup, DIGEST_FROM
+        # Most pops in a long chat are lines whose words are all covered (skipped)
+        # or re-ranked: the subset test and the intersection run in C, no set is made
+        # for a skip, and a line with nothing covered keeps its salience as it is.
         while heap and remaining > 0 and misses < 50:
-            negative, position = heappop(heap)
-            size = sizes[position]
-            overlap = len(line_words[position] & covered)
-            line = lines[position][1]
-            if overlap == size and not tool_line[position] or line in picked_lines:
+            position = heappop(heap)[1]
+            unique = line_words[position]
+            if unique <= covered and not tool_line[position]:
                 continue  # says nothing the summary does not already say
-            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * overlap / size)
+            line = lines[position][1]
+            if line in picked_lines:
+                continue
+            overlap = len(unique & covered) if covered else 0
+            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * overlap / sizes[position]) if overlap else \
+                salience_of[position]
             if heap and adjusted < -heap[0][0]:
                 heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
                 continue
-            cost = costs.get(line)
+            cost = cost_of(line if len(line) < digest_from else digest(line))
             if cost is None:
                 cost = costs.put(line, view.count_block({**empty, "content": "\n- " + line}) - empty_cost)
             if cost > remaining:
