@@ -59,7 +59,7 @@ _TEXT = st.lists(st.sampled_from(WORDS + ["Wolves", "wolves", "x1", "rivers"]), 
 @given(_TEXT, st.lists(_TEXT, max_size=6))
 def test_lexical_relevance_gives_the_word_by_word_floats(query, documents):
     scorer = LexicalRelevance()
-    from contextfit.engine.relevance import _bag
+    from contextfit.engine.relevance import word_counts as _bag
 
     assert scorer.score(query, documents) == _scores_word_by_word(_bag(query), [_bag(text) for text in documents])
 
@@ -260,3 +260,24 @@ def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
         earlier = "\n".join(texts[:turn.message_index])
         expected = [e for e in entities(texts[turn.message_index]) if contains_word(earlier, e)]
         assert [fact.name for fact in turn.facts] == expected
+
+
+_CODE_TEXT = st.text(alphabet="aZz09_.()-` \"\nABcdéΣ", max_size=40)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_CODE_TEXT)
+def test_the_code_symbol_prefilter_changes_no_entity(text):
+    """entities() skips the code-symbol pattern on a text without any of its hints
+    (survival._CODE_HINT): the entities are those of the pattern run on every text."""
+    import re
+
+    from contextfit.engine import survival
+
+    fast = survival.entities(text)
+    real = survival._CODE_HINT
+    survival._CODE_HINT = re.compile("")  # matches every text: the pattern always runs
+    try:
+        assert fast == survival.entities(text)
+    finally:
+        survival._CODE_HINT = real

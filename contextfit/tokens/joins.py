@@ -49,6 +49,7 @@ holds the sum to a direct count on generated lines for both encodings.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from contextfit.tokens.blank_runs import CL100K_PATTERN, O200K_PATTERN
@@ -79,6 +80,8 @@ def runs(parts: Sequence[str]) -> list[str]:
     >>> runs(["Head:\n", "- one.\n", "- two."]), runs(["a", "b\n", "- c"])
     (['Head:\n', '- one.\n', '- two.'], ['ab\n', '- c'])
     """
+    if all(map(str.endswith, parts[:-1], repeat("\n"))) and all(map(str.startswith, parts[1:], repeat("-"))):
+        return list(parts)  # a summary's lines: every join is a cut (tested in C)
     out: list[str] = []
     pending: list[str] = []
     for part in parts:

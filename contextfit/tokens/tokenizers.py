@@ -226,7 +226,11 @@ class Tokenizer:
         """
         if self.profile.approximate or self._extra is not None or not joins.covers(self.encoding):
             return self.count("".join(parts))
-        return sum(map(self.count, joins.runs(parts)))
+        texts = joins.runs(parts)
+        counts = list(map(self._cache.lookup, [text if len(text) < DIGEST_FROM else digest(text) for text in texts]))
+        if None in counts:  # the parts not counted yet (an exact profile's cached count is its count)
+            counts = [self.count(text) if tokens is None else tokens for text, tokens in zip(texts, counts)]
+        return sum(counts)
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
         """``count`` for each text, in order.

@@ -39,6 +39,7 @@ from .. import results as r
 from ...caches import register
 from ..analysis import FitView
 from ...tokens.memo import DIGEST_FROM, TextMemo, digest, text_key
+from ..relevance import word_counts
 from ..results import InsertedBlock
 from ...text import SENTENCE_END, sentences, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
@@ -441,7 +442,7 @@ def _recent_words(view: FitView, window: int, limit: int | None = None) -> froze
         key = ("words", index) if limit is None or len(text) <= limit else ("words", index, limit)
         message_words = derived.get(key)
         if message_words is None:
-            message_words = derived[key] = frozenset(words(text if limit is None else text[-limit:]))
+            message_words = derived[key] = frozenset(word_counts(text if limit is None else text[-limit:]))
         found.append(message_words)
     return frozenset().union(*found)
 
