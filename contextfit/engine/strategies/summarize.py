@@ -41,7 +41,7 @@ from ..analysis import FitView
 from ...tokens.memo import DIGEST_FROM, TextMemo, digest, text_key
 from ..relevance import word_counts
 from ..results import InsertedBlock
-from ...text import SENTENCE_END, sentences, words
+from ...text import SENTENCE_END, sentences_with_words, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
@@ -87,7 +87,7 @@ def _unit_bytes(unit: Unit) -> int:
 
 
 def _split_units(text: str) -> tuple[Unit, ...]:
-    return tuple(_unit(sentence, tuple(words(sentence))) for sentence in sentences(text))
+    return tuple(_unit(sentence, tuple(sentence_words)) for sentence, sentence_words in sentences_with_words(text))
 
 
 def _units_bytes(units: tuple[Unit, ...]) -> int:
