@@ -281,13 +281,3 @@ def test_the_code_symbol_prefilter_changes_no_entity(text):
         assert fast == survival.entities(text)
     finally:
         survival._CODE_HINT = real
-
-
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.text(alphabet="a4_ .\n-é", max_size=12), max_size=6), st.text(alphabet="a4_ .\n-é", min_size=1, max_size=5))
-def test_an_entity_is_found_in_the_sent_texts_as_in_their_join(texts, entity):
-    """The default rule looks for an entity in each sent text (replay._in_joined)
-    rather than in their join: the same answer, entities across a line break too."""
-    from contextfit.engine.survival import contains_word
-
-    assert replay_module._in_joined(texts, entity) == contains_word("\n".join(texts), entity)

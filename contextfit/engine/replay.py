@@ -39,8 +39,8 @@ import re
 from collections.abc import Mapping, Sequence
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, repeat
-from operator import attrgetter, contains
+from itertools import accumulate, chain, repeat
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..errors import ContextfitError, InvalidMessages, InvalidSettings, TokenBudgetExceeded
@@ -454,23 +454,6 @@ def _equality_key(block: dict) -> Any:
             link if link.__class__ is str else None, ident if ident.__class__ is str else None)
 
 
-def _in_joined(texts: list[str], entity: str) -> bool:
-    """``contains_word("\\n".join(texts), entity)`` without the join (a request's
-    texts, 100 KB and more, joined for each strategy at each turn): an entity
-    without a line break stands inside one text, where the text's ends are
-    non-word characters as the join's line breaks are; only the texts holding
-    it at all (found in C) are checked word by word.
-
-    >>> _in_joined(["order 1423", "shipped"], "42"), _in_joined(["order 42", "x"], "42")
-    (False, True)
-    >>> _in_joined(["Zenith", "Express"], "Zenith\\nExpress")
-    True
-    """
-    if "\n" in entity:
-        return contains_word("\n".join(texts), entity)
-    return any(contains_word(text, entity) for text in compress(texts, map(contains, texts, repeat(entity))))
-
-
 def _positions(values: list, wanted: Any) -> list[int]:
     """Where ``values`` holds ``wanted`` (searched in C: a few hits in a long list).
 
@@ -728,9 +711,10 @@ class _Walker:
             if left_out:  # a few blocks (the summary, the latest message): join the runs between them
                 bounds = [-1, *sorted(left_out), len(texts)]
                 texts = list(chain.from_iterable(texts[a + 1:b] for a, b in zip(bounds, bounds[1:])))
+            plain_text = "\n".join(texts)
             summary_text = "\n".join([entry.text for entry in summary])
             return tuple(
-                FactState(name, VERBATIM if _in_joined(texts, name) else IN_SUMMARY
+                FactState(name, VERBATIM if contains_word(plain_text, name) else IN_SUMMARY
                           if contains_word(summary_text, name) else LOST)
                 for name, _ in in_force
             )
