@@ -45,7 +45,7 @@ from ...text import SENTENCE_END, sentences_with_words, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
-from .walk import carried_walk
+from .walk import carried_walk, kept_total
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -255,6 +255,7 @@ class Summarize(BuiltinStrategy):
             reasons = list(walk.reasons)
             space = room - (walk.cum[-1] - walk.cum[walk.cut])
         else:
+            walk = None
             reasons = start_reasons(view)
             space = fill_newest(view, reasons, room - reserve) + reserve
         if r.OVER_BUDGET not in reasons:
@@ -297,7 +298,11 @@ class Summarize(BuiltinStrategy):
                 }
             )
         message, tokens, sources = block
-        return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics)
+        # The walk's kept and excluded messages are the fit's (what it summarized it had
+        # excluded): the host need not derive them again (strategies/walk.py).
+        assembled = None if walk is None else (kept_total(view, walk) + tokens, walk.kept, walk.excluded)
+        return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics,
+                        assembled)
 
     def build(
         self, view: FitView, indices: list[int], max_tokens: int, query_words: frozenset[str] | set[str],
