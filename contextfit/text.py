@@ -61,7 +61,11 @@ def words(text: str) -> list[str]:
     >>> words("The Shadowfangs came to the forests of Eldoria!")
     ['shadowfang', 'came', 'forest', 'eldoria']
     """
-    found = _WORD.findall(text.lower())
+    return _content_words(_WORD.findall(text.lower()))
+
+
+def _content_words(found: list[str]) -> list[str]:
+    """The content words among lower-cased word matches: stop words removed, folded."""
     folded = list(map(_FOLDED.get, found))
     if None in folded:
         for position, match in enumerate(found):
@@ -126,4 +130,33 @@ def sentences(text: str) -> list[str]:
     tail = text[start:].strip()
     if tail:
         out.append(tail)
+    return out
+
+
+def sentences_with_words(text: str) -> list[tuple[str, list[str]]]:
+    """Each sentence of ``text`` with its content words: ``[(s, words(s)) for s in sentences(text)]``.
+
+    An ASCII text is lower-cased once and each sentence's words are matched in
+    place (lower-casing ASCII is per character, and a word never crosses a
+    sentence end: the end is punctuation before white space, or a line
+    break); any other text, whose lower case may depend on the neighbours
+    (Greek final sigma), is taken a sentence at a time.
+
+    >>> sentences_with_words("The wolves came. Forests burned!")
+    [('The wolves came.', ['wolve', 'came']), ('Forests burned!', ['forest', 'burn'])]
+    """
+    if not text.isascii():
+        return [(sentence, words(sentence)) for sentence in sentences(text)]
+    lowered, find = text.lower(), _WORD.findall
+    out = []
+    start = 0
+    for match in SENTENCE_END.finditer(text):
+        end = match.end()
+        piece = text[start:end].strip()
+        if piece:
+            out.append((piece, _content_words(find(lowered, start, end))))
+        start = end
+    tail = text[start:].strip()
+    if tail:
+        out.append((tail, _content_words(find(lowered, start))))
     return out

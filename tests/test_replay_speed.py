@@ -59,7 +59,7 @@ _TEXT = st.lists(st.sampled_from(WORDS + ["Wolves", "wolves", "x1", "rivers"]), 
 @given(_TEXT, st.lists(_TEXT, max_size=6))
 def test_lexical_relevance_gives_the_word_by_word_floats(query, documents):
     scorer = LexicalRelevance()
-    from contextfit.engine.relevance import _bag
+    from contextfit.engine.relevance import word_counts as _bag
 
     assert scorer.score(query, documents) == _scores_word_by_word(_bag(query), [_bag(text) for text in documents])
 
@@ -189,3 +189,95 @@ def test_a_result_named_before_its_call_is_not_carried_under_the_wrong_name():
     session.extend([_call("late", "read_file"), _result("c3", 5), {"role": "user", "content": "Well?"}])
     fit = _same_as_fresh(session, 150, keep=0)
     assert any("read_file" in str(block.get("content")) for block in fit.kept)
+
+
+def _summarized_chat(turns: int = 14) -> list[dict]:
+    chat = [{"role": "system", "content": "Be brief."}]
+    for turn in range(turns):
+        chat.append({"role": "user", "content": f"Where is ORD-{1000 + turn}? The Zenith depot said day {turn}."})
+        chat.append({"role": "assistant", "content": f"ORD-{1000 + turn} left the depot.\nIt ships on day {turn + 2}!"})
+    return chat
+
+
+def test_a_summary_the_fit_counted_is_not_counted_again(monkeypatch):
+    """The replay takes an inserted block's tokens from the fit (its count with the
+    request's counter), and the summary is counted from its lines' cached counts:
+    no summary text is counted whole."""
+    from contextfit.tokens.template import SentCounter
+
+    counted: list[str] = []
+    real = SentCounter.count_message
+
+    def spy(self, block):
+        meta = block.get("meta") or {}
+        if meta.get("kind") == "summary" and meta.get("sources"):  # a summary, not its header alone
+            counted.append(block["content"])
+        return real(self, block)
+
+    monkeypatch.setattr(SentCounter, "count_message", spy)
+    result = replay_module.replay(_summarized_chat(), model="gpt-4o", context_limit=420, response_reserve=100,
+                                  strategies=["summarize"])
+    assert sum(turn.summarized for turn in result.turns["summarize"]) > 0
+    assert counted == []
+
+
+def test_the_fresh_plan_check_catches_a_wrong_inserted_count(monkeypatch):
+    # The replay's check against fresh plans fails when the fit's count of an inserted
+    # block is off by one token: it is the cache prefix's own count of that block (a
+    # cleared tool result, sent turn after turn; a summary changes every turn and stands
+    # just before the input, never inside the prefix).
+    from contextfit.engine.results import Decisions, InsertedBlock
+
+    _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 640, 100)
+    real = Decisions.inserted
+
+    def off_by_one(self):
+        return [InsertedBlock(b.message, b.before, b.reason, b.tokens + 1, b.sources, b.origin) for b in real(self)]
+
+    monkeypatch.setattr(Decisions, "inserted", off_by_one)
+    try:
+        _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 640, 100)
+    except AssertionError:
+        return
+    raise AssertionError("a wrong inserted count went unnoticed")
+
+
+_PIECES = ["ORD-12", "ORD-123", "Ada Lovelace", "Ada", "x1", "42", "420", "Zenith\nExpress", "Zenith", "parse_args()",
+           "os.path", "\"blue box\"", "NASA", "then", "the", "box", ".", "\n", "Met", "é42"]
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8).map(" ".join), min_size=2, max_size=12))
+def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
+    """The default rule's search (``_Walker._said_before``) starts at the first message
+    holding the entity's first word and remembers what it found: the entities in force
+    are those a search of the whole earlier text finds, entities at message starts too."""
+    from contextfit.engine.survival import contains_word, entities
+
+    chat = [{"role": "user" if k % 2 == 0 else "assistant", "content": text} for k, text in enumerate(texts)]
+    result = replay_module.replay(chat, model="gpt-4o", strategies=["truncate"])
+    for turn in result.turns["truncate"]:
+        earlier = "\n".join(texts[:turn.message_index])
+        expected = [e for e in entities(texts[turn.message_index]) if contains_word(earlier, e)]
+        assert [fact.name for fact in turn.facts] == expected
+
+
+_CODE_TEXT = st.text(alphabet="aZz09_.()-` \"\nABcdéΣ", max_size=40)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_CODE_TEXT)
+def test_the_code_symbol_prefilter_changes_no_entity(text):
+    """entities() skips the code-symbol pattern on a text without any of its hints
+    (survival._CODE_HINT): the entities are those of the pattern run on every text."""
+    import re
+
+    from contextfit.engine import survival
+
+    fast = survival.entities(text)
+    real = survival._CODE_HINT
+    survival._CODE_HINT = re.compile("")  # matches every text: the pattern always runs
+    try:
+        assert fast == survival.entities(text)
+    finally:
+        survival._CODE_HINT = real

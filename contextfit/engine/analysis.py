@@ -564,6 +564,11 @@ class FitView:
         """Tokens of a block that is not one of the input messages."""
         return self.counting.count_message(message)
 
+    def count_joined(self, message: dict, parts: Sequence[str]) -> int:
+        """Tokens of ``message`` with the content ``"".join(parts)``, from the parts'
+        cached counts where that is exact (``Counting.count_joined``)."""
+        return self.counting.count_joined(message, parts)
+
     def protected_tokens(self) -> int:
         """The fixed overhead plus every protected message."""
         count = self.count

@@ -83,7 +83,7 @@ class CounterState:
 class Counting:
     """Per-message counting on top of a caller's ``count_tokens``, for one fit."""
 
-    __slots__ = ("count_tokens", "state", "additive", "base_tokens", "count_message")
+    __slots__ = ("count_tokens", "state", "additive", "base_tokens", "count_message", "_count_joined")
 
     def __init__(self, count_tokens: CountTokens, state: CounterState | None = None) -> None:
         if not callable(count_tokens):
@@ -97,7 +97,9 @@ class Counting:
             self.additive = count_tokens.additive
             self.base_tokens = count_tokens.base_tokens
             self.count_message: Callable[[dict], int] = count_tokens.count_message
+            self._count_joined: Callable[[dict, Sequence[str]], int] | None = count_tokens.count_joined
             return
+        self._count_joined = None
         self.additive = False
         if self.state.base_tokens is None:
             try:
@@ -118,6 +120,14 @@ class Counting:
         state = CounterState()
         state.base_tokens = self.base_tokens
         return Counting(self.count_tokens, state)
+
+    def count_joined(self, message: dict, parts: Sequence[str]) -> int:
+        """``count_message({**message, "content": "".join(parts)})``: contextfit's own
+        counters add the parts' cached counts where that is proven exact
+        (``contextfit/tokens/joins.py``); any other counter counts the joined message."""
+        if self._count_joined is not None:
+            return self._count_joined(message, parts)
+        return self.count_message({**message, "content": "".join(parts)})
 
     def _count_one(self, message: dict) -> int:
         cache = self.state.counts

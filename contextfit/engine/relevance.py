@@ -56,13 +56,13 @@ class LexicalRelevance:
     name = "lexical-tfidf"
 
     def score(self, query: str, documents: Sequence[str]) -> list[float]:
-        return self.score_words(_bag(query), documents)
+        return self.score_words(word_counts(query), documents)
 
     def score_words(self, query_bag: Counter[str], documents: Sequence[str]) -> list[float]:
         """:meth:`score` with the query given as its content-word counts (in
         the order :func:`~contextfit.text.words` finds them): a refit builds
         them from each recent message's cached counts (:func:`joined_bag`)."""
-        bags = [_bag(text) for text in documents]
+        bags = [word_counts(text) for text in documents]
         if not query_bag:
             return [0.0] * len(documents)
         corpus = [*bags, query_bag]
@@ -110,9 +110,10 @@ def _count_words(text: str) -> Counter[str]:
 _BAGS: TextMemo[Counter[str]] = register("relevance.bags", TextMemo(BAGS_BYTES))
 
 
-def _bag(text: str) -> Counter[str]:
+def word_counts(text: str) -> Counter[str]:
     """Content-word counts of a text (cached: lorebook and memory texts repeat
-    from fit to fit; callers only read them)."""
+    from fit to fit, and summarize reads the recent messages' words from here
+    after vector-recall or before it; callers only read them)."""
     return _BAGS.memoize(text, _count_words, sys.getsizeof)
 
 
@@ -126,7 +127,7 @@ def joined_bag(texts: Sequence[str]) -> Counter[str]:
     """
     bag: Counter[str] = Counter()
     for text in texts:
-        bag.update(_bag(text))
+        bag.update(word_counts(text))
     return bag
 
 

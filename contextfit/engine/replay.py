@@ -39,7 +39,7 @@ import re
 from collections.abc import Mapping, Sequence
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -516,7 +516,7 @@ class _Walker:
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of the messages searched so far, joined by newlines
-        self._words: set[str] = set()  # their words (runs of word characters)
+        self._first_in: dict[str, int] = {}  # their words (runs of word characters) -> the first message holding each
         self._starts: list[int] = []
 
     # -- the request of a turn
@@ -541,14 +541,16 @@ class _Walker:
 
     # -- what was sent, and what the cache makes of it
 
-    def blocks(self, prepared: Prepared, kept: list[dict]) -> list[_Block]:
+    def blocks(self, prepared: Prepared, kept: list[dict], counted: Mapping[int, int] | None = None) -> list[_Block]:
         """The memo entries of ``kept``; only blocks not seen before are worked on.
 
         A block sent again as a new dict equal to one seen before (a strategy
         hands out copies of what it caches: a cleared tool result is cloned
         every fit) takes that entry's values: equal dicts count, render and
-        read the same."""
+        read the same. ``counted`` maps ``id(block)`` to the tokens the fit
+        counted for a block it inserted (a summary: its count is not redone)."""
         memo, equal = self._blocks, self._equal
+        counted = counted or {}
         found = list(map(memo.get, map(id, kept)))
         openai, index = prepared.template == "openai", 0
         while True:  # C-level searches for the blocks not seen before
@@ -562,8 +564,9 @@ class _Walker:
             if entry is not None and entry.block == block:
                 entry = _Block(block, *entry[1:])  # held: its id is the memo's key
             else:
+                tokens = counted.get(id(block))
                 entry = _Block(
-                    block, prepared.counter.count_message(block),
+                    block, prepared.counter.count_message(block) if tokens is None else tokens,
                     tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
                     msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
                     bool(msg.meta_of(block).get("compressed")),
@@ -571,7 +574,10 @@ class _Walker:
             found[index] = memo[id(block)] = equal[key] = entry
 
     def sent(self, prepared: Prepared, fit: FitResult) -> _Sent:
-        blocks = self.blocks(prepared, fit.kept)
+        # The fit counted what it inserted with the request's counter (a plugin's blocks
+        # are recounted by the host): those counts are the blocks' own.
+        counted = {id(block.message): block.tokens for block in fit.decisions.inserted() if block.tokens is not None}
+        blocks = self.blocks(prepared, fit.kept, counted)
         cacheable = fit.tokens - prepared.counter.base_tokens + prepared.tools_tokens
         if prepared.template == "openai":  # each block is its own provider messages, in order
             rendered = list(map(_RENDERED, blocks))
@@ -665,19 +671,28 @@ class _Walker:
             else:
                 starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=0))
                 self._joined = "\n".join(new)
-            for text in new:
-                self._words.update(_WORD.findall(text))
+            first_in = self._first_in
+            for index, text in enumerate(new, start=len(starts) - len(new)):
+                fresh = set(_WORD.findall(text)).difference(first_in)
+                if fresh:
+                    first_in.update(zip(fresh, repeat(index)))
         # Where the entity stands between non-word characters, its first run of
-        # word characters is a whole word of the text: no such word, no search.
+        # word characters is a whole word of the text: no such word, no search;
+        # and no occurrence starts before that word's first message, less the
+        # word's offset in the entity (the search starts there).
         first = _WORD.search(entity)
-        if first is not None and first.group() not in self._words:
-            return False
+        earliest = 0
+        if first is not None:
+            holder = self._first_in.get(first.group())
+            if holder is None:
+                return False
+            earliest = starts[holder] - first.start()
         searched, found = self._said.get(entity, (0, False))
         if "\n" in entity or searched > position:
             searched, found = 0, False
         if not found and searched < position:
             end = starts[position] - 1 if position < len(starts) else len(self._joined)
-            found = contains_word(self._joined, entity, starts[searched], end)
+            found = contains_word(self._joined, entity, max(starts[searched], earliest), end)
         self._said[entity] = (position, found)
         return found
 

@@ -280,6 +280,10 @@ class Decisions(Sequence[Decision]):
             out.insert(position, block.reason)
         return out
 
+    def inserted(self) -> list[InsertedBlock]:
+        """The inserted blocks in prompt order, each with the tokens the host counted for it."""
+        return list(self._inserted)
+
     def with_changes(self, overrides: dict[int, str], inserted: Sequence[InsertedBlock]) -> "Decisions":
         """A copy with more per-message reasons and a new list of inserted blocks."""
         return Decisions(self._messages, self._reasons, self._protect, {**self._overrides, **overrides},

@@ -8,7 +8,7 @@ documented on each profile in ``profiles.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from contextfit.caches import register
@@ -169,6 +169,21 @@ class TokenCounter:
         if len(message) > 2 or not _ROLE_AND_CONTENT.issuperset(message):
             tokens += self._guarded(self._field_tokens, message)
         return tokens
+
+    def count_joined(self, message: dict, parts: Sequence[str]) -> int:
+        """``count_message({**message, "content": "".join(parts)})``, the content
+        counted from its parts (:meth:`Tokenizer.count_joined`) where the message's
+        count is its count with no content plus its content's: an exact profile
+        without a chat template.
+
+        >>> counter = token_counter("gpt-4o")
+        >>> block, parts = {"role": "system", "meta": {}}, ["Summary:\\n", "- One.\\n", "- Two."]
+        >>> counter.count_joined(block, parts) == counter.count_message({**block, "content": "".join(parts)})
+        True
+        """
+        if self._template is not None or self.tokenizer.approximate:
+            return self.count_message({**message, "content": "".join(parts)})
+        return self.count_message({**message, "content": ""}) + self.tokenizer.count_joined(parts)
 
     # -- the slow path: anything but a plain {"role", "content": str} message
 

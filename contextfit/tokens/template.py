@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,6 +250,14 @@ class SentCounter:
             return count({"role": "assistant" if role == "assistant" else "user", "content": content}) if content else 0
         role, parts = _anthropic_parts(block, role)
         return count({"role": role, "content": parts}) if parts else 0
+
+
+    def count_joined(self, block: dict, parts: Sequence[str]) -> int:
+        """``count_message({**block, "content": "".join(parts)})``; for OpenAI, where such a
+        block is sent as it is, from the parts' counts (:meth:`TokenCounter.count_joined`)."""
+        if self.template == "openai" and "toolCallId" not in block and "callId" not in block:
+            return self.counter.count_joined(block, parts)
+        return self.count_message({**block, "content": "".join(parts)})
 
 
 _SENT: "weakref.WeakKeyDictionary[TokenCounter, dict[str, SentCounter]]" = weakref.WeakKeyDictionary()

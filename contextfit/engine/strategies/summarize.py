@@ -38,13 +38,14 @@ from ...inputs import messages as msg
 from .. import results as r
 from ...caches import register
 from ..analysis import FitView
-from ...tokens.memo import TextMemo, text_key
+from ...tokens.memo import DIGEST_FROM, TextMemo, digest, text_key
+from ..relevance import word_counts
 from ..results import InsertedBlock
-from ...text import SENTENCE_END, sentences, words
+from ...text import SENTENCE_END, sentences_with_words, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
-from .walk import carried_walk
+from .walk import carried_walk, kept_total
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -86,7 +87,7 @@ def _unit_bytes(unit: Unit) -> int:
 
 
 def _split_units(text: str) -> tuple[Unit, ...]:
-    return tuple(_unit(sentence, tuple(words(sentence))) for sentence in sentences(text))
+    return tuple(_unit(sentence, tuple(sentence_words)) for sentence, sentence_words in sentences_with_words(text))
 
 
 def _units_bytes(units: tuple[Unit, ...]) -> int:
@@ -254,6 +255,7 @@ class Summarize(BuiltinStrategy):
             reasons = list(walk.reasons)
             space = room - (walk.cum[-1] - walk.cum[walk.cut])
         else:
+            walk = None
             reasons = start_reasons(view)
             space = fill_newest(view, reasons, room - reserve) + reserve
         if r.OVER_BUDGET not in reasons:
@@ -296,7 +298,11 @@ class Summarize(BuiltinStrategy):
                 }
             )
         message, tokens, sources = block
-        return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics)
+        # The walk's kept and excluded messages are the fit's (what it summarized it had
+        # excluded): the host need not derive them again (strategies/walk.py).
+        assembled = None if walk is None else (kept_total(view, walk) + tokens, walk.kept, walk.excluded)
+        return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics,
+                        assembled)
 
     def build(
         self, view: FitView, indices: list[int], max_tokens: int, query_words: frozenset[str] | set[str],
@@ -352,18 +358,25 @@ class Summarize(BuiltinStrategy):
         picked_lines: set[str] = set()
         misses = 0
         heappop, heappush = heapq.heappop, heapq.heappush
+        cost_of, digest_from = costs.lookup, DIGEST_FROM
+        # Most pops in a long chat are lines whose words are all covered (skipped)
+        # or re-ranked: the subset test and the intersection run in C, no set is made
+        # for a skip, and a line with nothing covered keeps its salience as it is.
         while heap and remaining > 0 and misses < 50:
-            negative, position = heappop(heap)
-            size = sizes[position]
-            overlap = len(line_words[position] & covered)
-            line = lines[position][1]
-            if overlap == size and not tool_line[position] or line in picked_lines:
+            position = heappop(heap)[1]
+            unique = line_words[position]
+            if unique <= covered and not tool_line[position]:
                 continue  # says nothing the summary does not already say
-            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * overlap / size)
+            line = lines[position][1]
+            if line in picked_lines:
+                continue
+            overlap = len(unique & covered) if covered else 0
+            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * overlap / sizes[position]) if overlap else \
+                salience_of[position]
             if heap and adjusted < -heap[0][0]:
                 heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
                 continue
-            cost = costs.get(line)
+            cost = cost_of(line if len(line) < digest_from else digest(line))
             if cost is None:
                 cost = costs.put(line, view.count_block({**empty, "content": "\n- " + line}) - empty_cost)
             if cost > remaining:
@@ -376,20 +389,15 @@ class Summarize(BuiltinStrategy):
         while picked:
             chosen = sorted(picked)
             sources = [{"index": lines[p][0], "id": view.id_of(lines[p][0]), "text": lines[p][1]} for p in chosen]
-            message = {
-                "role": "system",
-                "content": "\n".join([header] + ["- " + lines[p][1] for p in chosen]),
-                "meta": {
-                    "kind": msg.SUMMARY,
-                    "id": "summary",
-                    "method": "extractive",
-                    "summarized": list(indices),
-                    "sources": sources,
-                },
-            }
-            tokens = view.count_block(message)
+            meta = {"kind": msg.SUMMARY, "id": "summary", "method": "extractive", "summarized": list(indices),
+                    "sources": sources}
+            # The header and each line up to its line break: the text is their join, and
+            # its count the sum of their cached counts where that is exact (tokens/joins.py).
+            parts = [header + "\n", *["- " + lines[p][1] + "\n" for p in chosen]]
+            parts[-1] = parts[-1][:-1]
+            tokens = view.count_joined({"role": "system", "meta": meta}, parts)
             if tokens <= max_tokens:
-                return message, tokens, list(indices)
+                return {"role": "system", "content": "".join(parts), "meta": meta}, tokens, list(indices)
             picked.pop()  # joined lines can cost a token more than apart: give up the last pick
         return None
 
@@ -439,7 +447,7 @@ def _recent_words(view: FitView, window: int, limit: int | None = None) -> froze
         key = ("words", index) if limit is None or len(text) <= limit else ("words", index, limit)
         message_words = derived.get(key)
         if message_words is None:
-            message_words = derived[key] = frozenset(words(text if limit is None else text[-limit:]))
+            message_words = derived[key] = frozenset(word_counts(text if limit is None else text[-limit:]))
         found.append(message_words)
     return frozenset().union(*found)
 

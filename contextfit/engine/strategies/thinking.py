@@ -206,4 +206,5 @@ def merge_replacements(proposal, replaced: dict[int, InsertedBlock]):
     inserted = [*with_replacements(reasons, kept), *proposal.inserted]
     proposal.reasons = reasons
     proposal.inserted = sorted(inserted, key=lambda block: block.before)
+    proposal.assembled = None  # the kept messages are the real view's, not the thinned one's
     return proposal
