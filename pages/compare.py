@@ -142,8 +142,7 @@ if compare_state.everything_fits(plans):
     whole = next(plan for plan in plans.values() if isinstance(plan, contextfit.PromptPlan))
     squeezed = compare_state.squeeze_limit(whole)
     with fits.container():
-        st.info(f"Everything fits: every strategy sends all {len(whole.blocks)} blocks ({whole.prompt_tokens:,} tokens of a "
-                f"{whole.budget:,}-token budget), so the strategies have nothing to do and look alike.")
+        st.info(compare_state.fits_note(plans))
         if squeezed is not None:
             st.button(f"Squeeze: lower the context limit to {squeezed:,}", key="squeeze",
                       on_click=compare_state.remember, args=(state, "limit", squeezed),
@@ -151,13 +150,14 @@ if compare_state.everything_fits(plans):
 
 fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, contextfit.ContextfitError)}
 token_scale = charts.prompt_scale(list(fitted.values()))
-block_scale = charts.block_scale(list(fitted.values()), block_chart.DENSE_THRESHOLD)
+dense = block_chart.dense_threshold(len(fitted))  # side by side: few enough bars that each can be hovered
+block_scale = charts.block_scale(list(fitted.values()), dense)
 for name, (budget_slot, blocks_slot) in chart_slots.items():
     # HTML, not plotly: plotly charts cost the browser most, and a refit would mount each anew
     with budget_slot:
         st.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))
     with blocks_slot:
-        st.html(block_chart.blocks_html(fitted[name], token_scale=block_scale))
+        st.html(block_chart.blocks_html(fitted[name], token_scale=block_scale, dense_threshold=dense))
 
 # Every chart goes out before the tables (the fate matrix into its place below the breakdown): the browser
 # draws them while the server makes the tables, whose first one imports pandas (a second on a cold process).

@@ -123,3 +123,19 @@ def test_the_fate_grid_escapes_strategy_names_and_block_ids():
     text = fate_grid.fate_html({'<i onclick="x()">mine</i>': plan})
     assert "<i onclick" not in text and "<b>x</b>" not in text.replace("<b>&lt;b&gt;x&lt;/b&gt;</b>", "")
     assert list(FateGrid(text).rows) == ['<i onclick="x()">mine</i>']
+
+
+def test_a_binned_fate_grid_has_round_block_numbers_on_its_axis():
+    chat = [{"role": "user" if i % 2 else "assistant", "content": f"Message {i} about shipment {i * 7}."} for i in range(1, 1001)]
+    plans = {name: plan_for(name, 3000, chat) for name in ("truncate", "summarize")}
+    text = fate_grid.fate_html(plans)
+    grid = FateGrid(text)
+    assert len(grid.rows["truncate"]) <= block_chart.DENSE_THRESHOLD and "blocks per cell" in grid.x_title
+    axis = text.split('class="cfk-xaxis">')[1].split("</div>")[0]
+    labels = [int(part.split(">")[1].replace(",", "")) for part in axis.split("</span>") if ">" in part]
+    blocks = charts.fate_matrix_view(plans).blocks  # 1,001: the summary is a column too
+    assert blocks == 1001 and labels == [0, 200, 400, 600, 800, 1000]  # round numbers, not multiples of the cell size
+    lefts = [float(part.split("left:")[1].split("%")[0]) for part in axis.split("</span>") if "left:" in part]
+    assert lefts == sorted(lefts) and all(0 < left < 100 for left in lefts)
+    per_cell = -(-blocks // block_chart.DENSE_THRESHOLD)
+    assert lefts[-1] == pytest.approx(100 * 1000.5 / (len(grid.rows["truncate"]) * per_cell), abs=0.01)

@@ -107,11 +107,14 @@ def test_screenshots_of_the_compare_page_at_1440_and_1920(page):
         assert _bars_inside_their_axes(page)
         page.screenshot(path=str(ARTIFACTS / f"compare-{width}-whole.png"))
         page.set_viewport_size({"width": width, "height": height})
-    # Presentation mode at 1920×1080: larger text, the sidebar folded away.
+    # Presentation mode at 1920×1080: larger text (headings and the headline numbers), the sidebar folded away.
     normal = page.locator("h1").first.evaluate("h => parseFloat(getComputedStyle(h).fontSize)")
+    number = page.locator('[data-testid="stMetricValue"] p').first.evaluate("p => parseFloat(getComputedStyle(p).fontSize)")
     with script_run(page):
         page.get_by_text("Presentation mode").click()
     page.wait_for_function("() => parseFloat(getComputedStyle(document.querySelector('h1')).fontSize) > %f" % normal)
+    page.wait_for_function(
+        "() => parseFloat(getComputedStyle(document.querySelector('[data-testid=\"stMetricValue\"] p')).fontSize) > %f" % number)
     page.wait_for_function(
         """() => { const bar = document.querySelector('[data-testid="stSidebar"]');
                    return !bar || bar.getAttribute('aria-expanded') === 'false' || bar.getBoundingClientRect().width < 10; }"""
@@ -161,3 +164,14 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"compare-hover-{number}.png"))
         page.mouse.move(0, 0)
+    # A chart scrolled to the top of the window: its labels open inside the plot, so the window does not cut them.
+    chart = charts.nth(2)
+    chart.evaluate("element => element.scrollIntoView({block: 'start'})")
+    page.wait_for_function("element => Math.abs(element.getBoundingClientRect().top) < 2", arg=chart.element_handle())
+    column = chart.locator(".cfk-col").nth(chart.locator(".cfk-col").count() // 2)
+    column.hover()
+    label = column.locator(".cfk-tip")
+    label.wait_for()
+    box = label.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= 900, box
+    page.screenshot(path=str(ARTIFACTS / "compare-hover-top.png"))

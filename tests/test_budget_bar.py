@@ -76,6 +76,11 @@ def test_an_approximate_prompt_shows_its_band_and_user_text_is_escaped():
     assert "<img" not in text and "&lt;img" in text
     bar = BudgetBar(text)
     assert all("approximate" in title for *_, title, _ in bar.rows["sent"])
+    prompt = bar.rows["window"][0]  # the window's prompt part too reads as the band, not as one exact number
+    assert prompt[0] == "prompt" and prompt[3].startswith(f"prompt: {band_text(plan)} (")
+    exact = BudgetBar(budget_bar.budget_html(contextfit.plan_prompt(chat, model="gpt-4o", context_limit=2_000,
+                                                                    response_reserve=300)))
+    assert exact.rows["window"][0][3].startswith(f"prompt: {exact.rows['window'][0][1]:,} tokens (")
 
 
 def test_block_charts_fit_their_labels_without_plotly_measuring_them():

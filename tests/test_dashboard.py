@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.views import charts as chart_views
-from contextfit.views import dashboard, source_panel, verdict
+from contextfit.views import block_chart, dashboard, source_panel, verdict
 from contextfit.inputs.samples import SAMPLES, load_sample
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
@@ -250,6 +250,22 @@ def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():
     assert "INVALID_CONVERSATION" in message and "line 1, column 49" in message
     assert at.text_area(key="paste").value == broken
     assert chart_count(at) == (0, 0, 0, 0)
+
+
+def test_a_big_chat_side_by_side_bins_so_that_every_bar_can_be_hovered():
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    chat = [{"role": "user" if i % 2 else "assistant", "content": f"Turn {i} of the ledger, shipment {i * 7}."}
+            for i in range(1, 301)]
+    at.text_area(key="paste").set_value(json.dumps(chat)).run()
+    assert not at.exception and not at.error
+    drawn = block_charts(at)
+    assert len(drawn) == 5 and len({chart.top for chart in drawn}) == 1  # one scale, counted with the same bins
+    limit = block_chart.dense_threshold(5)
+    assert all(len(chart.columns) <= limit for chart in drawn)  # 300 blocks in about 125 pixels: 50 bars at most
+    assert all("blocks per bar" in chart.x_title for chart in drawn)
+    (matrix,) = fate_grids(at)
+    assert all(len(cells) <= block_chart.DENSE_THRESHOLD for cells in matrix.rows.values())
 
 
 def test_a_pasted_conversation_is_compared():

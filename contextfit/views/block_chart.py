@@ -10,9 +10,10 @@ changed plotly figure as a new chart, which the browser builds from scratch
 Each bar is a column of the plot (a block, or a bin of neighbouring blocks
 past :data:`DENSE_THRESHOLD`) holding its shades'
 fills, stacked, and a hover label shown while the pointer is anywhere in
-the column (a bar a pixel tall can still be hovered). Labels open towards
-the middle of the chart, and in the first and last of side-by-side columns
-towards the page's middle, so none is cut off at the page's edge. Every piece
+the column (a bar a pixel tall can still be hovered). Labels open inside
+the plot beside the bar, towards the middle of the chart, and in the first
+and last of side-by-side columns towards the page's middle, so none is cut
+off at the page's or the window's edge. Every piece
 of user text is escaped (:func:`~contextfit.views.charts.blocks_view`).
 """
 
@@ -24,10 +25,24 @@ import math
 from ..engine.pipeline import PromptPlan
 from .charts import SHADES, BlockBar, BlocksView, blocks_view, css_pattern
 
-#: Past this many blocks neighbours share a bar: half the plotly chart's 300, as a side-by-side chart is
-#: 180–330 pixels wide (a bar under a pixel wide shows nothing more), and every bar is elements the
-#: browser sanitizes, lays out and paints again on each refit.
+#: Past this many blocks neighbours share a bar (and a matrix cell), for a chart across the page: half
+#: the plotly chart's 300. Every bar is elements the browser sanitizes, lays out and paints again on each
+#: refit, and a bar narrower than a few pixels cannot be hovered.
 DENSE_THRESHOLD = 150
+#: Bars across all side-by-side block charts together (:func:`dense_threshold`).
+PAGE_BARS = 250
+
+
+def dense_threshold(columns: int) -> int:
+    """How many bars each of ``columns`` side-by-side block charts may have: :data:`PAGE_BARS` shared out,
+    between 20 and :data:`DENSE_THRESHOLD`. Five charts have plots about 125 pixels wide at 1440 and 95 at
+    1280: 50 bars each stay 2.5 and nearly 2 pixels wide, so every one can be hovered, and a chat of up to
+    50 blocks (the samples) is drawn block by block.
+
+    >>> dense_threshold(5), dense_threshold(1), dense_threshold(20)
+    (50, 150, 20)
+    """
+    return max(20, min(DENSE_THRESHOLD, PAGE_BARS // max(columns, 1)))
 #: The plot's height in pixels (presentation mode enlarges it with its own CSS).
 HEIGHT = 190
 #: Horizontal gap around an unbinned bar, in percent of its column (plotly's ``bargap`` of the figure).
@@ -53,16 +68,22 @@ CSS = "<style>\n" + "\n".join([
     ".contextfit-blocks .cfk-col:hover { background: rgba(0,0,0,0.04); z-index: 5; }",
     ".contextfit-blocks .cfk-fill { position: absolute; left: 0; right: 0; display: block; }",
     f".contextfit-blocks .cfk-gap .cfk-fill {{ left: {GAP}%; right: {GAP}%; }}",
-    f"{_BOTH} .cfk-tip {{ display: none; position: absolute; bottom: calc(100% + 4px); z-index: 20; width: max-content;"
+    f"{_BOTH} .cfk-tip {{ display: none; position: absolute; z-index: 20; width: max-content;"
     " max-width: 300px; padding: 4px 6px; background: white; border: 1px solid #BBB; border-radius: 3px;"
     " box-shadow: 0 1px 4px rgba(0,0,0,0.15); color: #222; font-size: 12px; line-height: 1.35; white-space: normal;"
-    " overflow-wrap: anywhere; }",
+    " overflow-wrap: break-word; }",
     f"{_BOTH} .cfk-col:hover > .cfk-tip {{ display: block; }}",
-    f"{_BOTH} .cfk-from-left > .cfk-tip {{ left: 0; }}",
-    f"{_BOTH} .cfk-from-right > .cfk-tip {{ right: 0; }}",
+    # A block chart's label opens inside the plot, beside its bar (never above the chart, where the top of
+    # the window may cut it off); a matrix cell's above the cell.
+    ".contextfit-blocks .cfk-tip { top: 4px; }",
+    ".contextfit-blocks .cfk-from-left > .cfk-tip { left: calc(100% + 4px); }",
+    ".contextfit-blocks .cfk-from-right > .cfk-tip { right: calc(100% + 4px); }",
+    ".contextfit-matrix .cfk-tip { bottom: calc(100% + 4px); }",
+    ".contextfit-matrix .cfk-from-left > .cfk-tip { left: 0; }",
+    ".contextfit-matrix .cfk-from-right > .cfk-tip { right: 0; }",
     # Side by side, the first column's labels open to the right and the last one's to the left: the page's edges.
-    '[data-testid="stColumn"]:first-child:not(:last-child) .contextfit-blocks .cfk-tip { left: 0; right: auto; }',
-    '[data-testid="stColumn"]:last-child:not(:first-child) .contextfit-blocks .cfk-tip { right: 0; left: auto; }',
+    '[data-testid="stColumn"]:first-child:not(:last-child) .contextfit-blocks .cfk-tip { left: calc(100% + 4px); right: auto; }',
+    '[data-testid="stColumn"]:last-child:not(:first-child) .contextfit-blocks .cfk-tip { right: calc(100% + 4px); left: auto; }',
     f"{_BOTH} .cfk-xaxis {{ position: relative; height: 15px; color: #666; font-size: 11px; }}",
     f"{_BOTH} .cfk-xaxis span {{ position: absolute; transform: translateX(-50%); white-space: nowrap; }}",
     f"{_BOTH} .cfk-xtitle {{ text-align: center; color: #666; }}",
@@ -136,11 +157,11 @@ def _html(view: BlocksView, strategy: str) -> str:
         tip = "<br>".join(bar.hover for bar in bars)
         columns.append(f'<div class="cfk-col {side}{gap}" style="left:{left:.3f}%;width:{100 * width / span:.3f}%">'
                        f'{fills}<span class="cfk-tip">{tip}</span></div>')
-    y_ticks = ticks(axis_top)
+    y_ticks = ticks(axis_top, most=6)
     grid = "".join(f'<div class="cfk-grid" style="bottom:{100 * tick / axis_top:.3f}%"></div>' for tick in y_ticks[1:])
     y_labels = "".join(f'<span style="bottom:{100 * tick / axis_top:.3f}%">{tick:,}</span>' for tick in y_ticks)
     widest = f"{y_ticks[-1]:,}"
-    x_ticks = ticks(view.blocks - 1, most=4) if view.blocks > 1 else [0]
+    x_ticks = ticks(view.blocks - 1) if view.blocks > 1 else [0]  # five at most: side-by-side charts step alike
     x_labels = "".join(f'<span style="left:{100 * (tick + 0.5) / span:.3f}%">{tick:,}</span>' for tick in x_ticks)
     return (
         f'<div class="contextfit-blocks" data-strategy="{strategy}" data-top="{view.top}" data-bars="{len(columns)}">'

@@ -62,7 +62,8 @@ def _html(view: BudgetView, strategy: str) -> str:
             background, extra = FREE_COLOR, ""
         else:
             background, extra = css_pattern("/", RESERVE_COLOR) + "rgba(213,94,0,0.25)", f";box-shadow:inset 0 0 0 1px {RESERVE_COLOR}"
-        window.append(_part("cfb-part", share, background, f"{name}: {tokens:,} tokens ({share:.1f}% of the window)", extra,
+        count = view.band if name == "prompt" and view.approximate else f"{tokens:,} tokens"  # an estimate: its band
+        window.append(_part("cfb-part", share, background, f"{name}: {count} ({share:.1f}% of the window)", extra,
                             f' data-part="{name}" data-tokens="{tokens}"'))
     rows = {"sent": [], "not sent": []}
     for segment in view.segments:

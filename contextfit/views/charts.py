@@ -252,6 +252,7 @@ class BudgetView:
     budget_in_view: bool
     used: float
     band: str
+    approximate: bool = False  # the tokenizer profile's count is an estimate: ``band`` says its range
 
     @property
     def note(self) -> str:
@@ -282,7 +283,7 @@ def budget_view(plan: PromptPlan, token_scale: int | None = None) -> BudgetView:
     if budget_in_view:
         top = max(top, plan.budget)
     used = 100 * plan.prompt_tokens / plan.budget if plan.budget else 100.0
-    return BudgetView(tuple(segments), gauge, top, plan.budget, budget_in_view, used, band_text(plan))
+    return BudgetView(tuple(segments), gauge, top, plan.budget, budget_in_view, used, band_text(plan), approximate)
 
 
 def budget_figure(plan: PromptPlan, legend: bool = False, token_scale: int | None = None) -> go.Figure:
@@ -576,6 +577,7 @@ class MatrixView:
     shades: tuple[tuple[str | None, ...], ...]
     hovers: tuple[tuple[str, ...], ...]
     per_cell: int
+    blocks: int = 0  # the columns before binning: every block any plan has
 
     @property
     def x_title(self) -> str:
@@ -605,7 +607,7 @@ def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DEN
                 text_row.append(f"{html.escape(name)} · blocks {html.escape(columns[start])} – {html.escape(last)}:<br>{counts}")
         shades.append(tuple(shade_row))
         hovers.append(tuple(text_row))
-    return MatrixView(tuple(names), tuple(shades), tuple(hovers), size)
+    return MatrixView(tuple(names), tuple(shades), tuple(hovers), size, len(columns))
 
 
 def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:

@@ -258,6 +258,30 @@ def everything_fits(plans: Mapping[str, Any]) -> bool:
     return bool(fitted) and all(block.included or block.reason == r.MANUAL for plan in fitted for block in plan.blocks)
 
 
+def fits_note(plans: Mapping[str, Any]) -> str:
+    """What the page says when :func:`everything_fits`: every strategy sends every block, or every block but
+    those marked by hand for exclusion (which ``manual`` leaves out: said so, with their count).
+
+    >>> from contextfit import plan_prompt
+    >>> chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "off topic", "meta": {"manualExcluded": True}},
+    ...         {"role": "user", "content": "and now?"}]
+    >>> plans = {s: plan_prompt(chat, model="gpt-4o", context_limit=9000, response_reserve=1000, context_strategy=s)
+    ...          for s in ("truncate", "manual")}
+    >>> fits_note(plans)
+    'Everything fits: every strategy sends all 3 blocks (at most 21 tokens of the 8,000-token budget) but manual, which leaves out the 1 block marked by hand for exclusion; nothing gives way for room, so the strategies look alike.'
+    """
+    fitted = [plan for plan in plans.values() if isinstance(plan, PromptPlan)]
+    whole = max(fitted, key=lambda plan: plan.prompt_tokens)
+    by_hand = max(sum(block.reason == r.MANUAL for block in plan.blocks) for plan in fitted)
+    sends = f"every strategy sends all {len(whole.blocks)} blocks"
+    budget = f"the {whole.budget:,}-token budget"
+    if not by_hand:
+        return f"Everything fits: {sends} ({whole.prompt_tokens:,} tokens of {budget}), so the strategies have nothing to do and look alike."
+    blocks = "block" if by_hand == 1 else "blocks"
+    return (f"Everything fits: {sends} (at most {whole.prompt_tokens:,} tokens of {budget}) but manual, which leaves out the "
+            f"{by_hand} {blocks} marked by hand for exclusion; nothing gives way for room, so the strategies look alike.")
+
+
 def squeeze_limit(plan: PromptPlan) -> int | None:
     """A context limit under which strategies have work to do: the protected
     blocks and the chat overhead fit, and a quarter of the rest does not.

@@ -40,10 +40,11 @@ def _html(view: MatrixView) -> str:
         )
         escaped = html.escape(name)
         rows.append(f'<span class="cfm-name">{escaped}</span><div class="cfm-row" data-strategy="{escaped}">{cells}</div>')
-    x_ticks = ticks(width - 1, most=6) if width > 1 else [0]
-    # A cell's centre: cells share the row equally (their 1-pixel gaps aside).
-    labels = "".join(f'<span style="left:{100 * (tick + 0.5) / max(width, 1):.3f}%">{tick * view.per_cell:,}</span>'
-                     for tick in x_ticks)
+    # Ticks in blocks (round numbers even when cells are binned), each at the centre of its block's place
+    # along the row (cells share the row equally, their 1-pixel gaps aside).
+    x_ticks = ticks(view.blocks - 1, most=6) if view.blocks > 1 else [0]
+    span = max(width * view.per_cell, 1)
+    labels = "".join(f'<span style="left:{100 * (tick + 0.5) / span:.3f}%">{tick:,}</span>' for tick in x_ticks)
     return (
         f'<div class="contextfit-matrix" data-rows="{len(rows)}" data-cells="{width}">'
         '<div class="cfm-grid">'

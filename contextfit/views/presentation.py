@@ -20,7 +20,7 @@ CSS = """<style>
 [data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
 [data-testid="stMain"] h1 { font-size: 3rem !important; }
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
-[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 3rem !important; }
+[data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend { font-size: 1.2rem !important; }
 .contextfit-budget, .contextfit-budget .cfb-note, .contextfit-budget .cfb-axis { font-size: 1.1rem !important; }
 .contextfit-budget .cfb-track { height: 26px !important; }
@@ -30,6 +30,7 @@ CSS = """<style>
 .contextfit-blocks .cfk-xaxis { height: 1.4rem !important; }
 .contextfit-blocks .cfk-tip { max-width: 420px !important; }
 .contextfit-matrix, .contextfit-matrix .cfk-tip { font-size: 1.05rem !important; }
+.contextfit-matrix .cfk-xaxis { font-size: 1rem !important; height: 1.4rem !important; }
 .contextfit-matrix .cfm-row { height: 34px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
