@@ -84,13 +84,9 @@ def test_an_approximate_prompt_shows_its_band_and_user_text_is_escaped():
 
 
 def test_block_charts_fit_their_labels_without_plotly_measuring_them():
-    from contextfit.views import presentation
-
     plan = plans_for(context_limit=128_000, response_reserve=4096)["truncate"]
     top = 123_456
     layout = json.loads(charts.blocks_figure(plan, token_scale=top).to_json())["layout"]
     assert layout["yaxis"]["automargin"] is False and layout["xaxis"]["automargin"] is False
     assert layout["margin"]["l"] >= 8 * len(f"{top:,}") + 30  # the widest tick label and the axis title fit
-    large = json.loads(presentation.enlarge(charts.blocks_figure(plan, token_scale=top)).to_json())["layout"]
-    assert large["margin"]["l"] > layout["margin"]["l"] and large["margin"]["b"] > layout["margin"]["b"]
     assert json.loads(charts.blocks_figure(plan, legend=True).to_json())["layout"]["yaxis"]["automargin"] is True

@@ -12,7 +12,7 @@ import contextfit
 from contextfit.engine.plugins import ContextStrategyRegistry
 from contextfit.errors import TokenBudgetExceeded
 from contextfit.inputs.samples import SAMPLES, load_sample
-from contextfit.views import breakdown, diff, presentation, report, verdict
+from contextfit.views import breakdown, diff, report, verdict
 from contextfit.views import dashboard
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
@@ -193,15 +193,6 @@ def test_the_report_shows_a_strategy_that_failed():
     plans = {"truncate": plans_for()["truncate"], "broken": TokenBudgetExceeded(900, 100, "needs <900> tokens")}
     text = report.comparison_html(plans, source_name="x", settings={})
     assert "TOKEN_BUDGET_EXCEEDED" in text and "needs &lt;900&gt; tokens" in text
-
-
-def test_presentation_enlarges_a_figure():
-    from contextfit.views import charts
-
-    figure = charts.budget_figure(plans_for()["truncate"])
-    height = figure.layout.height
-    presentation.enlarge(figure)
-    assert figure.layout.height > height and figure.layout.font.size == presentation.FONT_SIZE
 
 
 def test_the_diff_opens_on_two_strategies_that_differ():

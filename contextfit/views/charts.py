@@ -42,16 +42,6 @@ DENSE_THRESHOLD = 300
 _FONT = {"family": "Inter, system-ui, sans-serif", "size": 12}
 #: Plotly's options for every chart the dashboard and the report draw: no mode bar.
 PLOTLY_CONFIG = {"displayModeBar": False, "displaylogo": False, "responsive": True}
-#: Page CSS that lets a hover label reach past its chart (side-by-side charts are some
-#: 180 pixels wide at 1440, a block's label about 300), above the neighbouring columns.
-CHART_CSS = """<style>
-[data-testid="stPlotlyChart"], [data-testid="stPlotlyChart"] .js-plotly-plot, [data-testid="stPlotlyChart"] .plot-container,
-[data-testid="stPlotlyChart"] .svg-container, [data-testid="stPlotlyChart"] .main-svg,
-[data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]),
-[data-testid="stElementContainer"]:has(> div > [data-testid="stPlotlyChart"]) { overflow: visible !important; }
-[data-testid="stColumn"]:has([data-testid="stPlotlyChart"]:hover),
-[data-testid="stElementContainer"]:has([data-testid="stPlotlyChart"]:hover) { position: relative; z-index: 1000; }
-</style>"""
 
 
 @dataclass(frozen=True, slots=True)

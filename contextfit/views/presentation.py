@@ -1,17 +1,11 @@
 """Presentation mode: the Compare page for a projector at 1920×1080.
 
-Larger text (page CSS) and larger charts (:func:`enlarge`); the page folds
+Larger text and charts (page CSS: Compare's charts are HTML); the page folds
 the sidebar away and shows tables as HTML (a data grid is drawn on a canvas
 that page CSS cannot enlarge). Static CSS only: no user text goes into it.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-#: Chart font size and height factor on a projector.
-FONT_SIZE = 17
-HEIGHT_FACTOR = 1.45
 
 #: Page CSS for a projector: larger body text, headings, metrics and tables.
 CSS = """<style>
@@ -35,19 +29,3 @@ CSS = """<style>
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
-
-
-def enlarge(figure: Any, font_size: int = FONT_SIZE, factor: float = HEIGHT_FACTOR) -> Any:
-    """The same figure with larger text and height, for a projector (changed in place, returned).
-
-    >>> import plotly.graph_objects as go
-    >>> enlarge(go.Figure(layout={"height": 200})).layout.height
-    290
-    """
-    height = figure.layout.height or 300
-    figure.update_layout(font={"size": font_size}, height=int(round(height * factor)),
-                         hoverlabel={"font": {"size": font_size}})
-    if figure.layout.yaxis.automargin is False:  # margins set to fit 12-pixel labels (block charts) grow with them
-        scale = font_size / 12
-        figure.update_layout(margin={"l": int(figure.layout.margin.l * scale), "b": int(figure.layout.margin.b * scale)})
-    return figure
