@@ -90,10 +90,14 @@ progress = st.progress(0.0, text="Counting tokens and fitting…")
 plans: dict[str, contextfit.PromptPlan | contextfit.ContextfitError] = {}
 chart_slots = {}
 columns = st.columns(len(strategies))
+# The charts get a row of their own, so they line up across the strategies whatever the text above them
+# takes (a long name or caption wraps in a narrow column); what to do with each plan goes below them.
+chart_columns = st.columns(len(strategies))
+detail_columns = st.columns(len(strategies))
 
 
 made = compare_state.each_strategy(dashboard.iter_plans(conversation, setup), strategies)  # an error is a column's, never the page's
-for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
+for done, (column, chart_column, details, (name, plan)) in enumerate(zip(columns, chart_columns, detail_columns, made), start=1):
     plans[name] = plan
     progress.progress(done / len(strategies), text=f"Fitted {name} ({done} of {len(strategies)})")
     with column:
@@ -110,7 +114,9 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
         )
         # an approximate profile's count is a band: "about E tokens (approximate, up to N)"; the metric is N
         st.caption(f"tokenizer {numbers['tokenizer']} · " + (numbers["band"] if numbers["approximate"] else "exact"))
+    with chart_column:
         chart_slots[name] = (st.container(), st.container())  # not st.empty: a refit updates the charts in place
+    with details:
         # Keyed: the label counts change with every refit, and an unkeyed expander with a new label is a
         # new element, which the browser draws closed.
         with st.expander(f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens",
@@ -119,8 +125,8 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
         if plan.summary is not None:
             with st.expander("Summary sent to the model", key=f"summary-{name}"):
                 st.text(plan.summary.content)
-        export, send = st.columns(2)
-        with export.popover("Export", help="This strategy's request, blocks or whole plan as a file."):
+        actions = st.container(horizontal=True)  # side by side, or one under the other in a narrow column
+        with actions.popover("Export", help="This strategy's request, blocks or whole plan as a file."):
             # Files are made when a button is clicked, not on every run.
             st.download_button("Provider messages (JSON)", partial(dashboard.provider_json, plan), file_name=f"{name}-messages.json",
                                mime="application/json", key=f"messages-{name}", on_click="ignore")
@@ -128,9 +134,9 @@ for done, (column, (name, plan)) in enumerate(zip(columns, made), start=1):
                                mime="text/csv", key=f"csv-{name}", on_click="ignore")
             st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{name}-plan.json",
                                mime="application/json", key=f"plan-{name}", on_click="ignore")
-        if send.button("Send", key=f"send-{name}",
-                       help="Store this conversation as a chat, generate with the offline echo provider under this "
-                       "strategy, and open its audit."):
+        if actions.button("Send", key=f"send-{name}",
+                          help="Store this conversation as a chat, generate with the offline echo provider under this "
+                          "strategy, and open its audit."):
             with st.spinner("Generating…"):
                 state.audit_chat = dashboard.send_with_echo(conversation, setup, name)
             st.switch_page("pages/audit.py")

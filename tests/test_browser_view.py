@@ -175,3 +175,22 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
     box = label.bounding_box()
     assert box["y"] >= 0 and box["y"] + box["height"] <= 900, box
     page.screenshot(path=str(ARTIFACTS / "compare-hover-top.png"))
+
+
+def test_side_by_side_charts_line_up_and_the_actions_fit_a_narrow_column(page, server):
+    # At 1280 and 1440, "clear-tool-results" and the captions wrap in some columns and not in others: the
+    # charts have a row of their own, so they still line up; Export and Send wrap rather than being cut short.
+    for width in (1280, 1440):
+        page = page.context.browser.new_page(viewport={"width": width, "height": 900})
+        page.set_default_timeout(120_000)
+        load(page, server)
+        page.locator(".contextfit-blocks .cfk-fill").first.wait_for()
+        for selector in (".contextfit-budget", ".contextfit-blocks"):
+            tops = page.locator(selector).evaluate_all("charts => charts.map(c => c.getBoundingClientRect().top)")
+            assert len(tops) == 5 and max(tops) - min(tops) < 1.5, (width, selector, tops)
+        popovers = page.locator('[data-testid="stPopover"]').filter(has_text="Export")
+        assert popovers.count() == 5
+        for number in range(5):  # every label shown whole: no element of the button cuts its text
+            assert popovers.nth(number).locator("button").first.evaluate(
+                "b => [b, ...b.querySelectorAll('*')].every(e => e.scrollWidth <= e.clientWidth + 1)"), (width, number)
+        page.close()
