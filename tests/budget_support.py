@@ -6,7 +6,8 @@ from html.parser import HTMLParser
 
 
 class BudgetBar(HTMLParser):
-    """``rows``: row name → [(shade or gauge part, tokens, width %, title, style)]; ``note``, ``line`` (left %) and ``top``."""
+    """``rows``: row name → [(shade or gauge part, tokens, width %, hover label, style)]; ``note``, ``line`` (left %)
+    and ``top``. A hover label is its text with line breaks for ``<br>``."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
@@ -17,6 +18,7 @@ class BudgetBar(HTMLParser):
         self.top = 0
         self.strategy = ""
         self._in_note = False
+        self._in_tip = False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -33,16 +35,29 @@ class BudgetBar(HTMLParser):
             style = found.get("style") or ""
             width = float(style.split("width:")[1].split("%")[0])
             self.rows[self.row].append((found.get("data-shade") or found.get("data-part"), int(found["data-tokens"]), width,
-                                        found.get("title") or "", style))
+                                        "", style))
+        if "cfk-tip" in classes:
+            self._in_tip = True
+        if tag == "br" and self._in_tip:
+            self._add_tip("\n")
         if "cfb-line" in classes:
             self.line = float(found["style"].split("left:")[1].split("%")[0])
+
+    def _add_tip(self, data: str) -> None:
+        part = self.rows[self.row][-1]
+        self.rows[self.row][-1] = (*part[:3], part[3] + data, part[4])
 
     def handle_data(self, data):
         if self._in_note:
             self.note += data
+        elif self._in_tip:
+            self._add_tip(data)
 
     def handle_endtag(self, tag):
-        self._in_note = False
+        if tag == "div":
+            self._in_note = False
+        if tag == "span":
+            self._in_tip = False
 
 
 def budget_bars(at) -> list[BudgetBar]:

@@ -194,7 +194,7 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     assert budget.count() == 5
     first = budget.first.locator(".cfb-part")
     assert first.count() >= 4 and all((first.nth(k).bounding_box() or {}).get("height", 0) > 0 for k in range(first.count()))
-    assert first.nth(0).get_attribute("title").startswith("prompt: ")
+    assert first.nth(0).locator(".cfk-tip").text_content().startswith("prompt: ")  # its hover label
     assert budget.first.locator('[data-shade="protected"]').first.evaluate("e => getComputedStyle(e).backgroundColor") == PROTECTED_FILL
     assert page.evaluate("window.__contextfitPreloaded") is True  # the chart code was asked for at the top of the run
     truncate_blocks = blocks.nth(0)

@@ -141,8 +141,8 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
     page = page.context.browser.new_page(viewport={"width": 1440, "height": 900})
     page.set_default_timeout(120_000)
     load(page, server)
-    # The first and the last column's block charts (HTML; the budget bars' hover text is a title), each at its
-    # first and last bar: a label opens towards the chart's middle, so none leaves the window.
+    # The first and the last column's block charts, each at its first and last bar: a label opens towards the
+    # chart's middle, so none leaves the window. Then the budget bars' stretches, whose labels look the same.
     charts = page.locator(".contextfit-blocks")
     charts.first.locator(".cfk-fill").first.wait_for()
     for number in (0, charts.count() - 1):
@@ -175,6 +175,23 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
     box = label.bounding_box()
     assert box["y"] >= 0 and box["y"] + box["height"] <= 900, box
     page.screenshot(path=str(ARTIFACTS / "compare-hover-top.png"))
+    bars = page.locator(".contextfit-budget")
+    for number in (0, bars.count() - 1):  # the first and last strategy's budget bar, at both ends of its "sent" row
+        bar = bars.nth(number)
+        bar.scroll_into_view_if_needed()
+        parts = bar.locator('[data-row="sent"] .cfb-part')
+        for part in (parts.first, parts.last):
+            part.hover()
+            label = part.locator(".cfk-tip")
+            label.wait_for()
+            assert label.inner_text().count("\n") >= 1 and "tokens" in label.inner_text()  # what it is, then the prompt
+            box = label.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 1440 and box["y"] >= 0 and box["y"] + box["height"] <= 900
+            assert label.evaluate(CLIPPED) is None
+            assert label.evaluate("""l => { const b = l.getBoundingClientRect();
+                const top = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+                return top === l || l.contains(top); }""")
+    page.mouse.move(0, 0)
 
 
 def test_side_by_side_charts_line_up_and_the_actions_fit_a_narrow_column(page, server):

@@ -53,6 +53,8 @@ SHADE_CLASS = {shade: f"cfk-s{number}" for number, shade in enumerate(SHADES)}
 
 #: Both HTML charts of Compare: the block charts and the fate matrix (:mod:`contextfit.views.fate_grid`).
 _BOTH = ":is(.contextfit-blocks, .contextfit-matrix)"
+#: ...and the budget bars (:mod:`contextfit.views.budget_bar`), whose hover labels look the same.
+_LABELLED = ":is(.contextfit-blocks, .contextfit-matrix, .contextfit-budget)"
 
 #: Page CSS for the block charts and the fate matrix (static: no user text goes into it); drawn once per page.
 CSS = "<style>\n" + "\n".join([
@@ -68,7 +70,7 @@ CSS = "<style>\n" + "\n".join([
     ".contextfit-blocks .cfk-col:hover { background: rgba(0,0,0,0.04); z-index: 5; }",
     ".contextfit-blocks .cfk-fill { position: absolute; left: 0; right: 0; display: block; }",
     f".contextfit-blocks .cfk-gap .cfk-fill {{ left: {GAP}%; right: {GAP}%; }}",
-    f"{_BOTH} .cfk-tip {{ display: none; position: absolute; z-index: 20; width: max-content;"
+    f"{_LABELLED} .cfk-tip {{ display: none; position: absolute; z-index: 20; width: max-content;"
     " max-width: 300px; padding: 4px 6px; background: white; border: 1px solid #BBB; border-radius: 3px;"
     " box-shadow: 0 1px 4px rgba(0,0,0,0.15); color: #222; font-size: 12px; line-height: 1.35; white-space: normal;"
     " overflow-wrap: break-word; }",
@@ -96,9 +98,10 @@ CSS = "<style>\n" + "\n".join([
     ".contextfit-matrix .cfk-col:hover { outline: 2px solid #333; z-index: 5; }",
     ".contextfit-matrix .cfm-absent { background: white; box-shadow: inset 0 0 0 1px #E4E4E4; }",
     # A hover label reaches past its chart (a block chart is some 180 pixels wide at 1440), above its neighbours.
-    f'[data-testid="stElementContainer"]:has({_BOTH}), [data-testid="stHtml"]:has({_BOTH})'
+    f'[data-testid="stElementContainer"]:has({_LABELLED}), [data-testid="stHtml"]:has({_LABELLED})'
     " { overflow: visible !important; }",
-    '[data-testid="stColumn"]:has(.contextfit-blocks .cfk-col:hover) { position: relative; z-index: 1000; }',
+    '[data-testid="stColumn"]:has(.contextfit-blocks .cfk-col:hover, .contextfit-budget .cfb-part:hover)'
+    " { position: relative; z-index: 1000; }",
     *(f"{_BOTH} .{css} {{ background: {css_pattern(SHADES[shade].pattern)}{SHADES[shade].color}; }}"
       for shade, css in SHADE_CLASS.items()),
 ]) + "\n</style>"
