@@ -135,6 +135,22 @@ CLIPPED = """(label) => {
 }"""
 
 
+# Whether an element is the topmost at its own centre (nothing drawn over it).
+ON_TOP = """l => { const b = l.getBoundingClientRect();
+    const top = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+    return top === l || l.contains(top); }"""
+
+
+def shown_whole(label, width: int = 1440, height: int = 900) -> dict:
+    """A hover label's box, once it is shown inside the window, clipped by no ancestor and drawn on top."""
+    label.wait_for()  # shown while the pointer is over its bar
+    box = label.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width and box["y"] >= 0 and box["y"] + box["height"] <= height, box
+    assert label.evaluate(CLIPPED) is None
+    assert label.evaluate(ON_TOP)
+    return box
+
+
 def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server):
     # Opened at 1440 wide (five columns: each chart is some 180 pixels wide) rather than resized
     # to it: a resize relayouts the charts a while later, and a label drawn before that is lost.
@@ -151,16 +167,8 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
         columns = chart.locator(".cfk-col")
         for column in (columns.first, columns.last):
             column.hover()
-            label = column.locator(".cfk-tip")
-            label.wait_for()  # shown while the pointer is over the column
-            box = label.bounding_box()
+            box = shown_whole(column.locator(".cfk-tip"))
             assert box["width"] > chart.bounding_box()["width"] * 0.8  # as wide as the chart, or wider
-            assert box["x"] >= 0 and box["x"] + box["width"] <= 1440 and box["y"] >= 0
-            assert label.evaluate(CLIPPED) is None
-            # drawn above everything else there: the topmost element at the label's centre is the label
-            assert label.evaluate("""l => { const b = l.getBoundingClientRect();
-                const top = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
-                return top === l || l.contains(top); }""")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"compare-hover-{number}.png"))
         page.mouse.move(0, 0)
@@ -170,10 +178,7 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
     page.wait_for_function("element => Math.abs(element.getBoundingClientRect().top) < 2", arg=chart.element_handle())
     column = chart.locator(".cfk-col").nth(chart.locator(".cfk-col").count() // 2)
     column.hover()
-    label = column.locator(".cfk-tip")
-    label.wait_for()
-    box = label.bounding_box()
-    assert box["y"] >= 0 and box["y"] + box["height"] <= 900, box
+    shown_whole(column.locator(".cfk-tip"))
     page.screenshot(path=str(ARTIFACTS / "compare-hover-top.png"))
     bars = page.locator(".contextfit-budget")
     for number in (0, bars.count() - 1):  # the first and last strategy's budget bar, at both ends of its "sent" row
@@ -183,14 +188,8 @@ def test_hover_labels_of_narrow_side_by_side_charts_are_not_cut_off(page, server
         for part in (parts.first, parts.last):
             part.hover()
             label = part.locator(".cfk-tip")
-            label.wait_for()
+            shown_whole(label)
             assert label.inner_text().count("\n") >= 1 and "tokens" in label.inner_text()  # what it is, then the prompt
-            box = label.bounding_box()
-            assert box["x"] >= 0 and box["x"] + box["width"] <= 1440 and box["y"] >= 0 and box["y"] + box["height"] <= 900
-            assert label.evaluate(CLIPPED) is None
-            assert label.evaluate("""l => { const b = l.getBoundingClientRect();
-                const top = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
-                return top === l || l.contains(top); }""")
     page.mouse.move(0, 0)
 
 
