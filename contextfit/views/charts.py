@@ -442,8 +442,11 @@ def blocks_view(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, token_
     approximate = plan.tokenizer.approximate
     keys = block_keys(plan)
     if len(blocks) <= dense_threshold:
+        order = {shade: number for number, shade in enumerate(SHADES)}
+        shades = [shade_of(block.reason) for block in blocks]
+        # SHADES order, then prompt order (a stable sort): the figure's traces, one per shade
         bars = [BlockBar(block.index, 1, 0, block.tokens or 0, shade, _hover(key, block, approximate))
-                for shade in SHADES for key, block in zip(keys, blocks) if shade_of(block.reason) == shade]
+                for shade, key, block in sorted(zip(shades, keys, blocks), key=lambda item: order[item[0]])]
         top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
         return BlocksView(tuple(bars), len(blocks), 1, top)
     size = math.ceil(len(blocks) / dense_threshold)
