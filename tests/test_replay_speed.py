@@ -262,22 +262,35 @@ def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
         assert [fact.name for fact in turn.facts] == expected
 
 
-_CODE_TEXT = st.text(alphabet="aZz09_.()-` \"\nABcdéΣ", max_size=40)
+_CODE_TEXT = st.text(alphabet="aZz09_.()-` \"\nABcdéΣ٣", max_size=40)
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_CODE_TEXT)
-def test_the_code_symbol_prefilter_changes_no_entity(text):
+@given(_CODE_TEXT, st.sampled_from(["_CODE_HINT", "_DIGIT"]))
+def test_the_prefilters_change_no_entity(text, prefilter):
     """entities() skips the code-symbol pattern on a text without any of its hints
-    (survival._CODE_HINT): the entities are those of the pattern run on every text."""
+    (survival._CODE_HINT), and the identifier and number patterns on a text without a
+    digit (survival._DIGIT; "٣" is a digit to them): the entities are those of every
+    pattern run on every text."""
     import re
 
     from contextfit.engine import survival
 
     fast = survival.entities(text)
-    real = survival._CODE_HINT
-    survival._CODE_HINT = re.compile("")  # matches every text: the pattern always runs
+    real = getattr(survival, prefilter)
+    setattr(survival, prefilter, re.compile(""))  # matches every text: the patterns always run
     try:
         assert fast == survival.entities(text)
     finally:
-        survival._CODE_HINT = real
+        setattr(survival, prefilter, real)
+
+
+def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
+    """An ASCII-only digit test would skip the number pattern on "٣٣" (Unicode digits)."""
+    import re
+
+    from contextfit.engine import survival
+
+    assert survival.entities("room ٣٣ now") == ["٣٣"]
+    monkeypatch.setattr(survival, "_DIGIT", re.compile("[0-9]"))
+    assert survival.entities("room ٣٣ now") == []

@@ -515,9 +515,12 @@ class _Walker:
         self.texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
-        self._joined = ""  # the texts of the messages searched so far, joined by newlines
-        self._first_in: dict[str, int] = {}  # their words (runs of word characters) -> the first message holding each
+        self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)
         self._starts: list[int] = []
+        # the words (runs of word characters) of the messages before the latest request searched
+        # for -> the first message holding each
+        self._first_in: dict[str, int] = {}
+        self._worded = 0  # how many messages those are
 
     # -- the request of a turn
 
@@ -663,19 +666,16 @@ class _Walker:
         searched in (one with a newline may span two messages: it is searched
         for in all of them)."""
         starts = self._starts  # where each message's text starts in the join
-        if len(starts) < position:  # the join grows by the turn's new messages: one copy per turn
-            new = self.texts[len(starts):position]
-            if starts:
-                starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=len(self._joined) + 1))
-                self._joined = "\n".join([self._joined, *new])
-            else:
-                starts.extend(accumulate((len(text) + 1 for text in new[:-1]), initial=0))
-                self._joined = "\n".join(new)
+        if not starts:  # every message joined once; a search stops before the request's own message
+            starts.extend(accumulate((len(text) + 1 for text in self.texts[:-1]), initial=0))
+            self._joined = "\n".join(self.texts)
+        if self._worded < position:  # the words of the messages before the request
             first_in = self._first_in
-            for index, text in enumerate(new, start=len(starts) - len(new)):
-                fresh = set(_WORD.findall(text)).difference(first_in)
+            for index in range(self._worded, position):
+                fresh = set(_WORD.findall(self.texts[index])).difference(first_in)
                 if fresh:
                     first_in.update(zip(fresh, repeat(index)))
+            self._worded = position
         # Where the entity stands between non-word characters, its first run of
         # word characters is a whole word of the text: no such word, no search;
         # and no occurrence starts before that word's first message, less the
@@ -691,8 +691,7 @@ class _Walker:
         if "\n" in entity or searched > position:
             searched, found = 0, False
         if not found and searched < position:
-            end = starts[position] - 1 if position < len(starts) else len(self._joined)
-            found = contains_word(self._joined, entity, max(starts[searched], earliest), end)
+            found = contains_word(self._joined, entity, max(starts[searched], earliest), starts[position] - 1)
         self._said[entity] = (position, found)
         return found
 

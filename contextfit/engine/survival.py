@@ -63,6 +63,10 @@ _CODE = re.compile(
 # a text without any has no code symbol, and this simpler scan is about 4x faster.
 _CODE_HINT = re.compile(r"\.[A-Za-z_]|\(\)|[a-z0-9]_[a-z0-9]|[a-z][A-Z]")
 _IDENTIFIER = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b|\b(?=\w*\d)(?=\w*[A-Za-z])[A-Za-z0-9]+\b|\b[A-Z]{2,}\b")
+# Identifiers but all-capital words, and numbers, hold a digit (Unicode ``\d``, as the
+# patterns read it): a text without one runs only the all-capital pattern.
+_DIGIT = re.compile(r"\d")
+_CAPITALS = re.compile(r"\b[A-Z]{2,}\b")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.]*\d(?![\w])|(?<![\w.])\d{2,}(?![\w])")
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 
@@ -83,7 +87,8 @@ def entities(text: str) -> list[str]:
     for match in _QUOTED.finditer(text):
         group = next(g for g in range(1, 4) if match.group(g) is not None)
         add(match.group(group), match.start(), match.end())
-    for pattern in (_CODE, _IDENTIFIER, _NUMBER) if _CODE_HINT.search(text) else (_IDENTIFIER, _NUMBER):
+    patterns = (_IDENTIFIER, _NUMBER) if _DIGIT.search(text) else (_CAPITALS,)
+    for pattern in (_CODE, *patterns) if _CODE_HINT.search(text) else patterns:
         for match in pattern.finditer(text):
             add(match.group(0), match.start(), match.end())
     for match in _NAME.finditer(text):
