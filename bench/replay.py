@@ -13,7 +13,10 @@ On the seeded synthetic chat (``bench/conversations.py``) cut after its
   strategies, after the same clearing (its own warm refits only);
 * ``replay warm``: the same replay again, the caches kept.
 
-The vocabulary is loaded before the first run. The ratios are per run (both
+The vocabulary is loaded before the first run. Both cold sides also report
+what their tokenizers counted (the texts no cache answered and their
+characters): a replay that reuses counts across turns tokenizes each message
+once, plus the blocks its strategies make (summaries, cleared copies). The ratios are per run (both
 sides timed in the same run) and the median is printed; so is the work per
 turn, and the load average before and after (the machine is shared). Budget: ``--limit`` tokens (default 32,000)
 less a 4,000-token reserve, so the later turns must cut.
@@ -29,6 +32,9 @@ Each is timed from the interpreter's start, less the reading of the JSON
 file: wall seconds (measured by the parent) and CPU seconds (the child's
 ``process_time``, every thread). Their ratios and the load average around
 each pair are printed; ``--fresh-runs 0`` leaves them out.
+
+``--strategies truncate,clear-tool-results`` replays other strategies (default:
+the four above), e.g. to see what one of them adds to the ratio.
 
 ``--tree DIR`` compares with the source tree in ``DIR`` (``git worktree add
 /tmp/before main``): every run is one child process of this bench per tree
@@ -56,6 +62,7 @@ from typing import Any
 import contextfit
 from contextfit.engine import replay as replay_module
 from contextfit.engine.replay import request_positions
+from contextfit.tokens.tokenizers import Tokenizer
 
 from .conversations import synthetic
 
@@ -94,6 +101,25 @@ def _per_strategy():
         replay_module.fit_prepared = inner
 
 
+@contextmanager
+def _tokenized():
+    """How many texts the tokenizers counted during the block, and their characters
+    (every count the caches did not answer goes through ``Tokenizer._unscaled``)."""
+    seen = {"texts": 0, "chars": 0}
+    inner = Tokenizer._unscaled
+
+    def counted(self, text, key):
+        seen["texts"] += 1
+        seen["chars"] += len(text)
+        return inner(self, text, key)
+
+    Tokenizer._unscaled = counted
+    try:
+        yield seen
+    finally:
+        Tokenizer._unscaled = inner
+
+
 def _timed(call) -> tuple[float, Any]:
     """Wall seconds and the value; the CPU seconds of the last call are in ``_timed.cpu``."""
     gc.collect()
@@ -116,17 +142,19 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
     load_before = os.getloadavg()
     for _ in range(runs):
         contextfit.clear_caches(vocabularies=False)
-        cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
+        with _tokenized() as counted_cold:
+            cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
         cpu_cold = _timed.cpu  # type: ignore[attr-defined]
         contextfit.clear_caches(vocabularies=False)
-        with _per_strategy() as spent:
+        with _per_strategy() as spent, _tokenized() as counted_replay:
             replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         cpu_replay = _timed.cpu  # type: ignore[attr-defined]
         replay_warm, _ = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         rows.append({"cold_fit": cold, "replay_cold": replay_cold, "replay_warm": replay_warm,
                      "ratio_cold": replay_cold / cold, "ratio_warm": replay_warm / cold,
                      "cpu_cold_fit": cpu_cold, "cpu_replay_cold": cpu_replay, "cpu_ratio_cold": cpu_replay / cpu_cold,
-                     "cpu_per_strategy": dict(spent)})
+                     "cpu_per_strategy": dict(spent), "tokenized_cold_fit": dict(counted_cold),
+                     "tokenized_replay": dict(counted_replay)})
     return {
         "messages": len(messages),
         "turns": len(result.requests),
@@ -223,6 +251,13 @@ def report(result: dict[str, Any]) -> str:
         rest = statistics.median(row["cpu_replay_cold"] - sum(row["cpu_per_strategy"].values()) for row in result["runs"])
         lines.append(f"CPU per fit in the cold replay, median over runs: {fits}; the rest of the replay (session, "
                      f"cache prefix, costs, facts) {rest / turns * 1000:.2f} ms per turn")
+    tokenized = [row for row in result["runs"] if "tokenized_replay" in row]
+    if tokenized:
+        row = tokenized[0]  # the same texts every run: the caches are emptied before each side
+        cold, replayed = row["tokenized_cold_fit"], row["tokenized_replay"]
+        lines.append(f"tokenized (texts no cache answered): the cold fit {cold['chars']:,} characters in {cold['texts']:,} "
+                     f"texts, the cold replay {replayed['chars']:,} characters in {replayed['texts']:,} texts: "
+                     f"{replayed['chars'] / max(cold['chars'], 1):.2f}x the characters")
     load = result.get("load_average")
     if load:
         lines.append(f"load average (1, 5, 15 min) before {load['before']}, after {load['after']} on {os.cpu_count()} CPUs")
@@ -325,21 +360,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit", type=int, default=32_000)
     parser.add_argument("--fresh-runs", type=int, default=None, help="fresh-process pairs (default: --runs; 0: none)")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+                        help="the strategies replayed, comma-separated (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON too")
     parser.add_argument("--tree", type=Path, default=None,
                         help="compare with the source tree in DIR (git worktree add /tmp/before main), runs alternating")
     args = parser.parse_args(argv)
+    strategies = tuple(name.strip() for name in args.strategies.split(",") if name.strip())
+    if not strategies:
+        parser.error("--strategies names no strategy")
     if args.tree is not None:
+        if strategies != STRATEGIES:
+            parser.error("--tree replays the default strategies only")
         found = compare_trees(args.tree.resolve(), args.turns, args.runs, args.limit,
                               fresh=(args.runs if args.fresh_runs is None else args.fresh_runs) > 0)
         print(report_trees(found, args.tree))
         if args.json:
             print(json.dumps(found, indent=2))
         return 0
-    result = measure(args.turns, args.runs, args.limit)
+    result = measure(args.turns, args.runs, args.limit, strategies)
     fresh_runs = args.runs if args.fresh_runs is None else args.fresh_runs
     if fresh_runs > 0:
-        result["fresh"] = measure_fresh(conversation(args.turns), _settings(args.limit), fresh_runs)
+        result["fresh"] = measure_fresh(conversation(args.turns), _settings(args.limit), fresh_runs, strategies)
     print(report(result))
     if args.json:
         print(json.dumps(result, indent=2))

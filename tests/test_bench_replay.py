@@ -14,6 +14,19 @@ def test_the_replay_bench_reports_cold_and_warm_ratios():
     assert run["ratio_cold"] == run["replay_cold"] / run["cold_fit"] > 0
     text = bench_replay.report(result)
     assert "cold ratio" in text and "target <= 3x" in text and "24 fits" in text
+    # what the tokenizers counted: the cold fit counts every message once; the replay too, and its summaries
+    cold, replayed = run["tokenized_cold_fit"], run["tokenized_replay"]
+    assert cold["texts"] > 0 and cold["chars"] > 0
+    assert replayed["texts"] > cold["texts"] and replayed["chars"] >= cold["chars"]
+    assert f"the cold replay {replayed['chars']:,} characters in {replayed['texts']:,} texts" in text
+
+
+def test_the_replay_bench_replays_the_strategies_asked_for(capsys):
+    assert bench_replay.main(["--turns", "3", "--runs", "1", "--fresh-runs", "0", "--strategies", "truncate,manual",
+                              "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "2 strategies = 6 fits" in text
+    assert '"strategies": [\n    "truncate",\n    "manual"\n  ]' in text
 
 
 def test_the_replay_bench_prints_both_readings_of_cold_and_each_strategy():
