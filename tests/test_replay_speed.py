@@ -9,7 +9,7 @@ import math
 from collections import Counter
 
 from conversations import WORDS, word_count_counter
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 import test_replay_session
 from test_replay_session import _check_against_fresh_plans
@@ -294,3 +294,24 @@ def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
     assert survival.entities("room ٣٣ now") == ["٣٣"]
     monkeypatch.setattr(survival, "_DIGIT", re.compile("[0-9]"))
     assert survival.entities("room ٣٣ now") == []
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet="ab_ .\n4é", max_size=30), st.text(alphabet="ab_ .4é", min_size=1, max_size=4),
+       st.integers(0, 32), st.one_of(st.none(), st.integers(0, 32)))
+@example("a.a.ab", "a.a", 0, None)  # the last occurrence is inside a word; the one it overlaps is not
+@example("x 42 442", "42", 0, 7)
+def test_contains_word_finds_what_a_scan_of_every_position_finds(text, entity, start, end):
+    """survival.contains_word (overlapping occurrences too, each checked for its boundaries)
+    answers as a check of every position in ``text[start:end]`` does."""
+    from contextfit.engine.survival import _word_char, contains_word
+
+    stop = len(text) if end is None else min(end, len(text))
+    expected = False
+    for position in range(start, stop - len(entity) + 1):
+        if text.startswith(entity, position):
+            before = text[position - 1] if position else " "
+            after = text[position + len(entity)] if position + len(entity) < len(text) else " "
+            if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
+                expected = True
+    assert contains_word(text, entity, start, end) is expected
