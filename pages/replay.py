@@ -96,14 +96,18 @@ except contextfit.ContextfitError as error:
 
 st.subheader("Verdict")
 st.markdown(views.verdict_text(result))
-st.dataframe(pd.DataFrame(views.totals_rows(result)), hide_index=True, width="stretch", key="replay-verdict")
+# whole turn numbers or "—" (a column holding None was floats: 2.0 beside NaN)
+table = pd.DataFrame(views.totals_rows(result)).astype({"first loss (turn)": "Int64", "first drop (turn)": "Int64"})
+st.dataframe(table, hide_index=True, width="stretch", key="replay-verdict", placeholder="—",
+             column_config={"strategy": st.column_config.TextColumn(pinned=True),
+                            "verdict": st.column_config.TextColumn(width="medium")})
 st.caption(
     f"{len(result.requests)} turns · {result.model} · budget {result.budget:,} tokens · cache rule "
     f"{result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
-for note in result.notes:
-    st.warning(note)
+for note in [*result.notes, *views.fact_notes(result)]:
+    st.warning(dashboard.plain(note))
 left, right = st.columns(2)
 left.plotly_chart(views.lines_figure(result, "prompt"), key="replay-prompt", width="stretch")
 right.plotly_chart(views.lines_figure(result, "cost"), key="replay-cost", width="stretch")
@@ -122,5 +126,6 @@ for position, (label, plan) in enumerate(plans.items()):
             continue
         numbers = views.turn_summary(result, label, turn)
         st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
-        st.caption(f"cost {numbers['cost']}" + (f" · lost: {', '.join(numbers['lost'])}" if numbers["lost"] else ""))
+        st.caption(f"cost {numbers['cost']}" + (f" · lost: {dashboard.plain(', '.join(numbers['lost']))}"
+                                                 if numbers["lost"] else ""))
         st.plotly_chart(charts.budget_figure(plan), key=f"replay-turn-{label}", width="stretch")

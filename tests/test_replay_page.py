@@ -152,3 +152,45 @@ def test_the_replay_choices_survive_a_visit_to_another_page():
     assert at.number_input(key="replay_limit").value == 3000
     assert at.text_area(key="replay_facts").value == "ORD-7731"
     assert _turns(at).startswith("21 turns") and "facts: declared" in _turns(at)
+
+
+def test_charts_with_nothing_to_draw_say_why():
+    # a model without prices has no cost; declared facts no message holds are never in force:
+    # before, the cost and retention charts were drawn empty, with no word of why
+    setup = views.ReplaySetup("gemini-2.0-flash", 600, 100, ("truncate",), stable_prefix=False, facts=("never said",))
+    messages, settings = views.conversation_input(CHAT, setup)
+    result = views.run(messages, settings, setup)
+    assert result.prices is None
+    cost = views.lines_figure(result, "cost")
+    assert [a.text for a in cost.layout.annotations] == ["No prices for gemini-2.0-flash<br>in the catalog: no cost."]
+    retention = views.lines_figure(result, "retention")
+    assert [a.text for a in retention.layout.annotations] == ["No fact in force at any turn."]
+    assert not views.lines_figure(result, "prompt").layout.annotations
+
+
+def test_declared_facts_no_turn_checks_are_named():
+    setup = views.ReplaySetup("gpt-4o", 600, 100, ("truncate",), stable_prefix=False,
+                              facts=("/(ORD-7731/", "never said", "/ORD-[0-9]+/"))
+    messages, settings = views.conversation_input(CHAT, setup)
+    notes = views.fact_notes(views.run(messages, settings, setup))
+    assert notes == [
+        "No message holds “/(ORD-7731/”, so no turn checks it (it is read as text: it is not a valid /pattern/flags "
+        "regular expression).",
+        "No message holds “never said”, so no turn checks it.",
+    ]
+
+
+def test_the_verdict_table_and_the_lost_facts_read_as_typed():
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    at.number_input(key="replay_limit").set_value(600).run()
+    at.number_input(key="replay_reserve").set_value(100).run()
+    at.text_area(key="replay_facts").input("/is la*te*/").run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    # whole turn numbers, or nothing (they were floats: "2.0" beside "NaN")
+    assert str(table["first drop (turn)"].dtype) == "Int64" and str(table["first loss (turn)"].dtype) == "Int64"
+    assert table["first loss (turn)"].tolist()[0] == 2
+    # the fact's name as typed, not read as Markdown (its asterisks made "te" italic)
+    assert any("lost: " + dashboard.plain("/is la*te*/") in caption.value for caption in at.caption)

@@ -239,7 +239,37 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
                      margin={"l": 10, "r": 10, "t": 36, "b": 10})
     # the legend under the plot: above it, eight strategies' names cover the title
     figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None})
+    if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
+        lines = [html.escape(line.format(model=result.model)) for line in _EMPTY.get(metric, ("Nothing to draw.",))]
+        figure.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
+                              font={"size": 13})
     return figure
+
+
+#: What an empty chart says instead, a line each (two columns of a 1280-pixel window are narrow).
+_EMPTY = {
+    "cost": ("No prices for {model}", "in the catalog: no cost."),
+    "retention": ("No fact in force at any turn.",),
+}
+
+
+def fact_notes(result: Replay) -> list[str]:
+    """A line for each declared fact that no turn checks, because no message holds it (a
+    ``/pattern/flags`` that is not a valid regular expression is read as text) or its message is not there."""
+    checked = {state.name for rows in result.turns.values() for row in rows for state in row.facts}
+    notes = []
+    for fact in result.facts:
+        if fact.name in checked:
+            continue
+        if fact.text is None and fact.regex is None:
+            notes.append(f"No message {fact.message!r} in the conversation, so no turn checks “{fact.name}”.")
+            continue
+        note = f"No message holds “{fact.name}”, so no turn checks it"
+        text = fact.text or ""
+        if len(text) > 2 and text.startswith("/") and text.rfind("/") > 0:
+            note += " (it is read as text: it is not a valid /pattern/flags regular expression)"
+        notes.append(note + ".")
+    return notes
 
 
 def turn_plans(messages: list[dict], settings: PlanSettings, result: Replay, turn: int,
@@ -280,6 +310,6 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "conversation_input", "current_conversation", "facts_from_text", "follow", "keep", "lines_figure",
+    "ReplaySetup", "conversation_input", "current_conversation", "fact_notes", "facts_from_text", "follow", "keep", "lines_figure",
     "restore", "run", "series", "stored_input", "totals_rows", "turn_plans", "turn_summary", "verdict_text",
 ]
