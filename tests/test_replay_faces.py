@@ -106,3 +106,14 @@ def test_cli_replay_reports_bad_input(tmp_path, capsys):
     path.write_text(json.dumps([{"role": "system", "content": "only a system prompt"}]))
     assert main(["replay", str(path)]) == 2
     assert "user message" in capsys.readouterr().err
+
+
+def test_cli_replay_total_and_mean_agree_on_one_turn(tmp_path):
+    # one turn: the total is the mean; the table printed 0.0000 beside 0.00003
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "Hello there"}]))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--strategy", "truncate"], out) == 0
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("truncate"))
+    total, mean = row.split()[1:3]
+    assert total == mean and float(total) > 0
