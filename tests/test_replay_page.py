@@ -100,7 +100,7 @@ def test_the_audit_page_opens_a_replay_of_its_chat(tmp_path, monkeypatch):
 
 
 def _turns(at) -> str:
-    return next(caption.value for caption in at.caption if " turns · " in caption.value)
+    return next(caption.value for caption in at.caption if " · cache rule " in caption.value)
 
 
 def test_the_replay_offers_the_compare_pages_conversation_and_keeps_it():
@@ -194,3 +194,12 @@ def test_the_verdict_table_and_the_lost_facts_read_as_typed():
     assert table["first loss (turn)"].tolist()[0] == 2
     # the fact's name as typed, not read as Markdown (its asterisks made "te" italic)
     assert any("lost: " + dashboard.plain("/is la*te*/") in caption.value for caption in at.caption)
+
+
+def test_a_one_turn_chat_reads_as_one_turn():
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT[:2]))
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and not at.error
+    assert _turns(at).startswith("1 turn ·")  # not "1 turns"
+    assert len(at.get("plotly_chart")) >= 4 and not at.slider  # no slider for a single turn
