@@ -31,8 +31,11 @@ st.html(budget_bar.CSS + block_chart.CSS)
 
 source = source_panel.conversation_source()  # the sidebar's "Conversation" section
 if source is None:
+    state.pop(compare_state.CURRENT, None)
     st.stop()
 conversation = source.conversation
+# the Replay page's "Current conversation"
+state[compare_state.CURRENT], state[compare_state.CURRENT_KEY] = conversation, source.key
 
 input_key = source.key
 models = [info.id for info in contextfit.list_models()]

@@ -26,6 +26,7 @@ st.caption(
     "and when a fact the conversation depends on stops being sent."
 )
 
+views.restore(state)  # the choices Streamlit dropped while another page was shown
 current = views.current_conversation(state, read)
 stored_chat = state.pop("replay_chat", None)  # set by the Audit page's "Replay under other settings"
 if stored_chat:
@@ -43,8 +44,10 @@ with st.sidebar:
         key = st.selectbox("Sample", [s.key for s in SAMPLES], format_func=lambda k: get_sample(k).title,
                            key="replay_sample")
         conversation = read(sample_text(key))
+        identity = f"sample:{key}"
     elif source == "Current conversation":
         conversation = current
+        identity = ("current", state.get(views.CURRENT_KEY))
     else:
         chats = list_audited_chats()
         ids = [chat.id for chat in chats]
@@ -55,15 +58,15 @@ with st.sidebar:
         if state.get("replay_chat_choice") not in ids:
             state["replay_chat_choice"] = ids[0]
         chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")
+        identity = f"chat:{chat_id}"
     st.header("Model and budget")
-    suggested = dashboard.suggested_setup(conversation) if conversation is not None else None
     models = [info.id for info in contextfit.list_models()]
-    model = st.selectbox("Model", models, index=models.index(suggested.model) if suggested else models.index("gpt-4o"),
-                         key="replay_model")
-    limit = st.number_input("Context limit", min_value=1, step=256, key="replay_limit",
-                            value=suggested.context_limit if suggested else 32_000)
-    reserve = st.number_input("Response reserve", min_value=0, step=128, key="replay_reserve",
-                              value=suggested.response_reserve if suggested else 4_000)
+    suggested = (dashboard.suggested_setup(conversation) if conversation is not None
+                 else views.ReplaySetup("gpt-4o", 32_000, 4_000))
+    views.follow(state, identity, suggested, models)  # a new conversation: its model and limits
+    model = st.selectbox("Model", models, key="replay_model")
+    limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, step=256, key="replay_limit")
+    reserve = st.number_input("Response reserve", min_value=0, max_value=views.MAX_LIMIT, step=128, key="replay_reserve")
     strategies = st.multiselect("Strategies", list(BUILTIN_STRATEGIES), default=list(BUILTIN_STRATEGIES),
                                 key="replay_strategies")
     stable = st.checkbox("Also with stable_prefix", value=True, key="replay_stable",
@@ -73,6 +76,7 @@ with st.sidebar:
                               help="One per line: text, or /regex/flags. Empty: the default entity rule "
                               "(numbers, identifiers, quoted strings, names, code symbols the latest user "
                               "message shares with an earlier one).")
+views.keep(state)
 
 if not strategies:
     st.info("Choose at least one strategy in the sidebar.")
@@ -92,14 +96,18 @@ except contextfit.ContextfitError as error:
 
 st.subheader("Verdict")
 st.markdown(views.verdict_text(result))
-st.dataframe(pd.DataFrame(views.totals_rows(result)), hide_index=True, width="stretch", key="replay-verdict")
+# whole turn numbers or "—" (a column holding None was floats: 2.0 beside NaN)
+table = pd.DataFrame(views.totals_rows(result)).astype({"first loss (turn)": "Int64", "first drop (turn)": "Int64"})
+st.dataframe(table, hide_index=True, width="stretch", key="replay-verdict", placeholder="—",
+             column_config={"strategy": st.column_config.TextColumn(pinned=True),
+                            "verdict": st.column_config.TextColumn(width="medium")})
 st.caption(
-    f"{len(result.requests)} turns · {result.model} · budget {result.budget:,} tokens · cache rule "
+    f"{len(result.requests)} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget {result.budget:,} tokens · cache rule "
     f"{result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
-for note in result.notes:
-    st.warning(note)
+for note in [*result.notes, *views.fact_notes(result)]:
+    st.warning(dashboard.plain(note))
 left, right = st.columns(2)
 left.plotly_chart(views.lines_figure(result, "prompt"), key="replay-prompt", width="stretch")
 right.plotly_chart(views.lines_figure(result, "cost"), key="replay-cost", width="stretch")
@@ -118,5 +126,6 @@ for position, (label, plan) in enumerate(plans.items()):
             continue
         numbers = views.turn_summary(result, label, turn)
         st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
-        st.caption(f"cost {numbers['cost']}" + (f" · lost: {', '.join(numbers['lost'])}" if numbers["lost"] else ""))
+        st.caption(f"cost {numbers['cost']}" + (f" · lost: {dashboard.plain(', '.join(numbers['lost']))}"
+                                                 if numbers["lost"] else ""))
         st.plotly_chart(charts.budget_figure(plan), key=f"replay-turn-{label}", width="stretch")

@@ -60,12 +60,31 @@ def test_api_replays_a_stored_chat_with_its_settings(client):
     ({"messages": MESSAGES, "facts": [{"regex": "unclosed"}]}, 422, "INVALID_SETTINGS"),
     ({"messages": [{"role": "system", "content": "x"}]}, 422, None),
     ({"chatId": "chat_missing"}, 404, "CHAT_NOT_FOUND"),
+    # these ran the settings' strategy under a label such as "int" or "NoneType" (a 200)
+    ({"messages": MESSAGES, "strategies": [{"strategy": 5}]}, 422, "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": None}]}, 422, "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": ["truncate"]}]}, 422, "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "label": {"a": 1}}]}, 422, "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "label": ""}]}, 422, "INVALID_SETTINGS"),
+    # settings that are not strategy options were left out of the fit while the label named them (a 200)
+    ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "options": {"contextLimit": 150}}]}, 422,
+     "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "options": {"contextStrategy": "summarize"}}]}, 422,
+     "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "options": {"facts": ["AX55"]}}]}, 422,
+     "INVALID_SETTINGS"),
 ])
 def test_api_refuses_bad_replays(client, body, status, code):
     response = client.post("/api/v2/replay", json=body)
     assert response.status_code == status, response.text
     if code:
         assert response.json()["error"]["code"] == code
+
+
+def test_api_names_the_option_that_is_not_a_strategy_option(client):
+    body = {"messages": MESSAGES, "strategies": ["truncate", {"strategy": "truncate", "options": {"contextLimit": 150}}]}
+    message = client.post("/api/v2/replay", json=body).json()["error"]["message"]
+    assert "strategies[1].options.contextLimit" in message and "settings" in message
 
 
 def test_cli_replay_json_and_table(tmp_path):
@@ -87,3 +106,14 @@ def test_cli_replay_reports_bad_input(tmp_path, capsys):
     path.write_text(json.dumps([{"role": "system", "content": "only a system prompt"}]))
     assert main(["replay", str(path)]) == 2
     assert "user message" in capsys.readouterr().err
+
+
+def test_cli_replay_total_and_mean_agree_on_one_turn(tmp_path):
+    # one turn: the total is the mean; the table printed 0.0000 beside 0.00003
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "Hello there"}]))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--strategy", "truncate"], out) == 0
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("truncate"))
+    total, mean = row.split()[1:3]
+    assert total == mean and float(total) > 0

@@ -9,7 +9,7 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.inputs.samples import get_sample, sample_text
+from contextfit.inputs.samples import SAMPLES, sample_text
 from contextfit.views import dashboard
 from contextfit.views import replay as views
 
@@ -69,11 +69,12 @@ def test_current_conversation_is_read_defensively():
 
 
 def test_the_page_replays_the_first_sample():
-    at = app().run()
+    at = app().run()  # Compare opens on the first sample: Replay starts from that conversation
     at.switch_page("pages/replay.py").run()
     assert not at.exception and not at.error
     assert at.title[0].value == "Replay"
-    conversation = contextfit.load_conversation(sample_text(get_sample(at.selectbox(key="replay_sample").value).key))
+    assert at.radio(key="replay_source").value == "Current conversation"
+    conversation = contextfit.load_conversation(sample_text(SAMPLES[0].key))
     setup = dashboard.suggested_setup(conversation)
     expected = contextfit.replay(conversation, model=setup.model, context_limit=setup.context_limit,
                                  response_reserve=setup.response_reserve,
@@ -96,3 +97,109 @@ def test_the_audit_page_opens_a_replay_of_its_chat(tmp_path, monkeypatch):
     assert at.title[0].value == "Replay"
     assert at.selectbox(key="replay_chat_choice").value == chat_id
     assert at.dataframe[0].value["strategy"][0] == "truncate"
+
+
+def _turns(at) -> str:
+    return next(caption.value for caption in at.caption if " · cache rule " in caption.value)
+
+
+def test_the_replay_offers_the_compare_pages_conversation_and_keeps_it():
+    # Compare shows the support chat; Replay's "Current conversation" is that chat, and stays it
+    # when the page reruns (before, the radio never offered it: the page looked for keys Compare never wrote)
+    at = app().run()
+    at.selectbox(key="source_sample_menu").select("support_chat").run()
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and not at.error
+    assert at.radio(key="replay_source").value == "Current conversation"
+    assert _turns(at).startswith("21 turns")
+    at.slider(key="replay_turn").set_value(1).run()
+    assert at.radio(key="replay_source").value == "Current conversation" and _turns(at).startswith("21 turns")
+
+
+def test_the_replay_offers_a_pasted_conversation():
+    at = app().run()
+    at.radio(key="source_radio").set_value("Paste").run()
+    at.text_area(key="paste").input(json.dumps(CHAT)).run()
+    at.switch_page("pages/replay.py").run()
+    at.slider(key="replay_turn").set_value(1).run()  # a rerun: Streamlit has dropped the paste box's value by now
+    assert at.radio(key="replay_source").value == "Current conversation"
+    assert _turns(at).startswith("2 turns")
+
+
+def test_a_new_conversation_brings_its_own_model_and_limits():
+    # the support sample asks for gpt-4o-mini at 1,100 tokens; before, the first sample's 2,200 stayed
+    at = app()
+    at.switch_page("pages/replay.py").run()
+    at.selectbox(key="replay_sample").select("support_chat").run()
+    expected = dashboard.suggested_setup(contextfit.load_conversation(sample_text("support_chat")))
+    assert at.selectbox(key="replay_model").value == expected.model
+    assert at.number_input(key="replay_limit").value == expected.context_limit
+    assert at.number_input(key="replay_reserve").value == expected.response_reserve
+    at.number_input(key="replay_limit").set_value(3000).run()  # the user's own edit stays while the chat does
+    at.text_area(key="replay_facts").input("ORD-7731").run()
+    assert at.number_input(key="replay_limit").value == 3000
+
+
+def test_the_replay_choices_survive_a_visit_to_another_page():
+    at = app()
+    at.switch_page("pages/replay.py").run()
+    at.selectbox(key="replay_sample").select("support_chat").run()
+    at.number_input(key="replay_limit").set_value(3000).run()
+    at.text_area(key="replay_facts").input("ORD-7731").run()
+    at.switch_page("pages/models.py").run()
+    at.switch_page("pages/replay.py").run()
+    assert at.selectbox(key="replay_sample").value == "support_chat"
+    assert at.number_input(key="replay_limit").value == 3000
+    assert at.text_area(key="replay_facts").value == "ORD-7731"
+    assert _turns(at).startswith("21 turns") and "facts: declared" in _turns(at)
+
+
+def test_charts_with_nothing_to_draw_say_why():
+    # a model without prices has no cost; declared facts no message holds are never in force:
+    # before, the cost and retention charts were drawn empty, with no word of why
+    setup = views.ReplaySetup("gemini-2.0-flash", 600, 100, ("truncate",), stable_prefix=False, facts=("never said",))
+    messages, settings = views.conversation_input(CHAT, setup)
+    result = views.run(messages, settings, setup)
+    assert result.prices is None
+    cost = views.lines_figure(result, "cost")
+    assert [a.text for a in cost.layout.annotations] == ["No prices for gemini-2.0-flash<br>in the catalog: no cost."]
+    retention = views.lines_figure(result, "retention")
+    assert [a.text for a in retention.layout.annotations] == ["No fact in force at any turn."]
+    assert not views.lines_figure(result, "prompt").layout.annotations
+
+
+def test_declared_facts_no_turn_checks_are_named():
+    setup = views.ReplaySetup("gpt-4o", 600, 100, ("truncate",), stable_prefix=False,
+                              facts=("/(ORD-7731/", "never said", "/ORD-[0-9]+/"))
+    messages, settings = views.conversation_input(CHAT, setup)
+    notes = views.fact_notes(views.run(messages, settings, setup))
+    assert notes == [
+        "No message holds “/(ORD-7731/”, so no turn checks it (it is read as text: it is not a valid /pattern/flags "
+        "regular expression).",
+        "No message holds “never said”, so no turn checks it.",
+    ]
+
+
+def test_the_verdict_table_and_the_lost_facts_read_as_typed():
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    at.number_input(key="replay_limit").set_value(600).run()
+    at.number_input(key="replay_reserve").set_value(100).run()
+    at.text_area(key="replay_facts").input("/is la*te*/").run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    # whole turn numbers, or nothing (they were floats: "2.0" beside "NaN")
+    assert str(table["first drop (turn)"].dtype) == "Int64" and str(table["first loss (turn)"].dtype) == "Int64"
+    assert table["first loss (turn)"].tolist()[0] == 2
+    # the fact's name as typed, not read as Markdown (its asterisks made "te" italic)
+    assert any("lost: " + dashboard.plain("/is la*te*/") in caption.value for caption in at.caption)
+
+
+def test_a_one_turn_chat_reads_as_one_turn():
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT[:2]))
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and not at.error
+    assert _turns(at).startswith("1 turn ·")  # not "1 turns"
+    assert len(at.get("plotly_chart")) >= 4 and not at.slider  # no slider for a single turn

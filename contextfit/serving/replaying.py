@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..engine.plan_settings import FIELDS
 from ..engine.replay import Replay, replay
-from ..engine.settings import plan_options
+from ..engine.settings import BY_NAME, plan_options
 from ..errors import InvalidSettings
 from .generation import preview_input
 from .providers import Provider
@@ -22,17 +23,36 @@ from .store import Store
 def strategies_from_json(strategies: Sequence[Any] | None) -> list[Any] | None:
     """The replay's strategies with each mapping's camelCase ``options`` read as settings.
 
+    JSON names a strategy (it cannot carry a strategy object), a label is text, and
+    an option is a strategy option: every strategy of a replay is fitted with the same
+    model, limits and conversation, so ``contextLimit`` there would be left out of the
+    fit while the label named it.
+
     >>> strategies_from_json(["truncate", {"strategy": "truncate", "options": {"stablePrefix": True}}])
     ['truncate', {'strategy': 'truncate', 'options': {'stable_prefix': True}}]
+    >>> strategies_from_json([{"strategy": "truncate", "options": {"contextLimit": 8000}}])
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidSettings: strategies[0].options.contextLimit is not a strategy option: ...
     """
     if strategies is None:
         return None
     out: list[Any] = []
     for position, entry in enumerate(strategies):
         if isinstance(entry, Mapping):
+            where = f"strategies[{position}]"
+            if not isinstance(entry.get("strategy"), str) or not entry["strategy"]:
+                raise InvalidSettings(f"{where}.strategy must be a strategy name, got {entry.get('strategy')!r}.")
+            if "label" in entry and (not isinstance(entry["label"], str) or not entry["label"]):
+                raise InvalidSettings(f"{where}.label must be a non-empty string, got {entry['label']!r}.")
             options = entry.get("options")
             if options is not None and not isinstance(options, Mapping):
-                raise InvalidSettings(f"strategies[{position}].options must be an object of settings.")
+                raise InvalidSettings(f"{where}.options must be an object of settings.")
+            for name in options or ():
+                setting = BY_NAME.get(name)
+                if setting is not None and (setting.target != "plan" or setting.keyword in FIELDS):
+                    raise InvalidSettings(f"{where}.options.{name} is not a strategy option: every strategy of a "
+                                          f"replay is fitted under the same settings; give it in settings.")
             entry = {**entry, "options": plan_options(options)} if options is not None else dict(entry)
         out.append(entry)
     return out

@@ -130,8 +130,9 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     print(f"{'strategy':<34} {'total $':>10} {'mean $':>10} {'cache hit':>9} {'tokens sent':>12} "
           f"{'retention':>9} {'first loss':>10}", file=out)
     for totals in result.totals.values():
-        cost = "—" if totals.total_cost is None else f"{totals.total_cost:.4f}"
-        mean = "—" if totals.mean_cost is None else f"{totals.mean_cost:.5f}"
+        # four significant figures: a cent-sized format showed a one-turn total of 0.0000 beside its mean
+        cost = "—" if totals.total_cost is None else f"{totals.total_cost:.4g}"
+        mean = "—" if totals.mean_cost is None else f"{totals.mean_cost:.4g}"
         kept = "—" if totals.retention is None else f"{totals.retention:.0%}"
         loss = "—" if totals.first_loss_turn is None else str(totals.first_loss_turn)
         print(f"{totals.strategy[:34]:<34} {cost:>10} {mean:>10} {totals.cache_hit_rate:>9.1%} {totals.tokens_sent:>12,} "

@@ -31,6 +31,9 @@ from ..limits import MAX_MESSAGES
 KEPT = ("model", "limit", "reserve", "strategies", "summary_tokens", "relevance_window", "user_name")
 #: The query parameters this module owns (the source section owns ``sample`` and ``upload``).
 URL_KEYS = ("model", "limit", "reserve", "strategies")
+#: Where the Compare page leaves the conversation it shows, and the key that changes with it (its
+#: ``Source.key``): the Replay page's "Current conversation".
+CURRENT, CURRENT_KEY = "compare_conversation", "compare_conversation_key"
 #: Bounds of the widgets: the engine has no upper bound, a browser's number field has (2**53).
 MAX_LIMIT = 100_000_000
 MAX_SUMMARY_TOKENS = 1_000_000

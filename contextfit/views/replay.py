@@ -10,7 +10,7 @@ retention with a marker where a fact was lost) and the plans of one turn.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,12 @@ from ..errors import ContextfitError, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
 from .charts import _figure
+from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept
 
+#: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
+#: when a run does not draw it); the turn slider starts again at the last turn.
+KEPT = ("replay_source", "replay_sample", "replay_chat_choice", "replay_model", "replay_limit", "replay_reserve",
+        "replay_strategies", "replay_stable", "replay_facts")
 #: The strategies whose ``stable_prefix`` variant the page adds.
 STABLE_CAPABLE = ("truncate", "summarize", "clear-tool-results")
 #: Okabe–Ito colours, one per strategy line (cycled).
@@ -83,12 +88,56 @@ def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup) -> Rep
     return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None)
 
 
+def restore(state: MutableMapping[str, Any]) -> None:
+    """Put back the Replay choices Streamlit dropped while another page was shown
+    (:func:`keep` copied them under keys no widget owns).
+
+    >>> state = {"kept:replay_limit": 3000}
+    >>> restore(state); state["replay_limit"]
+    3000
+    """
+    for key in KEPT:
+        if key not in state and kept(key) in state:
+            state[key] = state[kept(key)]
+
+
+def keep(state: MutableMapping[str, Any]) -> None:
+    """Copy the Replay widgets' values under keys no widget owns (run after the widgets are drawn)."""
+    for key in KEPT:
+        if key in state:
+            state[kept(key)] = state[key]
+
+
+def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: Any, models: list[str]) -> None:
+    """Give the model and limit widgets a new conversation's suggestion (``suggested``: its model,
+    ``context_limit`` and ``response_reserve``); the user's edits stay while the conversation does.
+
+    >>> from types import SimpleNamespace as S
+    >>> state = {}
+    >>> follow(state, "sample:a", S(model="gpt-4o", context_limit=2200, response_reserve=400), ["gpt-4o"])
+    >>> state["replay_limit"] = 3000  # typed in the widget
+    >>> follow(state, "sample:a", S(model="gpt-4o", context_limit=2200, response_reserve=400), ["gpt-4o"])
+    >>> state["replay_limit"], state["replay_reserve"]
+    (3000, 400)
+    >>> follow(state, "sample:b", S(model="gpt-4o", context_limit=1100, response_reserve=300), ["gpt-4o"])
+    >>> state["replay_limit"], state["replay_reserve"]
+    (1100, 300)
+    """
+    fresh = state.get("replay_setup_for") != conversation_key
+    if fresh or state.get("replay_model") not in models:
+        state["replay_model"] = suggested.model if suggested.model in models else models[0]
+    if fresh or "replay_limit" not in state or "replay_reserve" not in state:
+        state["replay_limit"] = min(max(int(suggested.context_limit), 1), MAX_LIMIT)
+        state["replay_reserve"] = min(max(int(suggested.response_reserve), 0), MAX_LIMIT)
+    state["replay_setup_for"] = conversation_key
+
+
 def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
     """The Compare page's conversation, read defensively from session state: a
-    ``Conversation`` it keeps (under any of the keys it has used), else the
+    ``Conversation`` it keeps (under :data:`CURRENT`, or a key it has used), else the
     text it was pasted as, read with ``read``; ``None`` when there is none or
     it cannot be read (the page then offers the samples)."""
-    for key in ("conversation", "compare_conversation", "current_conversation"):
+    for key in (CURRENT, "conversation", "current_conversation"):
         value = state.get(key)
         if value is not None and isinstance(getattr(value, "messages", None), list):
             return value
@@ -190,7 +239,37 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
                      margin={"l": 10, "r": 10, "t": 36, "b": 10})
     # the legend under the plot: above it, eight strategies' names cover the title
     figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None})
+    if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
+        lines = [html.escape(line.format(model=result.model)) for line in _EMPTY.get(metric, ("Nothing to draw.",))]
+        figure.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
+                              font={"size": 13})
     return figure
+
+
+#: What an empty chart says instead, a line each (two columns of a 1280-pixel window are narrow).
+_EMPTY = {
+    "cost": ("No prices for {model}", "in the catalog: no cost."),
+    "retention": ("No fact in force at any turn.",),
+}
+
+
+def fact_notes(result: Replay) -> list[str]:
+    """A line for each declared fact that no turn checks, because no message holds it (a
+    ``/pattern/flags`` that is not a valid regular expression is read as text) or its message is not there."""
+    checked = {state.name for rows in result.turns.values() for row in rows for state in row.facts}
+    notes = []
+    for fact in result.facts:
+        if fact.name in checked:
+            continue
+        if fact.text is None and fact.regex is None:
+            notes.append(f"No message {fact.message!r} in the conversation, so no turn checks “{fact.name}”.")
+            continue
+        note = f"No message holds “{fact.name}”, so no turn checks it"
+        text = fact.text or ""
+        if len(text) > 2 and text.startswith("/") and text.rfind("/") > 0:
+            note += " (it is read as text: it is not a valid /pattern/flags regular expression)"
+        notes.append(note + ".")
+    return notes
 
 
 def turn_plans(messages: list[dict], settings: PlanSettings, result: Replay, turn: int,
@@ -231,6 +310,6 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "conversation_input", "current_conversation", "facts_from_text", "lines_figure", "run", "series",
-    "stored_input", "totals_rows", "turn_plans", "turn_summary", "verdict_text",
+    "ReplaySetup", "conversation_input", "current_conversation", "fact_notes", "facts_from_text", "follow", "keep", "lines_figure",
+    "restore", "run", "series", "stored_input", "totals_rows", "turn_plans", "turn_summary", "verdict_text",
 ]
