@@ -102,8 +102,8 @@ st.dataframe(table, hide_index=True, width="stretch", key="replay-verdict", plac
              column_config={"strategy": st.column_config.TextColumn(pinned=True),
                             "verdict": st.column_config.TextColumn(width="medium")})
 st.caption(
-    f"{len(result.requests)} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget {result.budget:,} tokens · cache rule "
-    f"{result.cache_rule} · facts: {result.fact_rule}"
+    f"{len(result.requests)} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "
+    f"{result.budget:,} tokens · cache rule {result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
 for note in [*result.notes, *views.fact_notes(result)]:
