@@ -135,10 +135,55 @@ def test_default_entity_rule():
 
 
 @pytest.mark.parametrize("facts", [["ok", 5], [{"text": "a", "regex": "/a/"}], [{"regex": "no slashes"}], "text",
-                                   [{"bogus": 1}], [""]])
+                                   [{"bogus": 1}], [""], ["/(x/"], ["/[a-/i"]])
 def test_bad_facts_are_refused(facts):
     with pytest.raises(InvalidSettings):
         declared_facts(facts)
+
+
+def test_a_fact_written_as_a_regex_that_does_not_compile_is_refused_and_says_how_to_mean_text():
+    with pytest.raises(InvalidSettings, match=r"does not compile.*\{\"text\": '/\(x/'\}"):
+        declared_facts(["ok", "/(x/"])
+    # a slash inside is no regex key (a path): text, as a lorebook reads it; and the text form is text
+    assert [f.to_dict() for f in declared_facts(["/usr/bin/", {"text": "/(x/"}])] == [
+        {"name": "/usr/bin/", "text": "/usr/bin/"}, {"name": "/(x/", "text": "/(x/"}]
+
+
+@pytest.mark.parametrize("pin", [-1, 10**30, 6, "nope"])
+def test_a_fact_pinned_to_a_message_the_conversation_does_not_hold_is_refused(pin):
+    chat = _fact_chat()[:6]
+    with pytest.raises(InvalidSettings, match=f"pinned to message {pin!r}.*6 messages"):
+        replay(chat, model="gpt-4o", strategies=["truncate"], facts=[{"message": pin}])
+    assert replay(chat, model="gpt-4o", strategies=["truncate"], facts=[{"message": 5}]).facts  # the last one is held
+
+
+@pytest.mark.parametrize("entry, field", [
+    (5, r"strategies\[0\]"), (None, r"strategies\[0\]"), ({"strategy": 5}, r"strategies\[0\]\.strategy"),
+    ({"strategy": None}, r"strategies\[0\]\.strategy"), ({"strategy": ["truncate"]}, r"strategies\[0\]\.strategy"),
+    ({"strategy": "truncate", "label": {}}, r"strategies\[0\]\.label"),
+    ({"strategy": "truncate", "label": " "}, r"strategies\[0\]\.label"),
+    ({"strategy": "truncate", "options": {"context_limit": 150}}, r"strategies\[0\]\.options\.context_limit"),
+    ({"strategy": "truncate", "options": {"model": "gpt-4o-mini"}}, r"strategies\[0\]\.options\.model"),
+    ({"strategy": "truncate", "options": {"context_strategy": "summarize"}}, r"options\.context_strategy"),
+])
+def test_a_strategy_entry_a_replay_cannot_honour_is_refused(entry, field):
+    # before: 5 or None ran the settings' strategy labelled "int" / "NoneType", and a context
+    # limit among a strategy's options was left out of its fits while its label named it
+    with pytest.raises(InvalidSettings, match=field):
+        replay(SMALL_CHAT, model="gpt-4o", strategies=[entry])
+
+
+def test_a_strategy_object_and_its_own_interceptors_are_a_replay_strategy():
+    from contextfit.engine.strategies.truncate import Truncate
+
+    seen = []
+
+    def interceptor(kept):
+        seen.append(len(kept))
+
+    result = replay(SMALL_CHAT, model="gpt-4o", strategies=[
+        Truncate(), {"strategy": "truncate", "label": "watched", "options": {"interceptors": [interceptor]}}])
+    assert list(result.turns) == ["truncate", "watched"] and seen
 
 
 def test_hostile_inputs():

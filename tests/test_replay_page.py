@@ -170,14 +170,20 @@ def test_charts_with_nothing_to_draw_say_why():
 
 def test_declared_facts_no_turn_checks_are_named():
     setup = views.ReplaySetup("gpt-4o", 600, 100, ("truncate",), stable_prefix=False,
-                              facts=("/(ORD-7731/", "never said", "/ORD-[0-9]+/"))
+                              facts=("/usr/bin/", "never said", "/ORD-[0-9]+/"))
     messages, settings = views.conversation_input(CHAT, setup)
     notes = views.fact_notes(views.run(messages, settings, setup))
-    assert notes == [
-        "No message holds “/(ORD-7731/”, so no turn checks it (it is read as text: it is not a valid /pattern/flags "
-        "regular expression).",
-        "No message holds “never said”, so no turn checks it.",
-    ]
+    assert notes == ["No message holds “/usr/bin/”, so no turn checks it.",
+                     "No message holds “never said”, so no turn checks it."]
+
+
+def test_a_fact_written_as_a_regex_that_does_not_compile_is_an_error_on_the_page():
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    at.text_area(key="replay_facts").input("/(ORD-7731/").run()
+    assert not at.exception
+    assert any("does not compile" in error.value for error in at.error)
 
 
 def test_the_verdict_table_and_the_lost_facts_read_as_typed():

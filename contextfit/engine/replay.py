@@ -50,7 +50,7 @@ from ..tokens.template import trace
 from . import prompt_cache as pc
 from .fitting import Analyse
 from .pipeline import BUILTIN_STRATEGIES, Prepared, fit_prepared
-from .plan_settings import PlanSettings, settings_for
+from .plan_settings import FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .session import FitSession
 from .survival import (
@@ -266,23 +266,48 @@ def variants(strategies: Sequence[Any] | str | None) -> list[Variant]:
         strategies = [strategies]
     out: list[Variant] = []
     for position, entry in enumerate(strategies):
+        where = f"strategies[{position}]"
         if isinstance(entry, Mapping):
             unknown = set(entry) - {"strategy", "label", "options"}
             if unknown or "strategy" not in entry:
-                raise InvalidSettings(f"strategies[{position}] must be a name or {{strategy, label, options}}; "
+                raise InvalidSettings(f"{where} must be a name or {{strategy, label, options}}; "
                                       f"got keys {sorted(map(str, entry))}.")
             options = entry.get("options") or {}
             if not isinstance(options, Mapping):
-                raise InvalidSettings(f"strategies[{position}].options must be an object of strategy options.")
-            name = entry["strategy"]
-            label = entry.get("label") or _label(name, options)
-            out.append(Variant(str(label), name, dict(options)))
+                raise InvalidSettings(f"{where}.options must be an object of strategy options.")
+            for key in options:
+                if key in _WHOLE_REPLAY:
+                    raise InvalidSettings(f"{where}.options.{key} is a setting of the whole replay, not a strategy "
+                                          f"option: every strategy is fitted under the same {key}; give it to replay().")
+            name = _strategy(entry["strategy"], f"{where}.strategy")
+            label = entry.get("label")
+            if label is not None and (not isinstance(label, str) or not label.strip()):
+                raise InvalidSettings(f"{where}.label must be a non-empty string, got {label!r}.")
+            out.append(Variant(label or _label(name, options), name, dict(options)))
         else:
-            out.append(Variant(_label(entry, {}), entry, {}))
+            out.append(Variant(_label(_strategy(entry, where), {}), entry, {}))
     labels = [variant.label for variant in out]
     if len(set(labels)) != len(labels) or not out:
         raise InvalidSettings(f"a replay needs at least one strategy and distinct labels; got {labels}.")
     return out
+
+
+#: Settings a replay's strategies share: the session prepares each turn's blocks once, under them
+#: (a strategy's own interceptors do run with its fits).
+_WHOLE_REPLAY = frozenset(FIELDS) - {"interceptors"}
+
+
+def _strategy(value: Any, where: str) -> Any:
+    """A replay's strategy: a name, or a strategy object (``propose``) or callable, as ``plan_prompt`` takes.
+
+    >>> _strategy(5, "strategies[0]")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidSettings: strategies[0] must be a strategy name or a strategy object, got 5.
+    """
+    if (isinstance(value, str) and value.strip()) or callable(value) or callable(getattr(value, "propose", None)):
+        return value
+    raise InvalidSettings(f"{where} must be a strategy name or a strategy object, got {value!r}.")
 
 
 def _label(strategy: Any, options: Mapping[str, Any]) -> str:
@@ -641,9 +666,13 @@ class _Walker:
         """Per declared fact, the first message position from which it is in force."""
         first: list[int | None] = [None] * len(self.facts)
         for index, fact in enumerate(self.facts):
-            pinned = pinned_position(fact, self.ids)
             if fact.message is not None:
-                first[index] = pinned
+                first[index] = pinned_position(fact, self.ids)
+                if first[index] is None:  # a replay holds the whole conversation: the message is not in it
+                    raise InvalidSettings(
+                        f"facts[{index}] is pinned to message {fact.message!r}, which the conversation does not hold "
+                        f"(it has {len(self.ids)} messages: give an index from 0 to {len(self.ids) - 1}, or a "
+                        f"message's id).")
         for position, text in enumerate(self.texts):
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:

@@ -6,11 +6,14 @@ A fact is declared as
 * a ``/pattern/flags`` string — a regular expression, written and run like a
   lorebook regex key (``inputs/lorebook/matching.py``: JavaScript syntax,
   a CPU-time limit per search and per replay, a pattern too long is never run);
+  one so written that does not compile is refused (a lorebook would read it as
+  text; ``{"text": ...}`` says that), while ``/usr/bin/`` (a slash inside) is text;
 * a mapping ``{"text": ...}`` or ``{"regex": ...}``, with an optional
   ``"name"`` and ``"message"`` (a message id or index): the fact is *pinned*
   to that message and is in force from the turn that message is part of;
   ``{"message": ...}`` alone pins the whole message: it is present when that
-  message is sent or a summary line quotes it.
+  message is sent or a summary line quotes it. A replay refuses a pin to a
+  message its conversation does not hold (an audit's chat may grow to it).
 
 A text or regex fact is in force from the first turn whose conversation so far
 contains it. At each turn it is **present** when a sent block holds it —
@@ -47,7 +50,7 @@ from typing import Any
 
 from ..errors import InvalidSettings
 from ..inputs import messages as msg
-from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key
+from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key, regex_shaped
 
 VERBATIM = "verbatim"
 IN_SUMMARY = "summary"
@@ -163,7 +166,13 @@ def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
 def _declared(fact: Any, position: int) -> Fact:
     where = f"facts[{position}]"
     if isinstance(fact, str):
-        fact = {"regex": fact} if compile_regex_key(fact) is not None else {"text": fact}
+        if compile_regex_key(fact) is not None:
+            fact = {"regex": fact}
+        elif regex_shaped(fact):  # a lorebook key would be read as text; a fact so written is meant as a regex
+            raise InvalidSettings(f"{where} is written as a /regex/ but does not compile: {fact!r}. Fix the pattern, "
+                                  f"or give {{\"text\": {fact!r}}} to look for it as text.")
+        else:
+            fact = {"text": fact}
     if not isinstance(fact, Mapping):
         raise InvalidSettings(f"{where} must be a string or an object, got {type(fact).__name__}.")
     unknown = set(fact) - {"name", "text", "regex", "message"}

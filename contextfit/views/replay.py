@@ -254,22 +254,10 @@ _EMPTY = {
 
 
 def fact_notes(result: Replay) -> list[str]:
-    """A line for each declared fact that no turn checks, because no message holds it (a
-    ``/pattern/flags`` that is not a valid regular expression is read as text) or its message is not there."""
+    """A line for each declared fact that no turn checks because no message holds it (the
+    replay refuses a ``/regex/`` that does not compile and a pin to a message it does not hold)."""
     checked = {state.name for rows in result.turns.values() for row in rows for state in row.facts}
-    notes = []
-    for fact in result.facts:
-        if fact.name in checked:
-            continue
-        if fact.text is None and fact.regex is None:
-            notes.append(f"No message {fact.message!r} in the conversation, so no turn checks “{fact.name}”.")
-            continue
-        note = f"No message holds “{fact.name}”, so no turn checks it"
-        text = fact.text or ""
-        if len(text) > 2 and text.startswith("/") and text.rfind("/") > 0:
-            note += " (it is read as text: it is not a valid /pattern/flags regular expression)"
-        notes.append(note + ".")
-    return notes
+    return [f"No message holds “{fact.name}”, so no turn checks it." for fact in result.facts if fact.name not in checked]
 
 
 def turn_plans(messages: list[dict], settings: PlanSettings, result: Replay, turn: int,

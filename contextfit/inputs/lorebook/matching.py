@@ -154,6 +154,17 @@ def compile_regex_key(key: str) -> RegexKey | None:
     return _compile_regex_key(key, _LIMITS.get().max_pattern_chars)
 
 
+def regex_shaped(key: str) -> bool:
+    """Whether ``key`` is written as a regex key (``/pattern/flags``, no unescaped slash
+    inside, no flag twice), compiling or not: what :func:`compile_regex_key` tries.
+
+    >>> regex_shaped("/(x/"), regex_shaped("/usr/bin/"), regex_shaped("forest")
+    (True, False, False)
+    """
+    found = _REGEX_KEY.match(key)
+    return bool(found) and not _UNESCAPED_SLASH.search(found.group(1)) and len(set(found.group(2))) == len(found.group(2))
+
+
 @lru_cache(maxsize=2048)
 def _compile_regex_key(key: str, max_pattern_chars: int) -> RegexKey | None:
     found = _REGEX_KEY.match(key)
