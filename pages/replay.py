@@ -89,7 +89,7 @@ try:
     else:
         messages, settings = views.conversation_input(conversation, setup)
     with st.spinner("Replaying every turn under every strategy…"):
-        result = views.run(messages, settings, setup)
+        result = views.cached_run(state, messages, settings, setup)
 except contextfit.ContextfitError as error:
     st.error(dashboard.error_text(error))
     st.stop()

@@ -209,3 +209,20 @@ def test_a_one_turn_chat_reads_as_one_turn():
     assert not at.exception and not at.error
     assert _turns(at).startswith("1 turn ·")  # not "1 turns"
     assert len(at.get("plotly_chart")) >= 4 and not at.slider  # no slider for a single turn
+
+
+def test_moving_the_turn_slider_draws_the_same_replay_again_and_an_edit_replays(monkeypatch):
+    runs = []
+    real = views.run
+    monkeypatch.setattr(views, "run", lambda *args: runs.append(1) or real(*args))
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and len(runs) == 1
+    at.slider(key="replay_turn").set_value(1).run()
+    assert not at.exception and len(runs) == 1  # another turn of the replay it has
+    assert any(metric.label == "Prompt tokens" for metric in at.metric)
+    at.number_input(key="replay_limit").set_value(600).run()
+    assert len(runs) == 2  # a new budget: a new replay
+    at.text_area(key="replay_facts").input("ORD-7731").run()
+    assert len(runs) == 3 and not at.exception

@@ -9,7 +9,9 @@ retention with a marker where a fact was lost) and the plans of one turn.
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +88,24 @@ def stored_input(store: Store, chat_id: str, setup: ReplaySetup) -> tuple[list[d
 def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup) -> Replay:
     """The replay of ``messages`` with the setup's strategies and facts."""
     return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None)
+
+
+_RESULT = "replay_result"  # the session's latest replay: (its input's digest, the result)
+
+
+def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: PlanSettings,
+               setup: ReplaySetup) -> Replay:
+    """:func:`run`, kept for the session while its input stays the same: a move of the
+    turn slider draws another turn of the same replay (a 400-turn chat took 2 s a move).
+    The input is read whole (messages, settings, setup), so an edit replays again."""
+    digest = hashlib.sha256(json.dumps([messages, repr(settings), repr(setup)], sort_keys=True,
+                                       default=repr).encode("utf-8", "surrogatepass")).hexdigest()
+    found = state.get(_RESULT)
+    if found is not None and found[0] == digest:
+        return found[1]
+    result = run(messages, settings, setup)
+    state[_RESULT] = (digest, result)
+    return result
 
 
 def restore(state: MutableMapping[str, Any]) -> None:
