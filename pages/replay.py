@@ -61,9 +61,17 @@ with st.sidebar:
         identity = f"chat:{chat_id}"
     st.header("Model and budget")
     models = [info.id for info in contextfit.list_models()]
-    suggested = (dashboard.suggested_setup(conversation) if conversation is not None
-                 else views.ReplaySetup("gpt-4o", 32_000, 4_000))
-    views.follow(state, identity, suggested, models)  # a new conversation: its model and limits
+    suggested, declared = views.ReplaySetup("gpt-4o", 32_000, 4_000), ""
+    if chat_id is not None:  # the chat's own model, limits and facts (the Audit page's "what if" starts there)
+        try:
+            suggested, declared = views.stored_setup(shared_store(), chat_id)
+        except contextfit.ContextfitError as error:  # gone since it was listed, say
+            st.error(dashboard.error_text(error))
+            st.stop()
+    elif conversation is not None:
+        suggested = dashboard.suggested_setup(conversation)
+        declared = views.facts_to_text(conversation.settings.get("facts"))
+    views.follow(state, identity, suggested, models, declared)  # a new conversation: its model, limits and facts
     model = st.selectbox("Model", models, key="replay_model")
     limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, step=256, key="replay_limit")
     reserve = st.number_input("Response reserve", min_value=0, max_value=views.MAX_LIMIT, step=128, key="replay_reserve")
@@ -73,7 +81,8 @@ with st.sidebar:
                          help="truncate, summarize and clear-tool-results cutting down to 70% of the budget, "
                          "so the cached prompt prefix holds for several turns.")
     facts_text = st.text_area("Must-survive facts", key="replay_facts", height=90,
-                              help="One per line: text, or /regex/flags. Empty: the default entity rule "
+                              help="One per line: text, /regex/flags, or a JSON object such as "
+                              '{"text": "ORD-7731", "message": 3} (pinned to a message). Empty: the default entity rule '
                               "(numbers, identifiers, quoted strings, names, code symbols the latest user "
                               "message shares with an earlier one).")
 views.keep(state)

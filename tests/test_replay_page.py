@@ -97,6 +97,34 @@ def test_the_audit_page_opens_a_replay_of_its_chat(tmp_path, monkeypatch):
     assert at.title[0].value == "Replay"
     assert at.selectbox(key="replay_chat_choice").value == chat_id
     assert at.dataframe[0].value["strategy"][0] == "truncate"
+    # the "what if" starts from the chat's own model and limits (it started at gpt-4o, 32,000 and 4,000)
+    assert (at.selectbox(key="replay_model").value, at.number_input(key="replay_limit").value,
+            at.number_input(key="replay_reserve").value) == ("gpt-4o", 400, 100)
+
+
+def test_a_stored_chat_is_replayed_with_its_own_model_limits_and_facts(tmp_path, monkeypatch):
+    from contextfit.serving.store import open_store
+
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
+    setup = dashboard.Setup(model="gpt-4o-mini", context_limit=600, response_reserve=50)
+    chat_id = dashboard.send_with_echo(contextfit.load_conversation(json.dumps(CHAT)), setup, "truncate",
+                                       store=str(tmp_path / "chats.db"))
+    store = open_store(str(tmp_path / "chats.db"))
+    facts = ["ORD-7731", {"text": "courier", "message": 2}]
+    chat = store.update_chat(chat_id, settings={**store.get_chat(chat_id).settings, "facts": facts})
+    store.close()
+    assert views.facts_from_text(views.facts_to_text(facts)) == tuple(facts)
+    at = app()
+    at.session_state["replay_chat"] = chat.id  # as the Audit page's "Replay under other settings" leaves it
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and not at.error
+    assert (at.selectbox(key="replay_model").value, at.number_input(key="replay_limit").value,
+            at.number_input(key="replay_reserve").value) == ("gpt-4o-mini", 600, 50)
+    assert at.text_area(key="replay_facts").value == 'ORD-7731\n{"text": "courier", "message": 2}'
+    assert "facts: declared" in _turns(at) and "gpt-4o-mini" in _turns(at)
+    # what the user then changes stays while the chat does
+    at.number_input(key="replay_limit").set_value(900).run()
+    assert at.number_input(key="replay_limit").value == 900 and "ORD-7731" in at.text_area(key="replay_facts").value
 
 
 def _turns(at) -> str:

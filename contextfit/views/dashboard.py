@@ -95,9 +95,16 @@ def suggested_setup(conversation: Conversation, model: str | None = None) -> Set
         info = get_model(conversation_model(conversation, model))
     except ContextfitError:
         info = get_model(conversation_model(conversation))
-    settings = plan_options(conversation.settings)
-    limit = settings.get("context_limit", info.context_limit)
-    reserve = settings.get("response_reserve", min(info.max_output, limit // 4))
+    return setup_for(info.id, conversation.settings)
+
+
+def setup_for(model: str, settings: Mapping[str, Any] | None) -> Setup:
+    """A known model's setup under JSON settings (a bundle's, a stored chat's): their limit
+    and reserve, else the model's window and a quarter of it at most for the reply."""
+    info = get_model(model)
+    options = plan_options(settings)
+    limit = options.get("context_limit", info.context_limit)
+    reserve = options.get("response_reserve", min(info.max_output, limit // 4))
     return Setup(model=info.id, context_limit=int(limit), response_reserve=int(reserve))
 
 

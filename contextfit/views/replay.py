@@ -26,6 +26,7 @@ from ..serving.generation import preview_input
 from ..serving.store import Store
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept
+from .dashboard import setup_for
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
 #: when a run does not draw it); the turn slider starts again at the last turn.
@@ -64,13 +65,58 @@ class ReplaySetup:
         return {"model": self.model, "context_limit": self.context_limit, "response_reserve": self.response_reserve}
 
 
-def facts_from_text(text: str | None) -> tuple[str, ...]:
-    """One fact per non-blank line (``/pattern/flags`` for a regular expression).
+def facts_from_text(text: str | None) -> tuple[Any, ...]:
+    """One fact per non-blank line: text, ``/pattern/flags`` for a regular expression, or a
+    JSON object such as ``{"text": "ORD-7731", "message": 3}`` (a fact pinned to a message).
 
-    >>> facts_from_text("ORD-7731\\n\\n /zenith/i ")
-    ('ORD-7731', '/zenith/i')
+    >>> facts_from_text('ORD-7731\\n\\n /zenith/i \\n{"message": 2}\\n{not json}')
+    ('ORD-7731', '/zenith/i', {'message': 2}, '{not json}')
     """
-    return tuple(line.strip() for line in (text or "").splitlines() if line.strip())
+    facts: list[Any] = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                facts.append(value)
+                continue
+        if line:
+            facts.append(line)
+    return tuple(facts)
+
+
+def facts_to_text(facts: Any) -> str:
+    """The text area's lines for declared facts (a chat's ``settings.facts``): what
+    :func:`facts_from_text` reads back; a fact that is not one plain line is written as JSON.
+
+    >>> facts_to_text(["ORD-7731", {"message": 2}, "two\\nlines", "{braces}"])
+    'ORD-7731\\n{"message": 2}\\n{"text": "two\\\\nlines"}\\n{"text": "{braces}"}'
+    >>> facts_from_text(facts_to_text(["ORD-7731", {"message": 2}, "{braces}"]))
+    ('ORD-7731', {'message': 2}, {'text': '{braces}'})
+    """
+    if not isinstance(facts, (list, tuple)):
+        return ""
+    lines = []
+    for fact in facts:
+        if isinstance(fact, str) and fact.strip() == fact and "\n" not in fact and not fact.startswith("{"):
+            lines.append(fact)
+        else:
+            lines.append(json.dumps(fact if isinstance(fact, dict) else {"text": fact}, ensure_ascii=False))
+    return "\n".join(lines)
+
+
+def stored_setup(store: Store, chat_id: str) -> tuple[ReplaySetup, str]:
+    """A stored chat's own model, limit and reserve (its settings', else its model's; gpt-4o
+    for a chat without a known model) and its declared facts as the text area's lines."""
+    chat = store.get_chat(chat_id)
+    try:
+        setup = setup_for(chat.model or "gpt-4o", chat.settings)
+    except ContextfitError:  # a model the catalog no longer has
+        setup = setup_for("gpt-4o", chat.settings)
+    return ReplaySetup(setup.model, setup.context_limit, setup.response_reserve), facts_to_text(chat.settings.get("facts"))
 
 
 def conversation_input(conversation: Any, setup: ReplaySetup) -> tuple[list[dict], PlanSettings]:
@@ -128,20 +174,22 @@ def keep(state: MutableMapping[str, Any]) -> None:
             state[kept(key)] = state[key]
 
 
-def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: Any, models: list[str]) -> None:
-    """Give the model and limit widgets a new conversation's suggestion (``suggested``: its model,
-    ``context_limit`` and ``response_reserve``); the user's edits stay while the conversation does.
+def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: Any, models: list[str],
+           facts: str = "") -> None:
+    """Give the model, limit and facts widgets a new conversation's suggestion (``suggested``:
+    its model, ``context_limit`` and ``response_reserve``; ``facts``: the facts it declares, as
+    lines); the user's edits stay while the conversation does.
 
     >>> from types import SimpleNamespace as S
     >>> state = {}
     >>> follow(state, "sample:a", S(model="gpt-4o", context_limit=2200, response_reserve=400), ["gpt-4o"])
-    >>> state["replay_limit"] = 3000  # typed in the widget
+    >>> state["replay_limit"], state["replay_facts"] = 3000, "ORD-7731"  # typed in the widgets
     >>> follow(state, "sample:a", S(model="gpt-4o", context_limit=2200, response_reserve=400), ["gpt-4o"])
-    >>> state["replay_limit"], state["replay_reserve"]
-    (3000, 400)
-    >>> follow(state, "sample:b", S(model="gpt-4o", context_limit=1100, response_reserve=300), ["gpt-4o"])
-    >>> state["replay_limit"], state["replay_reserve"]
-    (1100, 300)
+    >>> state["replay_limit"], state["replay_reserve"], state["replay_facts"]
+    (3000, 400, 'ORD-7731')
+    >>> follow(state, "chat:b", S(model="gpt-4o", context_limit=1100, response_reserve=300), ["gpt-4o"], "Zenith")
+    >>> state["replay_limit"], state["replay_reserve"], state["replay_facts"]
+    (1100, 300, 'Zenith')
     """
     fresh = state.get("replay_setup_for") != conversation_key
     if fresh or state.get("replay_model") not in models:
@@ -149,6 +197,8 @@ def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: An
     if fresh or "replay_limit" not in state or "replay_reserve" not in state:
         state["replay_limit"] = min(max(int(suggested.context_limit), 1), MAX_LIMIT)
         state["replay_reserve"] = min(max(int(suggested.response_reserve), 0), MAX_LIMIT)
+    if fresh:  # facts belong to a conversation
+        state["replay_facts"] = facts
     state["replay_setup_for"] = conversation_key
 
 
@@ -318,6 +368,7 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "conversation_input", "current_conversation", "fact_notes", "facts_from_text", "follow", "keep", "lines_figure",
-    "restore", "run", "series", "stored_input", "totals_rows", "turn_plans", "turn_summary", "verdict_text",
+    "ReplaySetup", "cached_run", "conversation_input", "current_conversation", "fact_notes", "facts_from_text",
+    "facts_to_text", "follow", "keep", "lines_figure", "restore", "run", "series", "stored_input", "stored_setup",
+    "totals_rows", "turn_plans", "turn_summary", "verdict_text",
 ]
