@@ -8,6 +8,9 @@ import streamlit as st
 from contextfit.views import bands, charts, dashboard
 from contextfit.views.audits import list_audited_chats, load_audit_plan
 from contextfit.serving.store_cache import shared_store
+from contextfit.views.frame import in_frame
+
+in_frame()
 
 st.title("Audit")
 st.caption(

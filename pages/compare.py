@@ -8,6 +8,9 @@ import contextfit
 from contextfit.views import (
     block_chart, breakdown, budget_bar, charts, compare_state, dashboard, diff, fate_grid, presentation, report, source_panel, verdict,
 )
+from contextfit.views.frame import in_frame
+
+in_frame()
 
 state = st.session_state
 state.setdefault("overrides", {})

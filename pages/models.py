@@ -8,6 +8,9 @@ from contextfit.tokens import fast
 from contextfit.views.catalog import price_row, price_rows
 from contextfit.serving.store_cache import shared_store
 from contextfit.views import bands, calibration
+from contextfit.views.frame import in_frame
+
+in_frame()
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")

@@ -5,6 +5,9 @@ import streamlit as st
 
 import contextfit
 from contextfit.views import dashboard
+from contextfit.views.frame import in_frame
+
+in_frame()
 
 st.title("Plugins")
 st.caption("Built-in strategies register through the same door as plugins; installed packages add more "

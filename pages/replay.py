@@ -10,6 +10,9 @@ from contextfit.serving.store_cache import shared_store
 from contextfit.views import charts, dashboard
 from contextfit.views import replay as views
 from contextfit.views.audits import list_audited_chats
+from contextfit.views.frame import in_frame
+
+in_frame()
 
 state = st.session_state
 

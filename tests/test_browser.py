@@ -42,10 +42,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@contextmanager
+def dashboard_server(database: Path):
+    """A new Streamlit server of the dashboard on a free loopback port: its URL."""
     port = _free_port()
-    env = {**os.environ, "CONTEXTFIT_DB": str(tmp_path_factory.mktemp("db") / "chats.db")}
+    env = {**os.environ, "CONTEXTFIT_DB": str(database)}
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
@@ -63,12 +64,20 @@ def server(tmp_path_factory):
                 process.kill()
                 pytest.fail(f"streamlit did not start: {process.stdout.read().decode(errors='replace')}")
             time.sleep(0.2)
-    yield url
-    process.terminate()
     try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with dashboard_server(tmp_path_factory.mktemp("db") / "chats.db") as url:
+        yield url
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-from test_browser import ARTIFACTS, load, page, script_run, server  # noqa: E402,F401  (fixtures and helpers)
+from test_browser import (  # noqa: E402,F401  (fixtures and helpers)
+    ARGS, ARTIFACTS, CHROMIUM, READY, dashboard_server, load, page, script_run, server, sync_playwright,
+)
 
 import contextfit  # noqa: E402
 from contextfit.inputs.samples import SAMPLES, sample_text  # noqa: E402
@@ -45,3 +47,28 @@ def test_replay_page_draws_lines_verdict_and_a_turn(page, server):  # noqa: F811
         arg=[f"{first:,}"],
     )
     assert page.locator('[data-testid="stMetricValue"]').count() == len(expected.totals)
+
+
+@pytest.mark.parametrize("path, title", [("/replay", "Replay"), ("/models", "Models & tokenizers")])
+def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(tmp_path, path, title):
+    # Until a session ran app.py, Streamlit ran a page opened by its address on its own (a pages/
+    # folder beside the main script): file names for navigation ("compare", "replay"), the narrow
+    # layout, no preload; and it stayed so for that browser tab. A bookmark, or a reload after a
+    # restart in the middle of a demo, opens a page that way.
+    with dashboard_server(tmp_path / "chats.db") as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(120_000)
+            page.goto(url + path)
+            page.locator("h1").filter(has_text=title).wait_for()
+            page.wait_for_selector(READY)
+            navigation = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            assert "Compare strategies" in navigation and "Replay" in navigation  # app.py's pages and titles
+            assert "compare" not in navigation.split()  # not the files' names
+            main = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
+            assert main["width"] > 1200  # app.py's wide layout (the narrow one is 736 pixels at most)
+            assert page.url.endswith(path)
+            assert page.locator('[data-testid="stException"]').count() == 0
+        finally:
+            browser.close()
