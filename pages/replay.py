@@ -118,6 +118,8 @@ st.caption(
     f"{result.budget:,} tokens · cache rule {result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
+if (approximate := views.approximate_note(result.model)):
+    st.info(dashboard.plain(approximate))
 for note in [*result.notes, *views.fact_notes(result)]:
     st.warning(dashboard.plain(note))
 left, right = st.columns(2)
@@ -129,7 +131,7 @@ right.plotly_chart(views.lines_figure(result, "retention"), key="replay-retentio
 st.subheader("One turn")
 turn = st.slider("Turn", 1, len(result.requests), len(result.requests), key="replay_turn") if len(result.requests) > 1 else 1
 plans = views.turn_plans(messages, settings, result, turn, setup)
-columns = st.columns(min(len(plans), 4))
+columns = st.columns(min(len(plans), 3))  # four to a row squeezed the charts' axes at 1280 pixels
 for position, (label, plan) in enumerate(plans.items()):
     with columns[position % len(columns)]:
         st.markdown(f"**{label}**")

@@ -254,3 +254,16 @@ def test_moving_the_turn_slider_draws_the_same_replay_again_and_an_edit_replays(
     assert len(runs) == 2  # a new budget: a new replay
     at.text_area(key="replay_facts").input("ORD-7731").run()
     assert len(runs) == 3 and not at.exception
+
+
+@pytest.mark.parametrize("model, approximate", [("claude-sonnet-4", True), ("gpt-4o", False)])
+def test_the_page_says_when_the_counts_are_approximate(model, approximate):
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    at.selectbox(key="replay_model").select(model).run()
+    assert not at.exception
+    said = [info.value for info in at.info if "are approximate" in info.value]
+    assert len(said) == (1 if approximate else 0)
+    if approximate:
+        assert said[0].startswith(f"Token counts for {model} are approximate")

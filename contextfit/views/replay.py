@@ -24,6 +24,8 @@ from ..engine.replay import Replay, replay, variants
 from ..errors import ContextfitError, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
+from ..tokens.models import get_model
+from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept
 from .dashboard import setup_for
@@ -323,6 +325,20 @@ _EMPTY = {
 }
 
 
+def approximate_note(model: str) -> str | None:
+    """What the page says when the model's counts are an estimate (Claude, Gemini...).
+
+    >>> approximate_note("gpt-4o") is None, approximate_note("claude-sonnet-4").startswith("Token counts for claude")
+    (True, True)
+    """
+    tokenizer = get_tokenizer(get_model(model).tokenizer)
+    if not tokenizer.approximate:
+        return None
+    return (f"Token counts for {model} are approximate (the Models & tokenizers page says how they are "
+            "estimated). Each fit plans to the upper end of the band, so the prompt tokens, cached tokens and "
+            "costs here are upper estimates.")
+
+
 def fact_notes(result: Replay) -> list[str]:
     """A line for each declared fact that no turn checks because no message holds it (the
     replay refuses a ``/regex/`` that does not compile and a pin to a message it does not hold)."""
@@ -368,7 +384,7 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "cached_run", "conversation_input", "current_conversation", "fact_notes", "facts_from_text",
+    "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes", "facts_from_text",
     "facts_to_text", "follow", "keep", "lines_figure", "restore", "run", "series", "stored_input", "stored_setup",
     "totals_rows", "turn_plans", "turn_summary", "verdict_text",
 ]
