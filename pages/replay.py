@@ -30,6 +30,10 @@ st.caption(
 )
 
 views.restore(state)  # the choices Streamlit dropped while another page was shown
+models = [info.id for info in contextfit.list_models()]
+for note in views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
+                            [sample.key for sample in SAMPLES]):  # a reload or a link: its choices, once
+    st.warning(note)
 current = views.current_conversation(state, read)
 stored_chat = state.pop("replay_chat", None)  # set by the Audit page's "Replay under other settings"
 if stored_chat:
@@ -63,7 +67,6 @@ with st.sidebar:
         chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")
         identity = f"chat:{chat_id}"
     st.header("Model and budget")
-    models = [info.id for info in contextfit.list_models()]
     suggested, declared = views.ReplaySetup("gpt-4o", 32_000, 4_000), ""
     if chat_id is not None:  # the chat's own model, limits and facts (the Audit page's "what if" starts there)
         try:
@@ -78,9 +81,10 @@ with st.sidebar:
     model = st.selectbox("Model", models, key="replay_model")
     limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, step=256, key="replay_limit")
     reserve = st.number_input("Response reserve", min_value=0, max_value=views.MAX_LIMIT, step=128, key="replay_reserve")
-    strategies = st.multiselect("Strategies", list(BUILTIN_STRATEGIES), default=list(BUILTIN_STRATEGIES),
-                                key="replay_strategies")
-    stable = st.checkbox("Also with stable_prefix", value=True, key="replay_stable",
+    state.setdefault("replay_strategies", list(BUILTIN_STRATEGIES))  # set here, not as the widgets' defaults:
+    state.setdefault("replay_stable", True)  # a link or a page switch sets them too
+    strategies = st.multiselect("Strategies", list(BUILTIN_STRATEGIES), key="replay_strategies")
+    stable = st.checkbox("Also with stable_prefix", key="replay_stable",
                          help="truncate, summarize and clear-tool-results cutting down to 70% of the budget, "
                          "so the cached prompt prefix holds for several turns.")
     facts_text = st.text_area("Must-survive facts", key="replay_facts", height=90,
@@ -89,6 +93,12 @@ with st.sidebar:
                               "(numbers, identifiers, quoted strings, names, code symbols the latest user "
                               "message shares with an earlier one).")
 views.keep(state)
+link = views.link_of(state)
+for key in views.LINK_KEYS:  # the URL names this replay: a reload or a shared link opens it again
+    if key not in link and key in st.query_params:
+        del st.query_params[key]
+    elif key in link and st.query_params.get(key) != link[key]:
+        st.query_params[key] = link[key]
 
 if not strategies:
     st.info("Choose at least one strategy in the sidebar.")

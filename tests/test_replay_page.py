@@ -267,3 +267,44 @@ def test_the_page_says_when_the_counts_are_approximate(model, approximate):
     assert len(said) == (1 if approximate else 0)
     if approximate:
         assert said[0].startswith(f"Token counts for {model} are approximate")
+
+
+def test_a_link_opens_the_same_replay_and_the_page_keeps_its_link():
+    # a reload started over from the defaults: the page kept nothing in its URL
+    at = app()
+    at.switch_page("pages/replay.py").run()
+    at.selectbox(key="replay_sample").select("support_chat").run()
+    at.number_input(key="replay_limit").set_value(3000).run()
+    at.multiselect(key="replay_strategies").set_value(["truncate", "summarize"]).run()
+    at.checkbox(key="replay_stable").uncheck().run()
+    at.text_area(key="replay_facts").input("ORD-7731\n/zenith/i").run()
+    assert not at.exception
+    link = {key: at.query_params[key][0] if isinstance(at.query_params[key], list) else at.query_params[key]
+            for key in views.LINK_KEYS if key in at.query_params}
+    assert link == {"source": "sample:support_chat", "model": at.selectbox(key="replay_model").value, "limit": "3000",
+                    "reserve": str(at.number_input(key="replay_reserve").value), "strategies": "truncate,summarize",
+                    "stable": "0", "facts": "ORD-7731\n/zenith/i"}
+    reloaded = app()  # a new session with that URL
+    for key, value in link.items():
+        reloaded.query_params[key] = value
+    reloaded.switch_page("pages/replay.py").run()
+    assert not reloaded.exception and not [w for w in reloaded.warning if "from the link" in w.value]
+    assert reloaded.selectbox(key="replay_sample").value == "support_chat"
+    assert reloaded.number_input(key="replay_limit").value == 3000
+    assert reloaded.multiselect(key="replay_strategies").value == ["truncate", "summarize"]
+    assert reloaded.checkbox(key="replay_stable").value is False
+    assert reloaded.text_area(key="replay_facts").value == "ORD-7731\n/zenith/i"
+    assert list(reloaded.dataframe[0].value["strategy"]) == ["truncate", "summarize"]
+
+
+def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
+    at = app()
+    for key, value in {"source": "sample:gone", "limit": "-5", "strategies": "nope,truncate", "stable": "x"}.items():
+        at.query_params[key] = value
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    warnings = [warning.value for warning in at.warning]
+    assert any("source='sample:gone'" in text for text in warnings)
+    assert any("limit='-5'" in text for text in warnings) and any("'nope'" in text for text in warnings)
+    assert at.multiselect(key="replay_strategies").value == ["truncate"]
+    assert at.dataframe[0].value["strategy"][0] == "truncate"

@@ -64,7 +64,8 @@ class UrlSettings:
     notes: tuple[str, ...] = field(default=())
 
 
-def _one(params: Mapping[str, Any], key: str) -> str | None:
+def query_value(params: Mapping[str, Any], key: str) -> str | None:
+    """A query parameter's value (the last one given), or ``None``."""
     value = params.get(key)
     if isinstance(value, (list, tuple)):
         value = value[-1] if value else None
@@ -90,13 +91,13 @@ def read_query(params: Mapping[str, Any], models: Sequence[str], names: Sequence
     ("Ignored reserve='-1' from the link: a whole number of tokens from 0 is expected.", "Ignored the unknown strategy 'nope' from the link.")
     """
     notes: list[str] = []
-    model = _one(params, "model")
+    model = query_value(params, "model")
     if model is not None and model not in models:
         notes.append(f"Ignored model={model[:60]!r} from the link: it is not in the catalog.")
         model = None
     found: dict[str, int | None] = {}
     for key, minimum in (("limit", 1), ("reserve", 0)):
-        text = _one(params, key)
+        text = query_value(params, key)
         found[key] = None if text is None else _whole(text, minimum, MAX_LIMIT)
         if text is not None and found[key] is None:
             notes.append(f"Ignored {key}={text[:60]!r} from the link: a whole number of tokens from {minimum} is expected.")
@@ -105,7 +106,7 @@ def read_query(params: Mapping[str, Any], models: Sequence[str], names: Sequence
         notes.append(f"Ignored reserve={reserve} from the link: it must be below the limit ({limit}).")
         reserve = None
     strategies: tuple[str, ...] | None = None
-    text = _one(params, "strategies")
+    text = query_value(params, "strategies")
     if text is not None:
         asked = [name.strip() for name in text.split(",") if name.strip()]
         strategies = tuple(dict.fromkeys(name for name in asked if name in names))

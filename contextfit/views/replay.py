@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from ..serving.store import Store
 from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
-from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept
+from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
 from .dashboard import setup_for
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
@@ -196,12 +196,91 @@ def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: An
     fresh = state.get("replay_setup_for") != conversation_key
     if fresh or state.get("replay_model") not in models:
         state["replay_model"] = suggested.model if suggested.model in models else models[0]
-    if fresh or "replay_limit" not in state or "replay_reserve" not in state:
+    if fresh or "replay_limit" not in state:
         state["replay_limit"] = min(max(int(suggested.context_limit), 1), MAX_LIMIT)
+    if fresh or "replay_reserve" not in state:
         state["replay_reserve"] = min(max(int(suggested.response_reserve), 0), MAX_LIMIT)
     if fresh:  # facts belong to a conversation
         state["replay_facts"] = facts
     state["replay_setup_for"] = conversation_key
+
+
+#: The Replay page's query parameters: a reload, a bookmark or a shared link opens the same replay.
+LINK_KEYS = ("source", "model", "limit", "reserve", "strategies", "stable", "facts")
+_SOURCES = {"Sample": "sample", "Stored chat": "chat", "Current conversation": "current"}
+_LINKED_FACTS = 1000  # characters of facts a link carries (more is left out of it)
+
+
+def link_of(state: Mapping[str, Any]) -> dict[str, str]:
+    """The query parameters for the page's choices (what :func:`from_link` reads back).
+
+    >>> link_of({"replay_source": "Sample", "replay_sample": "support_chat", "replay_model": "gpt-4o",
+    ...          "replay_limit": 1100, "replay_reserve": 300, "replay_strategies": ["truncate"],
+    ...          "replay_stable": False, "replay_facts": "ORD-7731"})
+    {'source': 'sample:support_chat', 'model': 'gpt-4o', 'limit': '1100', 'reserve': '300', 'strategies': 'truncate', 'stable': '0', 'facts': 'ORD-7731'}
+    """
+    kind = _SOURCES.get(state.get("replay_source"))
+    chosen = {"sample": state.get("replay_sample"), "chat": state.get("replay_chat_choice"), "current": None}.get(kind)
+    link = {
+        "source": kind if chosen is None else f"{kind}:{chosen}",
+        "model": state.get("replay_model"),
+        "limit": None if state.get("replay_limit") is None else str(int(state["replay_limit"])),
+        "reserve": None if state.get("replay_reserve") is None else str(int(state["replay_reserve"])),
+        "strategies": ",".join(state.get("replay_strategies") or ()),
+        "stable": "1" if state.get("replay_stable", True) else "0",
+        "facts": state.get("replay_facts") or None,
+    }
+    if link["facts"] is not None and len(link["facts"]) > _LINKED_FACTS:
+        link["facts"] = None
+    return {key: value for key, value in link.items() if value}
+
+
+def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models: Sequence[str],
+              names: Sequence[str], samples: Sequence[str]) -> list[str]:
+    """Put a link's choices (:func:`link_of`) into the page's widgets, once per session: the
+    values a link may not hold are left out, with a note each.
+
+    >>> state = {}
+    >>> from_link(state, {"source": "sample:support_chat", "limit": "1100", "strategies": "truncate,nope",
+    ...                   "stable": "0"}, ["gpt-4o"], ["truncate"], ["support_chat"])
+    ["Ignored the unknown strategy 'nope' from the link."]
+    >>> state["replay_sample"], state["replay_limit"], state["replay_strategies"], state["replay_stable"]
+    ('support_chat', 1100, ['truncate'], False)
+    >>> from_link(state, {"source": "sample:gone"}, ["gpt-4o"], ["truncate"], ["support_chat"])
+    []
+    """
+    if state.get("replay_linked"):
+        return []
+    state["replay_linked"] = True
+    url = read_query(params, models, names)
+    notes = list(url.notes)
+    source = query_value(params, "source") or ""
+    kind, _, chosen = source.partition(":")
+    identity: str | None = None
+    if kind == "sample" and chosen in samples:
+        state["replay_source"], state["replay_sample"] = "Sample", chosen
+        identity = f"sample:{chosen}"
+    elif kind == "chat" and chosen:
+        state["replay_source"], state["replay_chat_choice"] = "Stored chat", chosen
+        identity = f"chat:{chosen}"
+    elif kind == "current":
+        state["replay_source"] = "Current conversation"  # the page offers a sample when there is none
+    elif source:
+        notes.append(f"Ignored source={source[:60]!r} from the link: no such sample.")
+    for key, value in (("replay_model", url.model), ("replay_limit", url.limit), ("replay_reserve", url.reserve)):
+        if value is not None:
+            state[key] = value
+    if url.strategies:
+        state["replay_strategies"] = list(url.strategies)
+    stable = query_value(params, "stable")
+    if stable in ("0", "1"):
+        state["replay_stable"] = stable == "1"
+    facts = query_value(params, "facts")
+    if facts is not None:
+        state["replay_facts"] = facts
+    if identity is not None and (url.model or url.limit or url.reserve or facts is not None):
+        state["replay_setup_for"] = identity  # the link's model, limits and facts are this conversation's choices
+    return notes
 
 
 def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
@@ -385,6 +464,6 @@ def verdict_text(result: Replay) -> str:
 
 __all__ = [
     "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes", "facts_from_text",
-    "facts_to_text", "follow", "keep", "lines_figure", "restore", "run", "series", "stored_input", "stored_setup",
+    "facts_to_text", "follow", "from_link", "keep", "link_of", "lines_figure", "restore", "run", "series", "stored_input", "stored_setup",
     "totals_rows", "turn_plans", "turn_summary", "verdict_text",
 ]
