@@ -332,7 +332,9 @@ def replay(
     (``context_limit``, ``response_reserve``, strategy options...);
     ``strategies`` lists names, ``"all"``, or ``{"strategy", "label",
     "options"}`` mappings (the same strategy twice with other options, e.g.
-    ``{"strategy": "truncate", "options": {"stable_prefix": True}}``);
+    ``{"strategy": "truncate", "options": {"stable_prefix": True}}``; a
+    setting every strategy shares, such as ``context_limit``, is refused
+    there with ``INVALID_SETTINGS``: it is one of these keywords);
     ``facts`` the must-survive facts (``survival.py``; without them the
     default entity rule applies). A turn a strategy cannot fit is recorded
     with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
@@ -542,10 +544,10 @@ class _Walker:
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)
         self._starts: list[int] = []
-        # the words (runs of word characters) of the messages before the latest request searched
-        # for -> the first message holding each
+        # each word (run of word characters) of the messages before the latest request an entity
+        # was searched for -> the first message holding it; _worded: how many messages those are
         self._first_in: dict[str, int] = {}
-        self._worded = 0  # how many messages those are
+        self._worded = 0
 
     # -- the request of a turn
 
