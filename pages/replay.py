@@ -93,12 +93,7 @@ with st.sidebar:
                               "(numbers, identifiers, quoted strings, names, code symbols the latest user "
                               "message shares with an earlier one).")
 views.keep(state)
-link = views.link_of(state)
-for key in views.LINK_KEYS:  # the URL names this replay: a reload or a shared link opens it again
-    if key not in link and key in st.query_params:
-        del st.query_params[key]
-    elif key in link and st.query_params.get(key) != link[key]:
-        st.query_params[key] = link[key]
+views.write_link(st.query_params, state)  # the URL names this replay: a reload or a link opens it again
 
 if not strategies:
     st.info("Choose at least one strategy in the sidebar.")

@@ -235,6 +235,24 @@ def link_of(state: Mapping[str, Any]) -> dict[str, str]:
     return {key: value for key, value in link.items() if value}
 
 
+def write_link(params: MutableMapping[str, Any], state: Mapping[str, Any]) -> None:
+    """Make the URL's query parameters (``params``: ``st.query_params``) name the page's
+    choices, writing only what changed (each write updates the browser's address).
+
+    >>> params = {"limit": "2200", "facts": "old", "sample": "kept"}
+    >>> write_link(params, {"replay_source": "Sample", "replay_sample": "a", "replay_limit": 3000})
+    >>> params
+    {'limit': '3000', 'sample': 'kept', 'source': 'sample:a', 'stable': '1'}
+    """
+    link = link_of(state)
+    for key in LINK_KEYS:
+        if key not in link:
+            if key in params:
+                del params[key]
+        elif params.get(key) != link[key]:
+            params[key] = link[key]
+
+
 def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models: Sequence[str],
               names: Sequence[str], samples: Sequence[str]) -> list[str]:
     """Put a link's choices (:func:`link_of`) into the page's widgets, once per session: the
@@ -463,7 +481,7 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes", "facts_from_text",
-    "facts_to_text", "follow", "from_link", "keep", "link_of", "lines_figure", "restore", "run", "series", "stored_input", "stored_setup",
-    "totals_rows", "turn_plans", "turn_summary", "verdict_text",
+    "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
+    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "restore", "run",
+    "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "verdict_text", "write_link",
 ]
