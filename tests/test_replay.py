@@ -267,3 +267,19 @@ def test_fast_path_matches_planning_each_prefix():
         plan = plan_prompt(chat[: turn.message_index + 1], model="gpt-4o", context_limit=400, response_reserve=100,
                            context_strategy="summarize")
         assert plan.prompt_tokens == turn.prompt_tokens
+
+
+def test_a_replay_says_why_no_turn_reads_from_the_cache():
+    small = replay(_fact_chat()[:6], model="gpt-4o", context_limit=600, response_reserve=100, strategies=["truncate"])
+    assert small.totals["truncate"].cache_hit_rate == 0
+    note = next(note for note in small.notes if "no turn reads from the cache" in note)
+    largest = max(row.prompt_tokens for row in small.turns["truncate"])
+    assert note == (f"No request reaches the 1,024 tokens a prompt needs before openai caches it (the largest is "
+                    f"{largest:,}): no turn reads from the cache.")
+    haiku = replay(_fact_chat()[:6], model="claude-3-5-haiku", context_limit=1800, response_reserve=100,
+                   strategies=["truncate"])
+    assert any("2,048 tokens a prompt needs before anthropic" in note for note in haiku.notes)
+    # a prompt that reaches the minimum: no such note (whether or not a turn then hits)
+    large = replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate"])
+    assert max(row.prompt_tokens for row in large.turns["truncate"]) >= 1024
+    assert not [note for note in large.notes if "reads from the cache" in note]

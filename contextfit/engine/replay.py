@@ -371,6 +371,11 @@ def replay(
                      "table to your models file).")
     if walker.rule == pc.AUTOMATIC and info.provider != "openai":
         notes.append(f"{info.provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
+    minimum = walker.minimum if walker.rule == pc.BREAKPOINTS else pc.AUTOMATIC_MINIMUM
+    largest = max((row.prompt_tokens or 0 for rows in turns.values() for row in rows), default=0)
+    if largest < minimum:  # a cache-hit rate of 0 everywhere, said why
+        notes.append(f"No request reaches the {minimum:,} tokens a prompt needs before {info.provider} caches it "
+                     f"(the largest is {largest:,}): no turn reads from the cache.")
     return Replay(
         model=info.id,
         provider=info.provider,
