@@ -283,3 +283,23 @@ def test_a_replay_says_why_no_turn_reads_from_the_cache():
     large = replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate"])
     assert max(row.prompt_tokens for row in large.turns["truncate"]) >= 1024
     assert not [note for note in large.notes if "reads from the cache" in note]
+
+
+def test_each_anthropic_model_caches_from_its_own_documented_minimum():
+    from contextfit.engine import prompt_cache as pc
+
+    assert [pc.anthropic_minimum(m) for m in ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-3-5-haiku",
+                                               "claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6")] == [
+        1024, 1024, 2048, 4096, 4096, 4096]
+    # a prompt between 2,048 and 4,096 tokens: Haiku 3.5 reads its previous request from the cache,
+    # Haiku 4.5 caches nothing (before, every Haiku was held to 2,048)
+    chat = [{"role": "system", "content": "You are a support agent. " + "Policy text. " * 900}]
+    for k in range(3):
+        chat += [{"role": "user", "content": f"Question {k}?"}, {"role": "assistant", "content": f"Answer {k}."}]
+    reads = {}
+    for model in ("claude-3-5-haiku", "claude-haiku-4-5"):
+        result = replay(chat, model=model, context_limit=200_000, response_reserve=1000, strategies=["truncate"])
+        prompts = [row.prompt_tokens for row in result.turns["truncate"]]
+        assert all(2048 <= tokens < 4096 for tokens in prompts), prompts
+        reads[model] = sum(row.cache_read for row in result.turns["truncate"])
+    assert reads["claude-3-5-haiku"] > 0 and reads["claude-haiku-4-5"] == 0
