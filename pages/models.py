@@ -41,7 +41,8 @@ st.dataframe(
 st.subheader("Prices")
 st.caption(
     "US dollars per million tokens, as each provider's pricing page gave them on the date shown. "
-    "Cached input is a prompt-cache read; a cache write costs the input price unless listed. Models without "
+    "Cached input is a prompt-cache read, of prompts from the length shown on; a cache write costs the input "
+    "price unless listed. Models without "
     "a row have no first-party price (open weights, retired ids). Override or add prices in your models file."
 )
 st.dataframe(

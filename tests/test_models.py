@@ -194,6 +194,8 @@ def test_bad_toml_names_the_file(monkeypatch, tmp_path) -> None:
         ('[models."gpt-4o"]\ntokenizer = "gpt2"\n', "gpt-4o", "tokenizer", "o200k_base"),
         ('[models."gpt-4o"]\ncontext_window = 1\n', "gpt-4o", "context_window", "not a model field"),
         ('[models."gpt-4o"]\naliases = "gpt4"\n', "gpt-4o", "aliases", "list of non-empty strings"),
+        ('[models."gpt-4o"]\ncache_minimum = 0\n', "gpt-4o", "cache_minimum", "positive whole number"),
+        ('[models."gpt-4o"]\ncache_minimum = "4k"\n', "gpt-4o", "cache_minimum", "positive whole number"),
         ('[models."new-one"]\ncontext_limit = 8192\n', "new-one", "max_output", "needs max_output, tokenizer"),
         ('[models."new-one"]\nprovider = "Big Co"\ncontext_limit = 8192\nmax_output = 1\ntokenizer = "qwen"\n',
          "new-one", "provider", "lowercase name"),
@@ -215,6 +217,25 @@ def test_missing_env_file_is_reported(monkeypatch, tmp_path) -> None:
     reload_models()
     with pytest.raises(InvalidModelFile, match="does not exist"):
         list_models()
+
+
+def test_a_models_file_sets_the_cache_minimum_a_replay_uses(monkeypatch, tmp_path) -> None:
+    import contextfit
+
+    # the catalog's own, as Anthropic lists them; a new Claude in the user's file gets its own
+    assert (get_model("claude-haiku-4-5").cache_minimum, get_model("gpt-4o").cache_minimum) == (4096, None)
+    path = write(tmp_path / "models.toml", '[models."claude-next"]\nprovider = "anthropic"\ncontext_limit = 200000\n'
+                 'max_output = 8000\ntokenizer = "anthropic"\ncache_minimum = 512\n')
+    monkeypatch.setenv(ENV_VAR, str(path))
+    reload_models()
+    chat = [{"role": "system", "content": "Policy. " * 300}, {"role": "user", "content": "One?"},
+            {"role": "assistant", "content": "Yes."}, {"role": "user", "content": "Two?"}]
+    reads = {}
+    for model in ("claude-next", "claude-sonnet-4"):  # a prompt of some 600 tokens: over 512, under 1,024
+        result = contextfit.replay(chat, model=model, context_limit=200_000, response_reserve=1000, strategies=["truncate"])
+        assert all(512 < row.prompt_tokens < 1024 for row in result.turns["truncate"])
+        reads[model] = sum(row.cache_read for row in result.turns["truncate"])
+    assert reads["claude-next"] > 0 and reads["claude-sonnet-4"] == 0
 
 
 def test_load_models_file_returns_the_resulting_entries(tmp_path) -> None:

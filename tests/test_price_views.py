@@ -60,6 +60,9 @@ def test_the_models_page_shows_prices_with_source_and_date():
     assert catalog.loc["open-mistral-nemo", "input $/M"] == "—"
     prices = next(frame.value for frame in at.dataframe if "cache write $/M" in frame.value.columns).set_index("model")
     assert prices.loc["claude-sonnet-5-5", ["cached input $/M", "cache write $/M"]].tolist() == ["$0.10", "$2.50"]
+    # when the cached price starts to apply: the catalog's per-model minimum, else the provider's rule
+    assert prices.loc["claude-haiku-4-5", "cached from (tokens)"] == "4,096"
+    assert prices.loc["gpt-4o", "cached from (tokens)"] == "1,024"
     assert prices.loc["claude-sonnet-5-5", "source"] == "https://platform.claude.com/docs/en/about-claude/pricing"
     assert prices.loc["claude-sonnet-5-5", "date"] == "2026-12-03"
     assert "llama-3.1-8b-instruct" not in prices.index

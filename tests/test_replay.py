@@ -288,9 +288,10 @@ def test_a_replay_says_why_no_turn_reads_from_the_cache():
 def test_each_anthropic_model_caches_from_its_own_documented_minimum():
     from contextfit.engine import prompt_cache as pc
 
-    assert [pc.anthropic_minimum(m) for m in ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-3-5-haiku",
-                                               "claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6")] == [
-        1024, 1024, 2048, 4096, 4096, 4096]
+    models = ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-3-5-haiku", "claude-haiku-4-5", "claude-opus-4-5",
+              "claude-opus-4-6")
+    assert [pc.anthropic_minimum(m, contextfit.get_model(m).cache_minimum) for m in models] == [
+        1024, 1024, 2048, 4096, 4096, 4096]  # the catalog's cache_minimum, as Anthropic lists them
     # a prompt between 2,048 and 4,096 tokens: Haiku 3.5 reads its previous request from the cache,
     # Haiku 4.5 caches nothing (before, every Haiku was held to 2,048)
     chat = [{"role": "system", "content": "You are a support agent. " + "Policy text. " * 900}]

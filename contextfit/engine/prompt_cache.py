@@ -15,9 +15,9 @@ a prompt cache can serve. Two rule sets, by provider:
   request's whole prompt when that prompt is a prefix of its own, else the
   tools and system text when they are unchanged, else nothing; what it does
   not read up to its last breakpoint it writes (billed at the cache-write
-  price). A prefix shorter than the model's minimum (:data:`ANTHROPIC_MINIMUMS`:
-  1,024 tokens; 2,048 for Haiku 3 and 3.5; 4,096 for Haiku 4.5, Opus 4.5 and
-  4.6) is neither read nor written.
+  price). A prefix shorter than the model's minimum (the catalog's
+  ``cache_minimum``: 1,024 tokens; 2,048 for Haiku 3 and 3.5; 4,096 for Haiku
+  4.5, Opus 4.5 and 4.6) is neither read nor written.
 
 >>> automatic_cached(1023), automatic_cached(1024), automatic_cached(1300)
 (0, 1024, 1280)
@@ -37,14 +37,6 @@ AUTOMATIC_MINIMUM = 1024
 AUTOMATIC_STEP = 128
 ANTHROPIC_MINIMUM = 1024
 ANTHROPIC_HAIKU_MINIMUM = 2048
-#: The shortest prefix each Anthropic model caches, as Anthropic's prompt-caching documentation
-#: lists them (quoted in anthropics/anthropic-sdk-python issue #1194, 2026). A model it does not
-#: list keeps the family's older rule: 2,048 tokens for a Haiku, else 1,024.
-ANTHROPIC_MINIMUMS = {
-    "claude-opus-4-6": 4096, "claude-opus-4-5": 4096, "claude-haiku-4-5": 4096,
-    "claude-sonnet-4-6": 1024, "claude-sonnet-4-5": 1024, "claude-opus-4-1": 1024, "claude-opus-4": 1024,
-    "claude-sonnet-4": 1024, "claude-3-7-sonnet": 1024, "claude-3-5-haiku": 2048, "claude-3-haiku": 2048,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +56,16 @@ def cache_rule(provider: str) -> str:
     return BREAKPOINTS if provider == "anthropic" else AUTOMATIC
 
 
-def anthropic_minimum(model_id: str) -> int:
-    """The shortest prefix an Anthropic model caches.
+def anthropic_minimum(model_id: str, documented: int | None = None) -> int:
+    """The shortest prefix an Anthropic model caches: the catalog's ``cache_minimum`` for it
+    (``documented``, as Anthropic lists them per model), else 2,048 tokens for a Haiku and
+    1,024 for the others.
 
-    >>> anthropic_minimum("claude-sonnet-4"), anthropic_minimum("claude-3-5-haiku"), anthropic_minimum("claude-haiku-4-5")
+    >>> anthropic_minimum("claude-sonnet-4"), anthropic_minimum("claude-3-5-haiku"), anthropic_minimum("claude-x", 4096)
     (1024, 2048, 4096)
     """
-    known = ANTHROPIC_MINIMUMS.get(model_id.lower())
-    if known is not None:
-        return known
+    if documented is not None:
+        return documented
     return ANTHROPIC_HAIKU_MINIMUM if "haiku" in model_id.lower() else ANTHROPIC_MINIMUM
 
 

@@ -542,7 +542,7 @@ class _Walker:
         self.last, _ = self.prepared(requests[0])  # the model, limits and tools are checked first
         self.info = self.last.info
         self.rule = pc.cache_rule(self.info.provider)
-        self.minimum = pc.anthropic_minimum(self.info.id)
+        self.minimum = pc.anthropic_minimum(self.info.id, self.info.cache_minimum)
         self.ids = message_ids(messages)
         self.texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
         self._first_seen = self._first_positions() if facts else []
