@@ -117,3 +117,15 @@ def test_cli_replay_total_and_mean_agree_on_one_turn(tmp_path):
     row = next(line for line in out.getvalue().splitlines() if line.startswith("truncate"))
     total, mean = row.split()[1:3]
     assert total == mean and float(total) > 0
+
+
+def test_cli_replay_takes_pinned_facts_as_json_and_refuses_a_pin_to_no_message(tmp_path, capsys):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--strategy", "truncate", "--fact", '{"message": 1, "name": "first ask"}',
+                 "--fact", "AX55", "--json"], out) == 0
+    data = json.loads(out.getvalue())
+    assert data["facts"][0] == {"name": "first ask", "message": 1} and data["factRule"] == "declared"
+    assert main(["replay", str(path), "--fact", '{"message": 99}']) == 2
+    assert "pinned to message 99" in capsys.readouterr().err

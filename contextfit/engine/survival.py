@@ -43,6 +43,7 @@ An entity is found in a text between non-word characters (``42`` is not in
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -161,6 +162,24 @@ def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
     if isinstance(facts, (str, Mapping)) or not isinstance(facts, Sequence):
         raise InvalidSettings(f"facts must be a list of strings or objects, got {type(facts).__name__}.")
     return [_declared(fact, position) for position, fact in enumerate(facts)]
+
+
+def fact_from_line(line: str) -> str | dict:
+    """A fact as typed on one line (the dashboard's facts box, the CLI's ``--fact``): a JSON
+    object such as ``{"text": "ORD-7731", "message": 3}`` (a fact pinned to a message), else the
+    line itself, text or ``/pattern/flags``.
+
+    >>> fact_from_line('{"message": 2}'), fact_from_line("ORD-7731"), fact_from_line("{not json}")
+    ({'message': 2}, 'ORD-7731', '{not json}')
+    """
+    if line.startswith("{") and line.endswith("}"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(value, dict):
+            return value
+    return line
 
 
 def _declared(fact: Any, position: int) -> Fact:

@@ -108,6 +108,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
     from ..engine.replay import replay
+    from ..engine.survival import fact_from_line
     from ..inputs.formats import load_conversation, load_conversation_file
 
     if args.file == "-":
@@ -120,7 +121,8 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
                        if name in ("truncate", "summarize", "clear-tool-results")]
     model = conversation_model(conversation, args.model)
     settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
-    result = replay(conversation, settings=settings, strategies=strategies, facts=args.fact or None)
+    facts = [fact_from_line(text.strip()) for text in args.fact] if args.fact else None
+    result = replay(conversation, settings=settings, strategies=strategies, facts=facts)
     if args.json:
         json.dump(result.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -296,7 +298,9 @@ def parser() -> argparse.ArgumentParser:
     replaying.add_argument("--stable-prefix", action="store_true",
                            help="also replay truncate, summarize and clear-tool-results with stable_prefix")
     replaying.add_argument("--fact", action="append", metavar="TEXT",
-                           help="a must-survive fact: text, or /regex/flags (repeatable; default: the entity rule)")
+                           help="a must-survive fact: text, /regex/flags, or a JSON object such as "
+                           "'{\"text\": \"ORD-7731\", \"message\": 3}' (pinned to a message); repeatable; "
+                           "default: the entity rule")
     replaying.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     replaying.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
     replaying.add_argument("--format", help="the input format, when detection should not guess")

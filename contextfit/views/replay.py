@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..engine.plan_settings import PlanSettings, settings_for
 from ..engine.replay import Replay, replay, variants
+from ..engine.survival import fact_from_line
 from ..errors import ContextfitError, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
@@ -74,20 +75,7 @@ def facts_from_text(text: str | None) -> tuple[Any, ...]:
     >>> facts_from_text('ORD-7731\\n\\n /zenith/i \\n{"message": 2}\\n{not json}')
     ('ORD-7731', '/zenith/i', {'message': 2}, '{not json}')
     """
-    facts: list[Any] = []
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if line.startswith("{") and line.endswith("}"):
-            try:
-                value = json.loads(line)
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                facts.append(value)
-                continue
-        if line:
-            facts.append(line)
-    return tuple(facts)
+    return tuple(fact_from_line(line.strip()) for line in (text or "").splitlines() if line.strip())
 
 
 def facts_to_text(facts: Any) -> str:
