@@ -306,5 +306,6 @@ def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
     warnings = [warning.value for warning in at.warning]
     assert any("source='sample:gone'" in text for text in warnings)
     assert any("limit='-5'" in text for text in warnings) and any("'nope'" in text for text in warnings)
+    assert any("stable='x'" in text for text in warnings)
     assert at.multiselect(key="replay_strategies").value == ["truncate"]
     assert at.dataframe[0].value["strategy"][0] == "truncate"

@@ -281,6 +281,8 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     stable = query_value(params, "stable")
     if stable in ("0", "1"):
         state["replay_stable"] = stable == "1"
+    elif stable is not None:
+        notes.append(f"Ignored stable={stable[:60]!r} from the link: 0 or 1 is expected.")
     facts = query_value(params, "facts")
     if facts is not None:
         state["replay_facts"] = facts
