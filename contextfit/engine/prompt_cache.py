@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..tokens.models import ModelInfo
+
 AUTOMATIC = "automatic-prefix"
 BREAKPOINTS = "anthropic-breakpoints"
 AUTOMATIC_MINIMUM = 1024
@@ -67,6 +69,19 @@ def anthropic_minimum(model_id: str, documented: int | None = None) -> int:
     if documented is not None:
         return documented
     return ANTHROPIC_HAIKU_MINIMUM if "haiku" in model_id.lower() else ANTHROPIC_MINIMUM
+
+
+def cache_minimum(info: ModelInfo) -> int:
+    """The shortest prompt prefix the model's provider caches, as the replay models it:
+    an Anthropic model's :func:`anthropic_minimum`, else the automatic rule's 1,024 tokens.
+
+    >>> from contextfit.tokens.models import get_model
+    >>> cache_minimum(get_model("gpt-4o")), cache_minimum(get_model("claude-haiku-4-5"))
+    (1024, 4096)
+    """
+    if cache_rule(info.provider) == BREAKPOINTS:
+        return anthropic_minimum(info.id, info.cache_minimum)
+    return AUTOMATIC_MINIMUM
 
 
 def automatic_cached(shared: int) -> int:

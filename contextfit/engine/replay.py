@@ -278,7 +278,8 @@ def variants(strategies: Sequence[Any] | str | None) -> list[Variant]:
             for key in options:
                 if key in _WHOLE_REPLAY:
                     raise InvalidSettings(f"{where}.options.{key} is a setting of the whole replay, not a strategy "
-                                          f"option: every strategy is fitted under the same {key}; give it to replay().")
+                                          f"option: every strategy is fitted under the same {key}; give it to "
+                                          "replay().")
             name = _strategy(entry["strategy"], f"{where}.strategy")
             label = entry.get("label")
             if label is not None and (not isinstance(label, str) or not label.strip()):
@@ -371,11 +372,10 @@ def replay(
                      "table to your models file).")
     if walker.rule == pc.AUTOMATIC and info.provider != "openai":
         notes.append(f"{info.provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
-    minimum = walker.minimum if walker.rule == pc.BREAKPOINTS else pc.AUTOMATIC_MINIMUM
     largest = max((row.prompt_tokens or 0 for rows in turns.values() for row in rows), default=0)
-    if largest < minimum:  # a cache-hit rate of 0 everywhere, said why
-        notes.append(f"No request reaches the {minimum:,} tokens a prompt needs before {info.provider} caches it "
-                     f"(the largest is {largest:,}): no turn reads from the cache.")
+    if largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why
+        notes.append(f"No request reaches the {walker.minimum:,} tokens a prompt needs before {info.provider} "
+                     f"caches it (the largest is {largest:,}): no turn reads from the cache.")
     return Replay(
         model=info.id,
         provider=info.provider,
@@ -542,7 +542,7 @@ class _Walker:
         self.last, _ = self.prepared(requests[0])  # the model, limits and tools are checked first
         self.info = self.last.info
         self.rule = pc.cache_rule(self.info.provider)
-        self.minimum = pc.anthropic_minimum(self.info.id, self.info.cache_minimum)
+        self.minimum = pc.cache_minimum(self.info)
         self.ids = message_ids(messages)
         self.texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
         self._first_seen = self._first_positions() if facts else []

@@ -23,10 +23,11 @@ from .store import Store
 def strategies_from_json(strategies: Sequence[Any] | None) -> list[Any] | None:
     """The replay's strategies with each mapping's camelCase ``options`` read as settings.
 
-    JSON names a strategy (it cannot carry a strategy object), a label is text, and
-    an option is a strategy option: every strategy of a replay is fitted with the same
-    model, limits and conversation, so ``contextLimit`` there would be left out of the
-    fit while the label named it.
+    An option must be a strategy option, named as the request names it: every strategy of
+    a replay is fitted with the same model, limits and conversation, so ``contextLimit``
+    there would be left out of the fit while the label named it, and a provider or audit
+    setting (``temperature``, ``facts``) means nothing to a fit. The strategy and the label
+    are checked by :func:`~contextfit.engine.replay.variants`, as for a Python caller.
 
     >>> strategies_from_json(["truncate", {"strategy": "truncate", "options": {"stablePrefix": True}}])
     ['truncate', {'strategy': 'truncate', 'options': {'stable_prefix': True}}]
@@ -41,10 +42,6 @@ def strategies_from_json(strategies: Sequence[Any] | None) -> list[Any] | None:
     for position, entry in enumerate(strategies):
         if isinstance(entry, Mapping):
             where = f"strategies[{position}]"
-            if not isinstance(entry.get("strategy"), str) or not entry["strategy"]:
-                raise InvalidSettings(f"{where}.strategy must be a strategy name, got {entry.get('strategy')!r}.")
-            if "label" in entry and (not isinstance(entry["label"], str) or not entry["label"]):
-                raise InvalidSettings(f"{where}.label must be a non-empty string, got {entry['label']!r}.")
             options = entry.get("options")
             if options is not None and not isinstance(options, Mapping):
                 raise InvalidSettings(f"{where}.options must be an object of settings.")

@@ -57,25 +57,12 @@ def price_row(info: ModelInfo) -> dict[str, Any]:
         "input $/M": dollars(prices.input),
         "cached input $/M": dollars(prices.cached_input),
         "cache write $/M": dollars(prices.cache_write),
-        "cached from (tokens)": f"{cache_floor(info):,}",
+        "cached from (tokens)": f"{pc.cache_minimum(info):,}",
         "output $/M": dollars(prices.output),
         "long prompts": _long_prompts(prices),
         "source": prices.source,
         "date": prices.date,
     }
-
-
-def cache_floor(info: ModelInfo) -> int:
-    """The shortest prompt prefix the provider caches for the model, as the replay models it
-    (``engine/prompt_cache.py``; an Anthropic model's from the catalog's ``cache_minimum``).
-
-    >>> from contextfit.tokens.models import get_model
-    >>> cache_floor(get_model("gpt-4o")), cache_floor(get_model("claude-haiku-4-5"))
-    (1024, 4096)
-    """
-    if pc.cache_rule(info.provider) == pc.BREAKPOINTS:
-        return pc.anthropic_minimum(info.id, info.cache_minimum)
-    return pc.AUTOMATIC_MINIMUM
 
 
 def price_rows(infos: Iterable[ModelInfo]) -> list[dict[str, Any]]:
