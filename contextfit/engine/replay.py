@@ -373,9 +373,11 @@ def replay(
     if walker.rule == pc.AUTOMATIC and info.provider != "openai":
         notes.append(f"{info.provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
     largest = max((row.prompt_tokens or 0 for rows in turns.values() for row in rows), default=0)
-    if largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why
+    if 0 < largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why (0: no turn was sent)
         notes.append(f"No request reaches the {walker.minimum:,} tokens a prompt needs before {info.provider} "
                      f"caches it (the largest is {largest:,}): no turn reads from the cache.")
+    notes.extend(_failure_notes(turns))
+    notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
     return Replay(
         model=info.id,
         provider=info.provider,
@@ -417,6 +419,69 @@ def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
         retention=present / in_force if in_force else None,
         failed_turns=len(rows) - len(done),
     )
+
+
+def _failure_notes(turns: Mapping[str, Sequence[TurnResult]]) -> list[str]:
+    """A line per set of strategies that could not fit the same turns: which, and the first error.
+
+    The verdict table counts failed turns, but a reader of the totals (the CLI's table, say)
+    saw a retention of 0% and no cost with nothing saying that no prompt was built.
+
+    >>> error = dict(error="TOKEN_BUDGET_EXCEEDED", error_message="The protected context alone needs 9 tokens.")
+    >>> rows = [TurnResult(1, 0, "a", None, 0, 0, 0, 0, 0, 0, 0, 1, None, (), **error),
+    ...         TurnResult(2, 2, "a", 5, 1, 0, 0, 0, 0, 0, 0, 1, None, ())]
+    >>> _failure_notes({"a": rows, "b": rows, "c": rows[1:]})
+    ['Under a, b, turn 1 of 2 could not be fitted (no prompt: no cost, nothing cached, its facts count as lost): The protected context alone needs 9 tokens.']
+    """
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for label, rows in turns.items():
+        failed = tuple(row.turn for row in rows if row.error is not None)
+        if failed:
+            groups.setdefault(failed, []).append(label)
+    notes = []
+    for failed, labels in groups.items():
+        rows = turns[labels[0]]
+        message = next(row.error_message or row.error for row in rows if row.error is not None)
+        if len(failed) == len(rows):
+            notes.append(f"Under {', '.join(labels)}, no turn could be fitted: {message}")
+        else:
+            which = f"turn{'s' if len(failed) > 1 else ''} {_turn_list(failed)} of {len(rows)}"
+            notes.append(f"Under {', '.join(labels)}, {which} could not be fitted (no prompt: no cost, nothing cached, "
+                         f"its facts count as lost): {message}")
+    return notes
+
+
+def _turn_list(turns: Sequence[int], most: int = 6) -> str:
+    """Turn numbers as runs, the first ``most`` of them.
+
+    >>> _turn_list([1, 2, 3, 7]), _turn_list([2]), _turn_list(list(range(1, 30, 2)), 3)
+    ('1–3, 7', '2', '1, 3, 5 and 12 more')
+    """
+    runs: list[list[int]] = []
+    for turn in turns:
+        if runs and turn == runs[-1][1] + 1:
+            runs[-1][1] = turn
+        else:
+            runs.append([turn, turn])
+    text = ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs[:most])
+    return text + (f" and {len(runs) - most} more" if len(runs) > most else "")
+
+
+def _search_notes(diagnostics: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the facts' regex limits stopped (``survival.FactFinder``'s diagnostics), as notes: a
+    fact not searched for counts as not found, so a turn can show it lost where it is sent.
+
+    >>> _search_notes([{"code": "LOREBOOK_KEY_TIMEOUT", "key": "/(a+)+$/", "message": "It ran past 0.25 s."}])
+    ['The fact /(a+)+$/ was not searched for everywhere, to stay within the regex time and size limits (It ran past 0.25 s.): where it was not, it counts as not found, so a turn may show it lost while it is sent.']
+    """
+    notes = []
+    for diagnostic in diagnostics:
+        key = diagnostic.get("key")
+        subject = f"The fact {key}" if key else "A regular-expression fact"
+        notes.append(f"{subject} was not searched for everywhere, to stay within the regex time and size limits "
+                     f"({diagnostic.get('message')}): where it was not, it counts as not found, so a turn may show it "
+                     "lost while it is sent.")
+    return notes
 
 
 def _failed(turn: int, position: int, label: str, output: int, in_force: list, exc: ContextfitError) -> TurnResult:

@@ -428,9 +428,12 @@ def approximate_note(model: str) -> str | None:
 
 def fact_notes(result: Replay) -> list[str]:
     """A line for each declared fact that no turn checks because no message holds it (the
-    replay refuses a ``/regex/`` that does not compile and a pin to a message it does not hold)."""
+    replay refuses a ``/regex/`` that does not compile and a pin to a message it does not hold). A regex fact
+    its time limit stopped is not said to be absent: the replay's notes say it was stopped."""
     checked = {state.name for rows in result.turns.values() for row in rows for state in row.facts}
-    return [f"No message holds “{fact.name}”, so no turn checks it." for fact in result.facts if fact.name not in checked]
+    stopped = {diagnostic.get("key") for diagnostic in result.diagnostics}
+    return [f"No message holds “{fact.name}”, so no turn checks it." for fact in result.facts
+            if fact.name not in checked and (fact.regex is None or fact.regex not in stopped)]
 
 
 def turn_plans(messages: list[dict], settings: PlanSettings, result: Replay, turn: int,
