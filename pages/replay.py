@@ -145,6 +145,6 @@ for position, (label, plan) in enumerate(plans.items()):
             continue
         numbers = views.turn_summary(result, label, turn)
         st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
-        st.caption(f"cost {numbers['cost']}" + (f" · lost: {dashboard.plain(', '.join(numbers['lost']))}"
+        st.caption(f"cost {numbers['cost']}" + (f" · lost: {dashboard.plain(numbers['lost_text'])}"
                                                  if numbers["lost"] else ""))
         st.plotly_chart(charts.budget_figure(plan), key=f"replay-turn-{label}", width="stretch")

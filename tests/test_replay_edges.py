@@ -37,3 +37,29 @@ def test_a_regex_fact_stopped_by_its_time_limit_is_said_and_not_called_absent():
     assert stopped and "time" in stopped[0]  # the CLI and the API print the notes
     # the page said "No message holds “/(a+)+$/”, so no turn checks it": the search was stopped, not empty
     assert not any("No message holds" in note and "(a+)" in note for note in views.fact_notes(result))
+
+
+def _many_facts_result(count: int):
+    chat = [{"role": "user", "content": " ".join(f"k{i:04d}" for i in range(0, count, 2)) + " " + "pad " * 300},
+            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
+    setup = views.ReplaySetup("gpt-4o", 300, 50, ("truncate",), stable_prefix=False,
+                              facts=tuple(f"k{i:04d}" for i in range(count)))
+    messages, settings = views.conversation_input(chat, setup)
+    return views.run(messages, settings, setup)
+
+
+def test_a_thousand_declared_facts_no_message_holds_make_one_note_not_a_thousand():
+    # the page drew one warning box per fact: 500 boxes before the charts
+    notes = views.fact_notes(_many_facts_result(1000))
+    assert len(notes) == 1
+    assert notes[0].startswith("No message holds 500 of the declared facts") and "“k0001”" in notes[0]
+    assert "and 490 more" in notes[0] and len(notes[0]) < 400
+    assert views.fact_notes(_many_facts_result(4)) == ["No message holds “k0001”, so no turn checks it.",
+                                                       "No message holds “k0003”, so no turn checks it."]
+
+
+def test_the_facts_a_turn_lost_are_named_in_a_line_of_bounded_length():
+    result = _many_facts_result(1000)
+    summary = views.turn_summary(result, "truncate", 2)
+    assert len(result.turns["truncate"][1].lost) == 500  # the first message is dropped at turn 2
+    assert summary["lost_text"].startswith("k0000, k0002") and summary["lost_text"].endswith("and 490 more")

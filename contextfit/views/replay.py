@@ -432,8 +432,26 @@ def fact_notes(result: Replay) -> list[str]:
     its time limit stopped is not said to be absent: the replay's notes say it was stopped."""
     checked = {state.name for rows in result.turns.values() for row in rows for state in row.facts}
     stopped = {diagnostic.get("key") for diagnostic in result.diagnostics}
-    return [f"No message holds “{fact.name}”, so no turn checks it." for fact in result.facts
-            if fact.name not in checked and (fact.regex is None or fact.regex not in stopped)]
+    absent = [fact.name for fact in result.facts
+              if fact.name not in checked and (fact.regex is None or fact.regex not in stopped)]
+    if len(absent) <= _NAMED:
+        return [f"No message holds “{name}”, so no turn checks it." for name in absent]
+    # one line: a facts box of 1,000 lines drew 1,000 warnings before the charts
+    return [f"No message holds {len(absent):,} of the declared facts, so no turn checks them: "
+            f"{names_text(absent, quoted=True)}."]
+
+
+_NAMED = 10  # names a line lists before it counts the rest
+
+
+def names_text(names: Sequence[str], quoted: bool = False) -> str:
+    """Names for one line: the first ten, then how many more.
+
+    >>> names_text(["a", "b"]), names_text([str(n) for n in range(12)], quoted=True)
+    ('a, b', '“0”, “1”, “2”, “3”, “4”, “5”, “6”, “7”, “8”, “9” and 2 more')
+    """
+    shown = [f"“{name}”" if quoted else name for name in names[:_NAMED]]
+    return ", ".join(shown) + (f" and {len(names) - _NAMED:,} more" if len(names) > _NAMED else "")
 
 
 def turn_plans(messages: list[dict], settings: PlanSettings, result: Replay, turn: int,
@@ -458,6 +476,7 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
         "cached": row.cache_read,
         "cost": money(row.cost.total if row.cost is not None else None),
         "lost": row.lost,
+        "lost_text": names_text(row.lost),
     }
 
 
@@ -475,6 +494,6 @@ def verdict_text(result: Replay) -> str:
 
 __all__ = [
     "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
-    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "restore", "run",
-    "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "verdict_text", "write_link",
+    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "names_text", "restore",
+    "run", "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "verdict_text", "write_link",
 ]
