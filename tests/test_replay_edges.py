@@ -25,7 +25,8 @@ def test_a_replay_where_every_turn_failed_says_so_and_not_why_nothing_was_cached
                                strategies=["truncate"])
     assert result.totals["truncate"].failed_turns == 1
     assert not any("caches it" in note for note in result.notes)
-    assert "Under truncate, no turn could be fitted: The protected context alone needs 108 tokens" in " ".join(result.notes)
+    assert "Under truncate, no turn could be fitted: The protected context alone needs 108 tokens" in " ".join(
+        result.notes)
 
 
 def test_a_regex_fact_stopped_by_its_time_limit_is_said_and_not_called_absent():

@@ -494,6 +494,7 @@ def verdict_text(result: Replay) -> str:
 
 __all__ = [
     "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
-    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "names_text", "restore",
-    "run", "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "verdict_text", "write_link",
+    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "names_text",
+    "restore", "run", "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary",
+    "verdict_text", "write_link",
 ]
