@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+import io
+import json
+
+import pytest
+from api_support import LOCAL
+from fastapi.testclient import TestClient
+
 import contextfit
+from contextfit.serving.api import create_app
+from contextfit.serving.providers import EchoProvider
 from contextfit.views import replay as views
+from contextfit.views.cli import main
+
+pytest_plugins = ["api_fixtures"]
+
+
+@pytest.fixture
+def client(store):
+    with TestClient(create_app(store, {"echo": EchoProvider()}), base_url=LOCAL) as test_client:
+        yield test_client
 
 # the first request's protected current input (108 tokens) cannot fit a 60-token budget; the second one can
 BIG_FIRST = [{"role": "user", "content": "hi there " * 50}, {"role": "assistant", "content": "x"},
@@ -64,3 +82,38 @@ def test_the_facts_a_turn_lost_are_named_in_a_line_of_bounded_length():
     summary = views.turn_summary(result, "truncate", 2)
     assert len(result.turns["truncate"][1].lost) == 500  # the first message is dropped at turn 2
     assert summary["lost_text"].startswith("k0000, k0002") and summary["lost_text"].endswith("and 490 more")
+
+
+ROUTER = [{"role": "system", "content": "You are a support agent."},
+          {"role": "user", "content": "My router AX55 drops wifi. " * 30},
+          {"role": "assistant", "content": "Which firmware?"},
+          {"role": "user", "content": "Firmware 1.2.4."}, {"role": "assistant", "content": "Update to 1.2.5."}]
+
+
+def test_a_conversation_that_declares_facts_is_replayed_with_them(tmp_path):
+    # the Replay page read a bundle's settings.facts; replay() and `contextfit replay` used the entity rule
+    bundle = {"contextfit": "conversation", "messages": ROUTER, "settings": {"facts": ["AX55"], "contextLimit": 400,
+                                                                             "responseReserve": 100}}
+    conversation = contextfit.load_conversation(json.dumps(bundle))
+    result = contextfit.replay(conversation, model="gpt-4o", strategies=["truncate"])
+    assert result.fact_rule == "declared" and [fact.name for fact in result.facts] == ["AX55"]
+    chosen = contextfit.replay(conversation, model="gpt-4o", strategies=["truncate"], facts=["1.2.4"])
+    assert [fact.name for fact in chosen.facts] == ["1.2.4"]  # the caller's own facts come first
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(bundle))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--strategy", "truncate", "--json"], out) == 0
+    assert json.loads(out.getvalue())["facts"] == [{"name": "AX55", "text": "AX55"}]
+
+
+def test_the_api_replays_a_stored_chat_with_its_declared_facts(client):
+    # the Audit page's "what if" replays a chat with its facts; the API used the entity rule
+    chat_id = client.post("/api/v2/chats", json={"model": "gpt-4o", "messages": ROUTER, "settings": {
+        "facts": ["AX55"], "contextLimit": 400, "responseReserve": 100}}).json()["id"]
+    data = client.post("/api/v2/replay", json={"chatId": chat_id, "strategies": ["truncate"]}).json()
+    assert data["factRule"] == "declared" and data["facts"] == [{"name": "AX55", "text": "AX55"}]
+    body = {"chatId": chat_id, "strategies": ["truncate"], "facts": ["1.2.4"]}
+    data = client.post("/api/v2/replay", json=body).json()
+    assert [fact["name"] for fact in data["facts"]] == ["1.2.4"]  # the request's own facts come first
+    inline = {"messages": ROUTER, "settings": {"facts": ["AX55"]}, "strategies": ["truncate"]}
+    assert client.post("/api/v2/replay", json=inline).json()["factRule"] == "declared"

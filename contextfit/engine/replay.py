@@ -16,7 +16,9 @@ text) is worked out once — and for each turn and strategy the replay records
 * the request's cost at the catalog's prices (``contextfit.tokens.prices``):
   uncached input, cached input, cache writes and the real reply's tokens as
   output; ``None`` with a note when the model has no prices;
-* whether each must-survive fact is still sent (``survival.py``).
+* whether each must-survive fact is still sent (``survival.py``): the
+  caller's ``facts``, else a conversation's own ``settings.facts`` (a
+  bundle's, as the dashboard reads it), else the default entity rule.
 
 Totals per strategy: total and mean cost, cache-hit rate (prompt tokens read
 from the cache over prompt tokens sent), tokens sent, the first turn that
@@ -54,8 +56,8 @@ from .plan_settings import FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .session import FitSession
 from .survival import (
-    IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, contains_word, declared_facts, entities, message_ids, pinned_position,
-    pinned_status,
+    IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts, entities,
+    message_ids, pinned_position, pinned_status,
 )
 
 DECLARED = "declared"
@@ -347,6 +349,8 @@ def replay(
     if not requests:
         raise InvalidMessages("A replay needs at least one user message: each user message is one request.")
     plan_variants = [(variant, plan_settings.replace(**variant.options)) for variant in variants(strategies)]
+    if facts is None:  # a conversation's own, as its limits fill what the caller leaves unchosen
+        facts = conversation_facts(conversation)
     walker = _Walker(messages, plan_settings, requests, declared_facts(facts))
     turns: dict[str, list[TurnResult]] = {variant.label: [] for variant, _ in plan_variants}
     previous: dict[str, _Sent | None] = {variant.label: None for variant, _ in plan_variants}

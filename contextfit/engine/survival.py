@@ -152,7 +152,7 @@ class Fact:
 
 
 def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
-    """The facts a caller declared (strings or mappings), checked.
+    """The facts a caller declared (strings, mappings, or :class:`Fact` values already checked), checked.
 
     >>> [f.to_dict() for f in declared_facts(["blue box", "/ORD-[0-9]+/", {"message": 3}])]
     [{'name': 'blue box', 'text': 'blue box'}, {'name': '/ORD-[0-9]+/', 'regex': '/ORD-[0-9]+/'}, {'name': 'message 3', 'message': 3}]
@@ -161,7 +161,21 @@ def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
         return []
     if isinstance(facts, (str, Mapping)) or not isinstance(facts, Sequence):
         raise InvalidSettings(f"facts must be a list of strings or objects, got {type(facts).__name__}.")
-    return [_declared(fact, position) for position, fact in enumerate(facts)]
+    return [fact if isinstance(fact, Fact) else _declared(fact, position) for position, fact in enumerate(facts)]
+
+
+def conversation_facts(conversation: Any) -> Any:
+    """The facts a :class:`~contextfit.Conversation` declares (a bundle's ``settings.facts``), else ``None``.
+
+    >>> from contextfit import load_conversation
+    >>> conversation_facts(load_conversation('{"contextfit": "conversation", "settings": {"facts": ["AX55"]},'
+    ...                                      ' "messages": [{"role": "user", "content": "Hi"}]}'))
+    ['AX55']
+    >>> conversation_facts([{"role": "user", "content": "Hi"}]) is None
+    True
+    """
+    settings = getattr(conversation, "settings", None)
+    return settings.get("facts") if isinstance(settings, Mapping) else None
 
 
 def fact_from_line(line: str) -> str | dict:

@@ -170,12 +170,28 @@ def preview_input(
     """The checked messages and the plan settings of a preview (or a replay):
     the stored chat's when ``chat_id`` is given, with ``messages``, ``model``
     and ``settings`` over them."""
+    messages, request = preview_request(store, providers, chat_id=chat_id, messages=messages, provider=provider,
+                                        model=model, settings=settings)
+    return messages, request.settings
+
+
+def preview_request(
+    store: Store,
+    providers: Mapping[str, Provider],
+    *,
+    chat_id: str | None = None,
+    messages: list[dict] | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> tuple[list[dict], ResolvedRequest]:
+    """:func:`preview_input` with the whole resolved request (its declared ``facts`` too)."""
     chat = store.get_chat(chat_id) if chat_id is not None else None
     backend = get_provider(providers, provider) if provider is not None else None
     request = resolve_request(chat, backend, model, settings)
     if messages is None:
         messages = chat.messages if chat else []
-    return check_messages(messages), request.settings
+    return check_messages(messages), request
 
 
 def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -> None:

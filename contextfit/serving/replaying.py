@@ -15,7 +15,7 @@ from ..engine.plan_settings import FIELDS
 from ..engine.replay import Replay, replay
 from ..engine.settings import BY_NAME, plan_options
 from ..errors import InvalidSettings
-from .generation import preview_input
+from .generation import preview_request
 from .providers import Provider
 from .store import Store
 
@@ -65,7 +65,12 @@ def replay_chat(
 ) -> Replay:
     """The replay of a stored chat or of inline messages, writing nothing: ``request``
     (``chat_id``, ``messages``, ``provider``, ``model``, ``settings``) is resolved
-    as :func:`~contextfit.serving.generation.preview` resolves it."""
-    checked, plan_settings = preview_input(store, providers, **request)
+    as :func:`~contextfit.serving.generation.preview` resolves it. Without ``facts``,
+    the ``facts`` setting (the chat's, under the request's) declares them, as it does
+    for each generation's audit and on the dashboard's Replay page."""
+    checked, resolved = preview_request(store, providers, **request)
     chosen = strategies_from_json(strategies)
-    return replay(checked, settings=plan_settings, facts=facts, **({"strategies": chosen} if chosen is not None else {}))
+    if facts is None and resolved.facts:
+        facts = list(resolved.facts)
+    return replay(checked, settings=resolved.settings, facts=facts,
+                  **({"strategies": chosen} if chosen is not None else {}))
