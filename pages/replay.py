@@ -31,10 +31,11 @@ st.caption(
 
 views.restore(state)  # the choices Streamlit dropped while another page was shown
 models = [info.id for info in contextfit.list_models()]
-for note in views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
-                            [sample.key for sample in SAMPLES]):  # a reload or a link: its choices, once
-    st.warning(note)
 current = views.current_conversation(state, read)
+for note in views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
+                            [sample.key for sample in SAMPLES], current is not None):  # a reload or a link, once
+    st.warning(note)
+notes = st.container()  # what the sidebar's choices need said, drawn above the replay
 stored_chat = state.pop("replay_chat", None)  # set by the Audit page's "Replay under other settings"
 if stored_chat:
     state["replay_source"], state["replay_chat_choice"] = "Stored chat", stored_chat
@@ -58,12 +59,12 @@ with st.sidebar:
     else:
         chats = list_audited_chats()
         ids = [chat.id for chat in chats]
+        labels = {chat.id: chat.title or chat.id for chat in chats}
+        if (missing := views.choose_chat(state, ids, labels)):  # a link's or a deleted chat: said, not swapped
+            notes.warning(missing)
         if not ids:
             st.info("No stored chat yet.")
             st.stop()
-        labels = {chat.id: chat.title or chat.id for chat in chats}
-        if state.get("replay_chat_choice") not in ids:
-            state["replay_chat_choice"] = ids[0]
         chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")
         identity = f"chat:{chat_id}"
     st.header("Model and budget")

@@ -7,11 +7,14 @@ import json
 
 import pytest
 from api_support import LOCAL
+from conftest import REPO
 from fastapi.testclient import TestClient
+from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
+from contextfit.views import dashboard
 from contextfit.views import replay as views
 from contextfit.views.cli import main
 
@@ -117,3 +120,44 @@ def test_the_api_replays_a_stored_chat_with_its_declared_facts(client):
     assert [fact["name"] for fact in data["facts"]] == ["1.2.4"]  # the request's own facts come first
     inline = {"messages": ROUTER, "settings": {"facts": ["AX55"]}, "strategies": ["truncate"]}
     assert client.post("/api/v2/replay", json=inline).json()["factRule"] == "declared"
+
+
+def _page() -> AppTest:
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+
+
+def test_a_reload_of_a_replay_of_the_pasted_conversation_says_the_conversation_is_gone():
+    # the pasted conversation lives in the session: a reload (a new session) showed a sample, with no word
+    at = _page()
+    at.query_params["source"] = "current"
+    at.query_params["limit"] = "3000"
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert at.radio(key="replay_source").value == "Sample"
+    assert any("pasted" in warning.value and "Compare strategies" in warning.value for warning in at.warning)
+
+
+def test_a_link_to_a_chat_that_is_not_stored_says_so_before_showing_another(tmp_path, monkeypatch):
+    # it replayed the first stored chat instead, under the link's address, with no word
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
+    setup = dashboard.Setup(model="gpt-4o", context_limit=400, response_reserve=100)
+    shown = dashboard.send_with_echo(contextfit.load_conversation(json.dumps(ROUTER)), setup, "truncate",
+                                     store=str(tmp_path / "chats.db"))
+    at = _page()
+    at.query_params["source"] = "chat:chat_deleted"
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert at.selectbox(key="replay_chat_choice").value == shown
+    assert any("chat_deleted" in warning.value and "not" in warning.value for warning in at.warning)
+    at.number_input(key="replay_limit").set_value(900).run()  # said once
+    assert not any("chat_deleted" in warning.value for warning in at.warning)
+
+
+def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
+    at = _page()
+    at.query_params["source"] = "chat:chat_deleted"
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert any("chat_deleted" in warning.value for warning in at.warning)
+    assert any("No stored chat yet" in info.value for info in at.info)

@@ -242,9 +242,11 @@ def write_link(params: MutableMapping[str, Any], state: Mapping[str, Any]) -> No
 
 
 def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models: Sequence[str],
-              names: Sequence[str], samples: Sequence[str]) -> list[str]:
+              names: Sequence[str], samples: Sequence[str], has_current: bool = True) -> list[str]:
     """Put a link's choices (:func:`link_of`) into the page's widgets, once per session: the
-    values a link may not hold are left out, with a note each.
+    values a link may not hold are left out, with a note each. ``has_current``: whether the
+    session holds a conversation of the Compare page (a link's ``source=current`` cannot
+    bring one: it was pasted in another session).
 
     >>> state = {}
     >>> from_link(state, {"source": "sample:support_chat", "limit": "1100", "strategies": "truncate,nope",
@@ -269,8 +271,12 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     elif kind == "chat" and chosen:
         state["replay_source"], state["replay_chat_choice"] = "Stored chat", chosen
         identity = f"chat:{chosen}"
-    elif kind == "current":
-        state["replay_source"] = "Current conversation"  # the page offers a sample when there is none
+    elif kind == "current" and has_current:
+        state["replay_source"] = "Current conversation"
+    elif kind == "current":  # a reload, or a shared link: the pasted conversation stayed in the old session
+        notes.append("The link's conversation was pasted on Compare strategies in another session (a reload or a "
+                     "shared link starts a new one), so it is not here: paste it there again. A sample is shown "
+                     "meanwhile.")
     elif source:
         notes.append(f"Ignored source={source[:60]!r} from the link: no such sample.")
     for key, value in (("replay_model", url.model), ("replay_limit", url.limit), ("replay_reserve", url.reserve)):
@@ -289,6 +295,29 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     if identity is not None and (url.model or url.limit or url.reserve or facts is not None):
         state["replay_setup_for"] = identity  # the link's model, limits and facts are this conversation's choices
     return notes
+
+
+def choose_chat(state: MutableMapping[str, Any], ids: Sequence[str], titles: Mapping[str, str]) -> str | None:
+    """Make the chat selector's choice a stored chat (``ids``: the chats with an audit), the first
+    when the one chosen (by a link, the Audit page or an earlier visit) is not stored: a note
+    saying so, else ``None``.
+
+    >>> state = {"replay_chat_choice": "chat_gone"}
+    >>> choose_chat(state, ["chat_a"], {"chat_a": "Router"}), state["replay_chat_choice"]
+    ("Chat 'chat_gone' is not among the stored chats with an audit (deleted, never generated, or a link to another database): showing “Router” instead.", 'chat_a')
+    >>> choose_chat(state, ["chat_a"], {}), choose_chat({}, [], {})
+    (None, None)
+    """
+    chosen = state.get("replay_chat_choice")
+    if chosen in ids:
+        return None
+    if ids:
+        state["replay_chat_choice"] = ids[0]
+    if chosen is None:
+        return None
+    instead = f": showing “{titles.get(ids[0]) or ids[0]}” instead" if ids else ""
+    return (f"Chat {str(chosen)[:80]!r} is not among the stored chats with an audit (deleted, never generated, or a "
+            f"link to another database){instead}.")
 
 
 def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
@@ -493,7 +522,8 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
+    "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input", "current_conversation",
+    "fact_notes",
     "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "names_text",
     "restore", "run", "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary",
     "verdict_text", "write_link",
