@@ -161,3 +161,24 @@ def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
     assert not at.exception
     assert any("chat_deleted" in warning.value for warning in at.warning)
     assert any("No stored chat yet" in info.value for info in at.info)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Ich habe gestern mit Jürgen Müller gesprochen.", ["Jürgen Müller"]),
+    ("The parcel for Élodie is in Zürich now.", ["Élodie", "Zürich"]),
+    ("We asked Zoë and Łukasz about ÖBB tickets.", ["ÖBB", "Zoë", "Łukasz"]),
+    ("Ada Lovelace met NASA at 42 Main St.", ["NASA", "42", "Lovelace", "Main St"]),  # ASCII: as before
+])
+def test_capitalized_names_and_capitals_beyond_ascii_are_entities(text, expected):
+    # the rule's names were [A-Z][a-z]+ words: "Müller", "Zoë", "Élodie" were no entities at all
+    from contextfit.engine.survival import entities
+
+    assert entities(text) == expected
+
+
+def test_the_default_rule_follows_a_name_beyond_ascii_through_a_replay():
+    chat = [{"role": "user", "content": "Bitte schicke das Paket an Frau Müller. " + "Danke. " * 200},
+            {"role": "assistant", "content": "Gern."}, {"role": "user", "content": "Hat Frau Müller es bekommen?"}]
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"])
+    facts = [state.name for state in result.turns["truncate"][1].facts]
+    assert "Frau Müller" in facts and result.totals["truncate"].retention == 0.0
