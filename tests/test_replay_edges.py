@@ -182,3 +182,44 @@ def test_the_default_rule_follows_a_name_beyond_ascii_through_a_replay():
     result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"])
     facts = [state.name for state in result.turns["truncate"][1].facts]
     assert "Frau Müller" in facts and result.totals["truncate"].retention == 0.0
+
+
+SHORT_TURNS = [message for i in range(200) for message in (
+    {"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"})]
+
+
+def test_a_long_label_is_refused_not_repeated_in_every_turn(client):
+    # each turn's row carries its strategy's label: an 876 KB body (eight 100,000-character labels,
+    # 1,000 turns) was answered with 806 MB of JSON, 1.7 GB of memory in the server
+    body = {"messages": SHORT_TURNS, "strategies": [{"strategy": "truncate", "label": "L" * 100_000}]}
+    response = client.post("/api/v2/replay", json=body)
+    assert response.status_code == 422, response.text[:200]
+    error = response.json()["error"]
+    assert error["code"] == "INVALID_SETTINGS" and "strategies[0].label" in error["message"]
+    assert len(response.content) < 1_000
+
+
+def test_a_label_made_of_a_long_option_is_shortened(client):
+    body = {"messages": SHORT_TURNS,
+            "strategies": [{"strategy": "vector-recall", "options": {"query": "q" * 100_000}}]}
+    response = client.post("/api/v2/replay", json=body)
+    assert response.status_code == 200, response.text[:200]
+    (label,) = response.json()["strategies"]
+    assert label.startswith("vector-recall+query=qqq") and len(label) <= 80
+    assert len(response.content) < 500_000
+
+
+def test_a_long_fact_is_named_short_in_every_turn(client):
+    fact = "F" * 100_000
+    body = {"messages": [{"role": "user", "content": fact}, *SHORT_TURNS[1:]], "facts": [fact],
+            "strategies": ["truncate"]}
+    response = client.post("/api/v2/replay", json=body)
+    assert response.status_code == 200, response.text[:200]
+    data = response.json()
+    names = {state["name"] for turn in data["turns"]["truncate"] for state in turn["facts"]}
+    assert len(names) == 1 and len(names.pop()) <= 80
+    assert data["facts"][0]["text"] == fact  # the fact itself is whole, once
+    assert len(response.content) < 1_000_000
+    named = {**body, "facts": [{"text": "F", "name": "N" * 1_000}]}
+    response = client.post("/api/v2/replay", json=named)
+    assert response.status_code == 422 and "facts[0].name" in response.json()["error"]["message"]

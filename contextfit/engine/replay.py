@@ -56,8 +56,8 @@ from .plan_settings import FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .session import FitSession
 from .survival import (
-    IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts, entities,
-    message_ids, pinned_position, pinned_status,
+    IN_SUMMARY, LOST, MAX_NAME, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts, entities,
+    message_ids, pinned_position, pinned_status, shortened,
 )
 
 DECLARED = "declared"
@@ -286,6 +286,8 @@ def variants(strategies: Sequence[Any] | str | None) -> list[Variant]:
             label = entry.get("label")
             if label is not None and (not isinstance(label, str) or not label.strip()):
                 raise InvalidSettings(f"{where}.label must be a non-empty string, got {label!r}.")
+            if label is not None and len(label) > MAX_NAME:  # it names the strategy in every turn's row
+                raise InvalidSettings(f"{where}.label must be at most {MAX_NAME} characters, got {len(label):,}.")
             out.append(Variant(label or _label(name, options), name, dict(options)))
         else:
             out.append(Variant(_label(_strategy(entry, where), {}), entry, {}))
@@ -314,9 +316,15 @@ def _strategy(value: Any, where: str) -> Any:
 
 
 def _label(strategy: Any, options: Mapping[str, Any]) -> str:
+    """A strategy's label: its name and options, at most :data:`MAX_NAME` characters (every turn's
+    row repeats it: a 100,000-character query made a 100 MB answer of a 400-turn replay).
+
+    >>> _label("vector-recall", {"query": "q" * 500, "stable_prefix": True})
+    'vector-recall+query=qqqqqqqqqqqqqqqqqqqqqqq…+stable_prefix'
+    """
     name = strategy if isinstance(strategy, str) else getattr(strategy, "name", None) or type(strategy).__name__
-    extra = [key if value is True else f"{key}={value}" for key, value in options.items()]
-    return "+".join([str(name), *extra])
+    extra = [key if value is True else f"{key}={shortened(str(value), 24)}" for key, value in options.items()]
+    return shortened("+".join([str(name), *extra]), MAX_NAME)
 
 
 def replay(

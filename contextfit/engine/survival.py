@@ -57,6 +57,17 @@ from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key,
 VERBATIM = "verbatim"
 IN_SUMMARY = "summary"
 LOST = "lost"
+#: The longest fact name or replay label: each turn's row repeats it, so a long one multiplies the answer's size.
+MAX_NAME = 80
+
+
+def shortened(text: str, most: int = MAX_NAME) -> str:
+    """``text`` cut to ``most`` characters, the last one an ellipsis.
+
+    >>> shortened("ORD-7731"), shortened("x" * 100, 5)
+    ('ORD-7731', 'xxxx…')
+    """
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 _QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|`([^`\n]{2,80})`")
 _CODE = re.compile(
@@ -267,7 +278,9 @@ def _declared(fact: Any, position: int) -> Fact:
         raise InvalidSettings(f"{where} needs text, regex or message.")
     if pattern is not None and compile_regex_key(pattern) is None:
         raise InvalidSettings(f"{where}.regex must be written /pattern/flags (a lorebook regex key), got {pattern!r}.")
-    return Fact(name or text or pattern or f"message {message}", text, pattern, message)
+    if name is not None and len(name) > MAX_NAME:  # a report names the fact at every turn
+        raise InvalidSettings(f"{where}.name must be at most {MAX_NAME} characters, got {len(name):,}.")
+    return Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message)
 
 
 class FactFinder:
