@@ -223,3 +223,12 @@ def test_a_long_fact_is_named_short_in_every_turn(client):
     named = {**body, "facts": [{"text": "F", "name": "N" * 1_000}]}
     response = client.post("/api/v2/replay", json=named)
     assert response.status_code == 422 and "facts[0].name" in response.json()["error"]["message"]
+
+
+def test_cli_replay_of_one_turn_reads_one_turn(tmp_path):
+    # the page's caption was fixed to "1 turn"; the CLI's header still read "1 turns"
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps([{"role": "user", "content": "Hi"}]))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--strategy", "truncate"], out) == 0
+    assert out.getvalue().startswith(f"{path}: 1 turn, model gpt-4o")

@@ -127,7 +127,8 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         json.dump(result.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")
         return 0
-    print(f"{args.file}: {len(result.requests)} turns, model {result.model} (budget {result.budget:,}; "
+    turns = len(result.requests)
+    print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}, model {result.model} (budget {result.budget:,}; "
           f"cache rule {result.cache_rule}; facts: {result.fact_rule})", file=out)
     print(f"{'strategy':<34} {'total $':>10} {'mean $':>10} {'cache hit':>9} {'tokens sent':>12} "
           f"{'retention':>9} {'first loss':>10}", file=out)
