@@ -157,22 +157,11 @@ def preview(
                                       model=model, settings=settings))
 
 
-def preview_input(
-    store: Store,
-    providers: Mapping[str, Provider],
-    *,
-    chat_id: str | None = None,
-    messages: list[dict] | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    settings: Mapping[str, Any] | None = None,
-) -> tuple[list[dict], PlanSettings]:
-    """The checked messages and the plan settings of a preview (or a replay):
-    the stored chat's when ``chat_id`` is given, with ``messages``, ``model``
-    and ``settings`` over them."""
-    messages, request = preview_request(store, providers, chat_id=chat_id, messages=messages, provider=provider,
-                                        model=model, settings=settings)
-    return messages, request.settings
+def preview_input(store: Store, providers: Mapping[str, Provider], **request: Any) -> tuple[list[dict], PlanSettings]:
+    """The checked messages and the plan settings of a preview (or a replay): ``request``
+    (``chat_id``, ``messages``, ``provider``, ``model``, ``settings``) as :func:`preview_request` reads it."""
+    messages, resolved = preview_request(store, providers, **request)
+    return messages, resolved.settings
 
 
 def preview_request(
@@ -185,7 +174,9 @@ def preview_request(
     model: str | None = None,
     settings: Mapping[str, Any] | None = None,
 ) -> tuple[list[dict], ResolvedRequest]:
-    """:func:`preview_input` with the whole resolved request (its declared ``facts`` too)."""
+    """The checked messages and the resolved request (plan settings, declared ``facts``) of a preview
+    or a replay: the stored chat's when ``chat_id`` is given, with ``messages``, ``model`` and
+    ``settings`` over them."""
     chat = store.get_chat(chat_id) if chat_id is not None else None
     backend = get_provider(providers, provider) if provider is not None else None
     request = resolve_request(chat, backend, model, settings)
