@@ -105,8 +105,12 @@ try:
         messages, settings = views.stored_input(shared_store(), chat_id, setup)
     else:
         messages, settings = views.conversation_input(conversation, setup)
-    with st.spinner("Replaying every turn under every strategy…"):
-        result = views.cached_run(state, messages, settings, setup)
+    # a bar once the replay starts (a kept replay draws none); a widget moved meanwhile stops the run at its next update
+    bar = views.ProgressBar(st.empty(), len(setup.strategy_entries()))
+    try:
+        result = views.cached_run(state, messages, settings, setup, progress=bar)
+    finally:
+        bar.clear()
 except contextfit.ContextfitError as error:
     st.error(dashboard.error_text(error))
     st.stop()

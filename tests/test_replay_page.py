@@ -309,3 +309,19 @@ def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
     assert any("stable='x'" in text for text in warnings)
     assert at.multiselect(key="replay_strategies").value == ["truncate"]
     assert at.dataframe[0].value["strategy"][0] == "truncate"
+
+
+def test_the_page_draws_a_progress_bar_while_it_replays_and_removes_it(monkeypatch):
+    reports = []
+    real = views.ProgressBar.__call__
+    monkeypatch.setattr(views.ProgressBar, "__call__", lambda bar, done, total: reports.append((done, total))
+                        or real(bar, done, total))
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert reports[0] == (0, 2) and reports[-1] == (2, 2)
+    assert not at.get("progress")  # the bar is gone once the replay is drawn
+    reports.clear()
+    at.slider(key="replay_turn").set_value(1).run()
+    assert reports == [] and not at.get("progress")  # the kept replay: no bar at all

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,16 +121,55 @@ def stored_input(store: Store, chat_id: str, setup: ReplaySetup) -> tuple[list[d
                          settings={"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve})
 
 
-def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup) -> Replay:
-    """The replay of ``messages`` with the setup's strategies and facts."""
-    return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None)
+def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup,
+        progress: Callable[[int, int], Any] | None = None) -> Replay:
+    """The replay of ``messages`` with the setup's strategies and facts (``progress`` as :func:`contextfit.replay`'s)."""
+    return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None,
+                  progress=progress)
+
+
+class ProgressBar:
+    """A replay's ``progress`` drawn in a placeholder (``st.empty()``): the bar
+    appears with the first report, so a kept replay draws none, and is
+    redrawn when its whole percent changes (a 1,000-turn replay sends 100
+    updates, not 1,000). :meth:`clear` removes it.
+
+    >>> class Slot:
+    ...     def progress(self, value, text): print(value, text)
+    ...     def empty(self): print("cleared")
+    >>> bar = ProgressBar(Slot(), 4)
+    >>> bar(0, 1000); bar(5, 1000); bar(10, 1000); bar(1000, 1000); bar.clear()
+    0.0 Replaying 1,000 turns under 4 strategies…
+    0.01 Replayed 10 of 1,000 turns under 4 strategies…
+    1.0 Replayed 1,000 of 1,000 turns under 4 strategies…
+    cleared
+    """
+
+    def __init__(self, slot: Any, strategies: int) -> None:
+        self.slot = slot
+        self.strategies = f"{strategies} strateg{'y' if strategies == 1 else 'ies'}"
+        self.shown: int | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if percent == self.shown:
+            return
+        self.shown = percent
+        turns = f"{total:,} turn{'' if total == 1 else 's'}"
+        text = (f"Replaying {turns} under {self.strategies}…" if not done
+                else f"Replayed {done:,} of {turns} under {self.strategies}…")
+        self.slot.progress(percent / 100, text=text)
+
+    def clear(self) -> None:
+        if self.shown is not None:
+            self.slot.empty()
 
 
 _RESULT = "replay_result"  # the session's latest replay: (its input's digest, the result)
 
 
 def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: PlanSettings,
-               setup: ReplaySetup) -> Replay:
+               setup: ReplaySetup, progress: Callable[[int, int], Any] | None = None) -> Replay:
     """:func:`run`, kept for the session while its input stays the same: a move of the
     turn slider draws another turn of the same replay (a 400-turn chat took 2 s a move).
     The input is read whole (messages, settings, setup), so an edit replays again."""
@@ -139,7 +178,7 @@ def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: 
     found = state.get(_RESULT)
     if found is not None and found[0] == digest:
         return found[1]
-    result = run(messages, settings, setup)
+    result = run(messages, settings, setup, progress)
     state[_RESULT] = (digest, result)
     return result
 
@@ -471,7 +510,7 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
+    "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
     "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "restore", "run",
     "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "verdict_text", "write_link",
 ]
