@@ -9,8 +9,10 @@ retention with a marker where a fact was lost) and the plans of one turn.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import html
+import io
 import json
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -382,6 +384,50 @@ def totals_rows(result: Replay) -> list[dict[str, Any]]:
     return rows
 
 
+#: The columns of :func:`turns_csv`, one row per turn and strategy.
+TURN_COLUMNS = ("strategy", "turn", "message index", "prompt tokens", "sent blocks", "dropped", "summarized",
+                "compressed", "shared tokens", "cache read", "cache write", "output tokens", "input $",
+                "cached input $", "cache write $", "output $", "total $", "retention", "lost facts", "error")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as typed: text that starts like a formula
+    (``=``, ``+``, ``-``, ``@``, a tab or a carriage return: a fact's name, a
+    label) is quoted with a leading apostrophe, so it is never run.
+
+    >>> _cell("=HYPERLINK(1)"), _cell("-1 day"), _cell("ORD-7731"), _cell(-3)
+    ("'=HYPERLINK(1)", "'-1 day", 'ORD-7731', -3)
+    """
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
+def turns_csv(result: Replay) -> str:
+    """Every turn of every strategy as CSV (:data:`TURN_COLUMNS`): the replay's lines as numbers,
+    costs in dollars (empty without prices), the lost facts joined by ``; ``."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(TURN_COLUMNS)
+    for label, rows in result.turns.items():
+        for row in rows:
+            cost = row.cost
+            money = ["", "", "", "", ""] if cost is None else [
+                cost.input, cost.cached_input, cost.cache_write, cost.output, cost.total]
+            writer.writerow(map(_cell, [
+                label, row.turn, row.message_index, "" if row.prompt_tokens is None else row.prompt_tokens,
+                row.sent_blocks, row.dropped, row.summarized, row.compressed, row.shared_tokens, row.cache_read,
+                row.cache_write, row.output_tokens, *money, "" if row.retention is None else row.retention,
+                "; ".join(row.lost), row.error or "",
+            ]))
+    return out.getvalue()
+
+
+def replay_json(result: Replay) -> str:
+    """The whole replay as JSON: what ``POST /api/v2/replay`` answers."""
+    return json.dumps(result.to_dict(), ensure_ascii=False, indent=2)
+
+
 def series(result: Replay, label: str) -> dict[str, list[Any]]:
     """Per-turn values of one strategy: prompt tokens, cumulative cost, cache-hit
     share, retention and the facts lost (``None`` where a turn failed or no fact was in force)."""
@@ -510,7 +556,8 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "conversation_input", "current_conversation", "fact_notes",
-    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "restore", "run",
-    "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "verdict_text", "write_link",
+    "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "conversation_input",
+    "current_conversation", "fact_notes", "facts_from_text", "facts_to_text", "follow", "from_link", "keep",
+    "lines_figure", "link_of", "replay_json", "restore", "run", "series", "stored_input", "stored_setup", "totals_rows",
+    "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
 ]
