@@ -1,5 +1,7 @@
 """Replay: every strategy over a whole conversation — cost, prompt cache, and what survives."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -106,8 +108,12 @@ try:
         messages, settings = views.stored_input(shared_store(), chat_id, setup)
     else:
         messages, settings = views.conversation_input(conversation, setup)
-    with st.spinner("Replaying every turn under every strategy…"):
-        result = views.cached_run(state, messages, settings, setup)
+    # a bar once the replay starts (a kept replay draws none); a widget moved meanwhile stops the run at its next update
+    bar = views.ProgressBar(st.empty(), len(setup.strategy_entries()))
+    try:
+        result = views.cached_run(state, messages, settings, setup, progress=bar)
+    finally:
+        bar.clear()
 except contextfit.ContextfitError as error:
     st.error(dashboard.error_text(error))
     st.stop()
@@ -124,6 +130,13 @@ st.caption(
     f"{result.budget:,} tokens · cache rule {result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
+save_turns, save_whole, _ = st.columns([1, 1, 3])
+save_turns.download_button("Turns (CSV)", partial(views.turns_csv, result), file_name=f"replay-{result.model}-turns.csv",
+                           mime="text/csv", key="replay-csv", help="Every turn of every strategy: tokens, cache, "
+                           "cost and the facts lost, a row each.")
+save_whole.download_button("Replay (JSON)", partial(views.replay_json, result), file_name=f"replay-{result.model}.json",
+                           mime="application/json", key="replay-json",
+                           help="The whole replay, as POST /api/v2/replay answers it.")
 if (approximate := views.approximate_note(result.model)):
     st.info(dashboard.plain(approximate))
 for note in [*result.notes, *views.fact_notes(result)]:

@@ -203,6 +203,32 @@ def test_hostile_inputs():
     assert tiny.totals["truncate"].failed_turns >= 2
 
 
+def test_progress_follows_every_turn_and_what_it_raises_stops_the_replay():
+    seen = []
+    replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate", "summarize"],
+           progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 2), (1, 2), (2, 2)]  # once checked, then after each turn (every strategy fitted)
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel(done: int, total: int) -> None:
+        seen.append(done)
+        if done == 1:
+            raise Cancelled
+
+    seen.clear()
+    with pytest.raises(Cancelled):
+        replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate"], progress=cancel)
+    assert seen == [0, 1]  # the second turn was never replayed
+    with pytest.raises(InvalidSettings, match="progress must be a callable"):
+        replay(SMALL_CHAT, model="gpt-4o", progress=5)
+    seen.clear()
+    with pytest.raises(InvalidMessages):  # bad input is refused before any report
+        replay([{"role": "system", "content": "x"}], model="gpt-4o", progress=lambda *report: seen.append(report))
+    assert seen == []
+
+
 def _long_real_chat() -> list[dict]:
     """The five ShareGPT conversations of the shared sample, one after the other (25 real turns)."""
     records = json.loads(shared_path("dialogstudio", "sharegpt_original_example.json").read_text())

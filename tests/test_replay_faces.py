@@ -129,3 +129,39 @@ def test_cli_replay_takes_pinned_facts_as_json_and_refuses_a_pin_to_no_message(t
     assert data["facts"][0] == {"name": "first ask", "message": 1} and data["factRule"] == "declared"
     assert main(["replay", str(path), "--fact", '{"message": 99}']) == 2
     assert "pinned to message 99" in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_cli_replay_shows_its_progress_on_a_terminal_and_erases_it(tmp_path, monkeypatch):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES))
+    screen = _Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    out = io.StringIO()
+    assert main(["replay", str(path), "--strategy", "truncate", "--json"], out) == 0
+    lines = screen.getvalue().split("\r")
+    assert lines[1:4] == ["contextfit: replayed 0 of 2 turns", "contextfit: replayed 1 of 2 turns",
+                          "contextfit: replayed 2 of 2 turns"]
+    assert lines[-2].strip() == "" and lines[-1] == ""  # erased: the terminal's line is blank again
+    json.loads(out.getvalue())  # the result alone on standard output
+
+
+def test_cli_replay_writes_no_progress_into_a_pipe(tmp_path, capsys):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES))
+    assert main(["replay", str(path), "--strategy", "truncate"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_replay_erases_its_progress_when_it_stops_on_an_error(tmp_path, monkeypatch):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES))
+    screen = _Terminal()
+    monkeypatch.setattr("sys.stderr", screen)
+    assert main(["replay", str(path), "--strategy", "truncate", "--fact", '{"message": 99}']) == 2
+    text = screen.getvalue()
+    assert "replayed" not in text and "pinned to message 99" in text  # refused before any turn: no bar

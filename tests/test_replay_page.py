@@ -309,3 +309,65 @@ def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
     assert any("stable='x'" in text for text in warnings)
     assert at.multiselect(key="replay_strategies").value == ["truncate"]
     assert at.dataframe[0].value["strategy"][0] == "truncate"
+
+
+def test_the_page_draws_a_progress_bar_while_it_replays_and_removes_it(monkeypatch):
+    reports = []
+    real = views.ProgressBar.__call__
+    monkeypatch.setattr(views.ProgressBar, "__call__", lambda bar, done, total: reports.append((done, total))
+                        or real(bar, done, total))
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert reports[0] == (0, 2) and reports[-1] == (2, 2)
+    assert not at.get("progress")  # the bar is gone once the replay is drawn
+    reports.clear()
+    at.slider(key="replay_turn").set_value(1).run()
+    assert reports == [] and not at.get("progress")  # the kept replay: no bar at all
+
+
+def test_the_turns_csv_holds_every_turn_of_every_strategy_as_numbers():
+    import csv
+    import io
+
+    formula = '=HYPERLINK("http://example.com")'
+    chat = [CHAT[0], {"role": "user", "content": f"My code is {formula} today."}, {"role": "assistant", "content": "Ok."},
+            *CHAT[1:]]
+    setup = views.ReplaySetup("gpt-4o", 500, 100, ("truncate", "summarize"), stable_prefix=False,
+                              facts=(formula, "ORD-7731"))
+    messages, settings = views.conversation_input(chat, setup)
+    result = views.run(messages, settings, setup)
+    rows = list(csv.DictReader(io.StringIO(views.turns_csv(result))))
+    assert tuple(rows[0]) == views.TURN_COLUMNS
+    turns = [turn for each in result.turns.values() for turn in each]
+    assert [(row["strategy"], int(row["turn"])) for row in rows] == [(turn.strategy, turn.turn) for turn in turns]
+    for row, turn in zip(rows, turns):
+        assert int(row["prompt tokens"]) == turn.prompt_tokens and int(row["cache read"]) == turn.cache_read
+        assert float(row["total $"]) == pytest.approx(turn.cost.total)
+        assert row["lost facts"] == "; ".join(turn.lost).replace("=", "'=", 1 if turn.lost[:1] == [formula] else 0)
+    assert any(row["lost facts"].startswith("'=HYPERLINK") for row in rows)  # lost: quoted, never a formula
+    assert not any(value.startswith("=") for row in rows for value in row.values())
+    assert json.loads(views.replay_json(result)) == json.loads(json.dumps(result.to_dict()))
+
+
+def test_the_turns_csv_of_a_model_without_prices_and_of_a_failed_turn_leaves_cells_empty():
+    import csv
+    import io
+
+    setup = views.ReplaySetup("gpt-4o", 60, 10, ("truncate",), stable_prefix=False)
+    messages, settings = views.conversation_input(CHAT, setup)
+    result = views.run(messages, settings, setup)
+    rows = list(csv.DictReader(io.StringIO(views.turns_csv(result))))
+    failed = [row for row in rows if row["error"]]
+    assert failed and all(row["prompt tokens"] == "" and row["total $"] == "" for row in failed)
+    assert failed[0]["error"] == "TOKEN_BUDGET_EXCEEDED"
+
+
+def test_the_page_offers_the_replay_for_download():
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    labels = [button.proto.label for button in at.get("download_button")]
+    assert labels == ["Turns (CSV)", "Replay (JSON)"]

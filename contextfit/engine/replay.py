@@ -38,7 +38,7 @@ present over facts in force, all turns together).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, repeat
@@ -334,6 +334,7 @@ def replay(
     strategies: Sequence[Any] | str | None = BUILTIN_STRATEGIES,
     facts: Sequence[Any] | None = None,
     settings: PlanSettings | None = None,
+    progress: Callable[[int, int], Any] | None = None,
     **keywords: Any,
 ) -> Replay:
     """Replay ``conversation`` (message dicts or a :class:`~contextfit.Conversation`)
@@ -349,7 +350,15 @@ def replay(
     ``facts`` the must-survive facts (``survival.py``; without them the
     default entity rule applies). A turn a strategy cannot fit is recorded
     with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
+
+    ``progress(done, total)``, when given, is called with the turns replayed
+    so far and the number of turns: once with 0 when the input is checked,
+    then after each turn (the dashboard draws a bar with it; a 1,000-turn
+    chat takes seconds). What it raises stops the
+    replay and reaches the caller as it is: raise to cancel.
     """
+    if progress is not None and not callable(progress):
+        raise InvalidSettings(f"progress must be a callable taking (done, total), got {progress!r}.")
     chosen = {"model": model, **keywords}
     messages, plan_settings = settings_for(conversation, settings, chosen)
     messages = list(messages)
@@ -362,6 +371,8 @@ def replay(
     walker = _Walker(messages, plan_settings, requests, declared_facts(facts))
     turns: dict[str, list[TurnResult]] = {variant.label: [] for variant, _ in plan_variants}
     previous: dict[str, _Sent | None] = {variant.label: None for variant, _ in plan_variants}
+    if progress is not None:
+        progress(0, len(requests))
     for turn, position in enumerate(requests, start=1):
         prepared, analyse = walker.prepared(position)
         output = walker.output_tokens(prepared, turn - 1)
@@ -377,6 +388,8 @@ def replay(
             record = walker.turn(turn, position, variant.label, prepared, fit, sent, previous[variant.label], output, in_force)
             turns[variant.label].append(record)
             previous[variant.label] = sent
+        if progress is not None:
+            progress(turn, len(requests))
     info = walker.info
     notes = []
     if info.prices is None:

@@ -106,6 +106,47 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+class TerminalProgress:
+    r"""A replay's progress on one line of a terminal (``stream``), rewritten when
+    its whole percent changes and erased at the end; nothing when the stream is
+    not a terminal (a pipe or a file keeps only the result).
+
+    >>> import io
+    >>> class Terminal(io.StringIO):
+    ...     def isatty(self): return True
+    >>> screen = Terminal()
+    >>> progress = TerminalProgress(screen)
+    >>> progress(0, 200); progress(1, 200); progress(2, 200); progress.clear()
+    >>> screen.getvalue().split("\r")[1:]
+    ['contextfit: replayed 0 of 200 turns', 'contextfit: replayed 2 of 200 turns', '                                   ', '']
+    >>> TerminalProgress(io.StringIO()).live
+    False
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self.live = bool(isatty()) if callable(isatty) else False
+        self.shown: int | None = None
+        self.width = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if percent == self.shown:
+            return
+        self.shown = percent
+        line = f"contextfit: replayed {done:,} of {total:,} turns"
+        self.width = max(self.width, len(line))
+        self.stream.write("\r" + line)
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown is not None:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.shown = None
+
+
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
     from ..engine.replay import replay
     from ..engine.survival import fact_from_line
@@ -122,7 +163,12 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     model = conversation_model(conversation, args.model)
     settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
     facts = [fact_from_line(text.strip()) for text in args.fact] if args.fact else None
-    result = replay(conversation, settings=settings, strategies=strategies, facts=facts)
+    progress = TerminalProgress(sys.stderr)
+    try:
+        result = replay(conversation, settings=settings, strategies=strategies, facts=facts,
+                        progress=progress if progress.live else None)
+    finally:
+        progress.clear()
     if args.json:
         json.dump(result.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")

@@ -9,10 +9,12 @@ retention with a marker where a fact was lost) and the plans of one turn.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import html
+import io
 import json
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,16 +123,55 @@ def stored_input(store: Store, chat_id: str, setup: ReplaySetup) -> tuple[list[d
                          settings={"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve})
 
 
-def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup) -> Replay:
-    """The replay of ``messages`` with the setup's strategies and facts."""
-    return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None)
+def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup,
+        progress: Callable[[int, int], Any] | None = None) -> Replay:
+    """The replay of ``messages`` with the setup's strategies and facts (``progress`` as :func:`contextfit.replay`'s)."""
+    return replay(messages, settings=settings, strategies=setup.strategy_entries(), facts=list(setup.facts) or None,
+                  progress=progress)
+
+
+class ProgressBar:
+    """A replay's ``progress`` drawn in a placeholder (``st.empty()``): the bar
+    appears with the first report, so a kept replay draws none, and is
+    redrawn when its whole percent changes (a 1,000-turn replay sends 100
+    updates, not 1,000). :meth:`clear` removes it.
+
+    >>> class Slot:
+    ...     def progress(self, value, text): print(value, text)
+    ...     def empty(self): print("cleared")
+    >>> bar = ProgressBar(Slot(), 4)
+    >>> bar(0, 1000); bar(5, 1000); bar(10, 1000); bar(1000, 1000); bar.clear()
+    0.0 Replaying 1,000 turns under 4 strategies…
+    0.01 Replayed 10 of 1,000 turns under 4 strategies…
+    1.0 Replayed 1,000 of 1,000 turns under 4 strategies…
+    cleared
+    """
+
+    def __init__(self, slot: Any, strategies: int) -> None:
+        self.slot = slot
+        self.strategies = f"{strategies} strateg{'y' if strategies == 1 else 'ies'}"
+        self.shown: int | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if percent == self.shown:
+            return
+        self.shown = percent
+        turns = f"{total:,} turn{'' if total == 1 else 's'}"
+        text = (f"Replaying {turns} under {self.strategies}…" if not done
+                else f"Replayed {done:,} of {turns} under {self.strategies}…")
+        self.slot.progress(percent / 100, text=text)
+
+    def clear(self) -> None:
+        if self.shown is not None:
+            self.slot.empty()
 
 
 _RESULT = "replay_result"  # the session's latest replay: (its input's digest, the result)
 
 
 def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: PlanSettings,
-               setup: ReplaySetup) -> Replay:
+               setup: ReplaySetup, progress: Callable[[int, int], Any] | None = None) -> Replay:
     """:func:`run`, kept for the session while its input stays the same: a move of the
     turn slider draws another turn of the same replay (a 400-turn chat took 2 s a move).
     The input is read whole (messages, settings, setup), so an edit replays again."""
@@ -139,7 +180,7 @@ def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: 
     found = state.get(_RESULT)
     if found is not None and found[0] == digest:
         return found[1]
-    result = run(messages, settings, setup)
+    result = run(messages, settings, setup, progress)
     state[_RESULT] = (digest, result)
     return result
 
@@ -372,6 +413,50 @@ def totals_rows(result: Replay) -> list[dict[str, Any]]:
     return rows
 
 
+#: The columns of :func:`turns_csv`, one row per turn and strategy.
+TURN_COLUMNS = ("strategy", "turn", "message index", "prompt tokens", "sent blocks", "dropped", "summarized",
+                "compressed", "shared tokens", "cache read", "cache write", "output tokens", "input $",
+                "cached input $", "cache write $", "output $", "total $", "retention", "lost facts", "error")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as typed: text that starts like a formula
+    (``=``, ``+``, ``-``, ``@``, a tab or a carriage return: a fact's name, a
+    label) is quoted with a leading apostrophe, so it is never run.
+
+    >>> _cell("=HYPERLINK(1)"), _cell("-1 day"), _cell("ORD-7731"), _cell(-3)
+    ("'=HYPERLINK(1)", "'-1 day", 'ORD-7731', -3)
+    """
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
+def turns_csv(result: Replay) -> str:
+    """Every turn of every strategy as CSV (:data:`TURN_COLUMNS`): the replay's lines as numbers,
+    costs in dollars (empty without prices), the lost facts joined by ``; ``."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(TURN_COLUMNS)
+    for label, rows in result.turns.items():
+        for row in rows:
+            cost = row.cost
+            money = ["", "", "", "", ""] if cost is None else [
+                cost.input, cost.cached_input, cost.cache_write, cost.output, cost.total]
+            writer.writerow(map(_cell, [
+                label, row.turn, row.message_index, "" if row.prompt_tokens is None else row.prompt_tokens,
+                row.sent_blocks, row.dropped, row.summarized, row.compressed, row.shared_tokens, row.cache_read,
+                row.cache_write, row.output_tokens, *money, "" if row.retention is None else row.retention,
+                "; ".join(row.lost), row.error or "",
+            ]))
+    return out.getvalue()
+
+
+def replay_json(result: Replay) -> str:
+    """The whole replay as JSON: what ``POST /api/v2/replay`` answers."""
+    return json.dumps(result.to_dict(), ensure_ascii=False, indent=2)
+
+
 def series(result: Replay, label: str) -> dict[str, list[Any]]:
     """Per-turn values of one strategy: prompt tokens, cumulative cost, cache-hit
     share, retention and the facts lost (``None`` where a turn failed or no fact was in force)."""
@@ -522,9 +607,8 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input", "current_conversation",
-    "fact_notes",
-    "facts_from_text", "facts_to_text", "follow", "from_link", "keep", "lines_figure", "link_of", "names_text",
-    "restore", "run", "series", "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary",
-    "verdict_text", "write_link",
+    "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input",
+    "current_conversation", "fact_notes", "facts_from_text", "facts_to_text", "follow", "from_link", "keep",
+    "lines_figure", "link_of", "names_text", "replay_json", "restore", "run", "series", "stored_input", "stored_setup",
+    "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
 ]
