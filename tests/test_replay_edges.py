@@ -232,3 +232,23 @@ def test_cli_replay_of_one_turn_reads_one_turn(tmp_path):
     out = io.StringIO()
     assert main(["replay", str(path), "--strategy", "truncate"], out) == 0
     assert out.getvalue().startswith(f"{path}: 1 turn, model gpt-4o")
+
+
+def test_a_replay_past_the_servers_time_limit_stops_and_frees_its_worker(store):
+    # it was answered 503 REQUEST_TIMEOUT at the limit, but its thread replayed on to the end (a 5,000-turn
+    # chat with 16 labels: minutes), holding a worker; the pool counts on the work ending soon after the limit
+    import time
+
+    from contextfit.serving.api.limits import ServerLimits
+
+    app = create_app(store, {"echo": EchoProvider()}, limits=ServerLimits(request_seconds=0.5))
+    turns = [message for i in range(800) for message in (
+        {"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"})]
+    body = {"messages": turns, "strategies": [{"strategy": name, "label": f"{name}{k}"} for k in range(4)
+                                              for name in ("truncate", "summarize", "vector-recall", "manual")]}
+    with TestClient(app, base_url=LOCAL) as client:
+        started = time.monotonic()
+        response = client.post("/api/v2/replay", json=body)
+        assert response.status_code == 503 and response.json()["error"]["code"] == "REQUEST_TIMEOUT"
+        assert app.state.pool.idle.wait(timeout=1.5), "the replay ran on after its answer"
+        assert time.monotonic() - started < 2.5

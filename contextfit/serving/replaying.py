@@ -8,7 +8,7 @@ camelCase settings (``{"stablePrefix": true}``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..engine.plan_settings import FIELDS
@@ -61,16 +61,18 @@ def replay_chat(
     *,
     strategies: Sequence[Any] | None = None,
     facts: Sequence[Any] | None = None,
+    progress: Callable[[int, int], Any] | None = None,
     **request: Any,
 ) -> Replay:
     """The replay of a stored chat or of inline messages, writing nothing: ``request``
     (``chat_id``, ``messages``, ``provider``, ``model``, ``settings``) is resolved
     as :func:`~contextfit.serving.generation.preview` resolves it. Without ``facts``,
     the ``facts`` setting (the chat's, under the request's) declares them, as it does
-    for each generation's audit and on the dashboard's Replay page."""
+    for each generation's audit and on the dashboard's Replay page. ``progress`` is
+    :func:`~contextfit.replay`'s (the API's stops a replay past the server's time limit)."""
     checked, resolved = preview_request(store, providers, **request)
     chosen = strategies_from_json(strategies)
     if facts is None and resolved.facts:
         facts = list(resolved.facts)
-    return replay(checked, settings=resolved.settings, facts=facts,
+    return replay(checked, settings=resolved.settings, facts=facts, progress=progress,
                   **({"strategies": chosen} if chosen is not None else {}))

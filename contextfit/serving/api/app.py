@@ -42,7 +42,7 @@ from ..store import Store
 from . import schemas as s
 from .guard import LOOPBACK_HOSTS, ContainFailures, RequestGuard
 from .limits import BodySizeLimit, ServerLimits
-from .workers import WorkerPool
+from .workers import WorkerPool, check_deadline
 
 #: HTTP status per error code; other codes are 400.
 STATUS: dict[str, int] = {
@@ -249,9 +249,11 @@ async def replay_conversation(body: s.ReplayRequest, store: StoreDep, providers:
     """Every strategy over the conversation, turn by turn: cost, prompt cache, facts kept. Writes nothing."""
 
     def run() -> dict:
+        # stops after the turn that passes the time limit: the answer (503) is sent, the thread is freed
         return replay_chat(
             store, providers, chat_id=body.chatId, messages=s.messages_json(body.messages), provider=body.provider,
             model=body.model, settings=_preview_settings(body), strategies=body.strategies, facts=body.facts,
+            progress=check_deadline,
         ).to_dict()
 
     return await pool.run(run)

@@ -6,11 +6,14 @@ run on the event loop: :meth:`WorkerPool.run` hands them to one of
 is answered 503 ``SERVER_BUSY`` at once, with ``Retry-After``. A call that
 runs past ``request_seconds`` is answered 503 ``REQUEST_TIMEOUT``; its thread
 cannot be killed, so it keeps its place in the count until it really ends
-(the regex budgets bound how long that is), and the pool never holds more
+(the regex budgets bound how long that is, and a replay stops at its next
+turn: :func:`check_deadline`), and the pool never holds more
 work than it admits.
 
 Each call runs in a copy of the caller's context, under the pool's regex
-limits (:func:`~contextfit.inputs.lorebook.matching.regex_limits`).
+limits (:func:`~contextfit.inputs.lorebook.matching.regex_limits`) and with its
+deadline: work that can stop part-way calls :func:`check_deadline` (a replay
+after each turn), so it ends soon after its answer instead of running on.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -29,6 +33,23 @@ from ...inputs.lorebook.matching import regex_limits
 from .limits import ServerLimits
 
 T = TypeVar("T")
+
+#: When the pool's call running in this context is answered REQUEST_TIMEOUT (a ``time.monotonic()`` value), and
+#: the limits that say so.
+_DEADLINE: contextvars.ContextVar[tuple[float, ServerLimits] | None] = contextvars.ContextVar(
+    "contextfit_work_deadline", default=None)
+
+
+def check_deadline(*_: Any) -> None:
+    """Raise ``REQUEST_TIMEOUT`` once the pool's call running this is past its time limit (its
+    answer was sent; the rest of its work would be lost). Outside the pool it does nothing.
+    Any arguments are ignored, so it serves as a replay's ``progress`` callback.
+
+    >>> check_deadline(3, 10)
+    """
+    found = _DEADLINE.get()
+    if found is not None and time.monotonic() > found[0]:
+        raise WorkTimedOut(found[1].request_seconds, found[1].retry_after)
 
 
 class WorkerPool:
@@ -66,6 +87,7 @@ class WorkerPool:
                 self._executor = ThreadPoolExecutor(self.limits.workers, thread_name_prefix="contextfit-work")
             executor = self._executor
         context = contextvars.copy_context()
+        context.run(_DEADLINE.set, (time.monotonic() + self.limits.request_seconds, self.limits))
         try:
             future: Future[T] = executor.submit(context.run, self._call, call, args)
         except BaseException:
