@@ -165,3 +165,17 @@ def test_cli_replay_erases_its_progress_when_it_stops_on_an_error(tmp_path, monk
     assert main(["replay", str(path), "--strategy", "truncate", "--fact", '{"message": 99}']) == 2
     text = screen.getvalue()
     assert "replayed" not in text and "pinned to message 99" in text  # refused before any turn: no bar
+
+
+def test_cli_replay_exits_1_when_a_strategy_cannot_fit_a_turn_and_still_prints_the_replay(tmp_path, capsys):
+    # as `contextfit fit` exits 1 when a plan fails; a replay whose turns all fit exits 0 (the tests above)
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(MESSAGES))
+    assert main(["replay", str(path), "--limit", "120", "--reserve", "10", "--strategy", "truncate", "--json"]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    failed = data["totals"]["truncate"]["failedTurns"]
+    assert failed >= 1
+    assert f"contextfit: truncate: {failed} of 2 turns could not be fitted (TOKEN_BUDGET_EXCEEDED: " in captured.err
+    assert main(["replay", str(path), "--limit", "120", "--reserve", "10", "--strategy", "truncate"]) == 1
+    assert "could not be fitted" in capsys.readouterr().out  # the table's note says so too

@@ -1,7 +1,8 @@
 """The ``contextfit`` command: ``fit``, ``replay``, ``models``, ``dashboard`` (and ``serve``).
 
 Errors print their message on standard error and exit non-zero: 2 for bad
-input or settings, 1 when a strategy cannot fit the budget.
+input or settings, 1 when a strategy cannot fit the budget (``replay``: at
+some turn; the replay is printed all the same).
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         json.dump(result.to_dict(), out, ensure_ascii=False, indent=2)
         out.write("\n")
-        return 0
+        return _replay_status(result)
     turns = len(result.requests)
     print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}, model {result.model} (budget {result.budget:,}; "
           f"cache rule {result.cache_rule}; facts: {result.fact_rule})", file=out)
@@ -191,7 +192,18 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
           f"best cache: {verdict['bestCache'] or '—'}", file=out)
     for note in result.notes:
         print(f"  note: {note}", file=out)
-    return 0
+    return _replay_status(result)
+
+
+def _replay_status(result) -> int:
+    """1 when a strategy could not fit some turn (as ``fit`` when a plan fails), each named on standard error."""
+    failed = [totals for totals in result.totals.values() if totals.failed_turns]
+    for totals in failed:
+        error = next(row for row in result.turns[totals.strategy] if row.error is not None)
+        print(f"contextfit: {totals.strategy}: {totals.failed_turns} of {totals.turns} turn"
+              f"{'s' if totals.turns != 1 else ''} could not be fitted ({error.error}: {error.error_message})",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _models(args: argparse.Namespace, out: TextIO) -> int:
