@@ -124,9 +124,10 @@ st.markdown(views.verdict_text(result))
 table = pd.DataFrame(views.totals_rows(result)).astype({"first loss (turn)": "Int64", "first drop (turn)": "Int64"})
 st.dataframe(table, hide_index=True, width="stretch", key="replay-verdict", placeholder="—",
              column_config={"strategy": st.column_config.TextColumn(pinned=True),
-                            "verdict": st.column_config.TextColumn(width="medium")})
+                            "verdict": st.column_config.TextColumn(width="medium"),
+                            "tokens sent": st.column_config.NumberColumn(format="localized")})  # 94,562,889
 st.caption(
-    f"{len(result.requests)} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "
+    f"{len(result.requests):,} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "
     f"{result.budget:,} tokens · cache rule {result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )

@@ -371,3 +371,16 @@ def test_the_page_offers_the_replay_for_download():
     assert not at.exception
     labels = [button.proto.label for button in at.get("download_button")]
     assert labels == ["Turns (CSV)", "Replay (JSON)"]
+
+
+def test_a_long_replay_reads_its_large_numbers_with_separators():
+    from bench.replay import conversation
+
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(conversation(1000)))
+    at.session_state["replay_strategies"] = ["truncate"]
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert _turns(at).startswith("1,000 turns ·")  # the caption read "1000 turns"
+    columns = json.loads(at.dataframe[0].proto.columns)
+    assert columns["tokens sent"]["type_config"]["format"] == "localized"  # 94,562,889, not 94562889
