@@ -12,6 +12,7 @@ from contextfit.serving.store_cache import shared_store
 from contextfit.views import charts, dashboard
 from contextfit.views import replay as views
 from contextfit.views.audits import list_audited_chats
+from contextfit.views.compare_state import reserve_below, reserve_max
 from contextfit.views.frame import in_frame
 
 in_frame()
@@ -83,7 +84,13 @@ with st.sidebar:
     views.follow(state, identity, suggested, models, declared)  # a new conversation: its model, limits and facts
     model = st.selectbox("Model", models, key="replay_model")
     limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, step=256, key="replay_limit")
-    reserve = st.number_input("Response reserve", min_value=0, max_value=views.MAX_LIMIT, step=128, key="replay_reserve")
+    # a reserve at or above the limit is lowered, as on Compare (the engine would refuse it, in its own words)
+    state["replay_reserve"], lowered = reserve_below(int(limit), int(state.get("replay_reserve", 0)),
+                                                     suggested.response_reserve)
+    if lowered:
+        notes.warning(lowered)
+    reserve = st.number_input("Response reserve", min_value=0, max_value=reserve_max(int(limit)), step=128,
+                              key="replay_reserve", help="Room kept free for the answer; it stays below the limit.")
     state.setdefault("replay_strategies", list(BUILTIN_STRATEGIES))  # set here, not as the widgets' defaults:
     state.setdefault("replay_stable", True)  # a link or a page switch sets them too
     strategies = st.multiselect("Strategies", list(BUILTIN_STRATEGIES), key="replay_strategies")

@@ -384,3 +384,20 @@ def test_a_long_replay_reads_its_large_numbers_with_separators():
     assert _turns(at).startswith("1,000 turns ·")  # the caption read "1000 turns"
     columns = json.loads(at.dataframe[0].proto.columns)
     assert columns["tokens sent"]["type_config"]["format"] == "localized"  # 94,562,889, not 94562889
+
+
+def test_a_reserve_at_or_above_the_limit_is_lowered_and_said_as_on_compare():
+    # the engine's refusal named response_reserve and context_limit, words the page does not show
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
+    at.switch_page("pages/replay.py").run()
+    at.number_input(key="replay_reserve").set_value(4000).run()
+    at.number_input(key="replay_limit").set_value(1000).run()
+    assert not at.exception and not at.error
+    assert any("Response reserve lowered from 4,000 to 250" in warning.value for warning in at.warning)
+    assert at.number_input(key="replay_reserve").value == 250 and "budget 750 tokens" in _turns(at)
+    at.number_input(key="replay_limit").set_value(1).run()  # the widget's extreme: no prompt can be built
+    assert not at.exception
+    assert at.error and all(error.value.startswith("TOKEN_BUDGET_EXCEEDED") for error in at.error)  # each plan's
+    assert at.number_input(key="replay_reserve").value == 0
+    assert any("no turn could be fitted" in warning.value for warning in at.warning)

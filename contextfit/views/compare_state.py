@@ -139,6 +139,22 @@ def default_reserve(limit: int, suggested: int) -> int:
     return max(0, min(suggested, limit // 4, limit - 1))
 
 
+def reserve_below(limit: int, reserve: int, suggested: int) -> tuple[int, str | None]:
+    """``reserve`` if it stays below ``limit``, else :func:`default_reserve` and a note that says so
+    (the engine refuses a reserve at or above the limit: nothing would be left for the prompt).
+
+    >>> reserve_below(8000, 1000, 16384)
+    (1000, None)
+    >>> reserve_below(8000, 16384, 16384)[0], reserve_below(1, 400, 400)
+    (2000, (0, 'Response reserve lowered from 400 to 0: it must stay below the context limit (1), or nothing is left for the prompt. Raise the limit for a bigger reserve.'))
+    """
+    if reserve < limit:
+        return reserve, None
+    fixed = default_reserve(limit, suggested)
+    return fixed, (f"Response reserve lowered from {reserve:,} to {fixed:,}: it must stay below the context limit "
+                   f"({limit:,}), or nothing is left for the prompt. Raise the limit for a bigger reserve.")
+
+
 def reserve_max(limit: int) -> int:
     """The largest reserve the widget accepts under ``limit``: the prompt keeps at least one token.
 
@@ -237,12 +253,8 @@ def settle(
     reserve = _whole_in(state["reserve"], 0, MAX_LIMIT, 0)
     if reserve >= state["limit"]:
         suggested = suggested or suggest(model)
-        fixed = default_reserve(state["limit"], int(suggested.response_reserve))
-        notes.append(
-            f"Response reserve lowered from {reserve:,} to {fixed:,}: it must stay below the context limit "
-            f"({state['limit']:,}), or nothing is left for the prompt. Raise the limit for a bigger reserve."
-        )
-        reserve = fixed
+        reserve, note = reserve_below(state["limit"], reserve, int(suggested.response_reserve))
+        notes.append(note)
     state["reserve"] = reserve
     for key in KEPT:
         state[kept(key)] = state[key]
