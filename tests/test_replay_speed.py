@@ -111,6 +111,27 @@ def test_a_block_sent_again_as_an_equal_copy_reuses_its_entry(monkeypatch):
     assert cleared and len(contents) == len(set(contents))  # each cleared result read once, however often sent
 
 
+def test_strategies_sending_the_same_blocks_share_what_the_replay_reads_of_them(monkeypatch):
+    sent, states = [], []
+    real_sent, real_states = replay_module._Walker.sent, replay_module._Walker.fact_states
+    monkeypatch.setattr(replay_module._Walker, "sent", lambda self, *a: sent.append(1) or real_sent(self, *a))
+    monkeypatch.setattr(replay_module._Walker, "fact_states", lambda self, *a: states.append(1) or real_states(self, *a))
+    chat = _twins_chat(12)
+    variants = ["truncate", {"strategy": "truncate", "label": "again"}, "summarize"]
+    result = replay_module.replay(chat, model="gpt-4o", context_limit=420, response_reserve=100, strategies=variants,
+                                  facts=["lookup", {"message": 1}])
+    turns = len(result.requests)
+    # truncate twice sends the same blocks: one reading per turn for both (three without the sharing);
+    # summarize its own once it summarizes, and truncate's while everything fits
+    assert any(row.summarized for row in result.turns["summarize"])
+    assert len(sent) == len(states) and turns < len(sent) <= 2 * turns
+    for first, again in zip(result.turns["truncate"], result.turns["again"], strict=True):
+        assert first.to_dict() | {"strategy": "again"} == again.to_dict()  # shared, and still each one's own
+    alone = replay_module.replay(chat, model="gpt-4o", context_limit=420, response_reserve=100,
+                                 strategies=["summarize"], facts=["lookup", {"message": 1}])
+    assert [row.to_dict() for row in alone.turns["summarize"]] == [row.to_dict() for row in result.turns["summarize"]]
+
+
 CLEAR_VARIANTS = [
     {}, {"keep": 0}, {"keep": 1, "clear_at_least": 7}, {"keep": 5}, {"stable_prefix": True},
     {"keep": 1, "clear_inputs": True}, {"keep": 1, "placeholder": "[gone: {tool}]"},

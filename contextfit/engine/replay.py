@@ -377,6 +377,9 @@ def replay(
         prepared, analyse = walker.prepared(position)
         output = walker.output_tokens(prepared, turn - 1)
         in_force = walker.in_force(position)
+        # Strategies that send the same blocks this turn (everything fits, say) share what the replay
+        # reads of them and their facts' states. The entries hold the blocks, so no id is reused.
+        same: dict[tuple[int, ...], _Sent] = {}
         for variant, variant_settings in plan_variants:
             try:
                 fit = fit_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
@@ -384,7 +387,10 @@ def replay(
                 turns[variant.label].append(_failed(turn, position, variant.label, output, in_force, exc))
                 previous[variant.label] = None
                 continue
-            sent = walker.sent(prepared, fit)
+            key = (fit.tokens, *map(id, fit.kept))
+            sent = same.get(key)
+            if sent is None:
+                sent = same[key] = walker.sent(prepared, fit)
             record = walker.turn(turn, position, variant.label, prepared, fit, sent, previous[variant.label], output, in_force)
             turns[variant.label].append(record)
             previous[variant.label] = sent
@@ -556,6 +562,7 @@ class _Sent:
     cumulative: list[int] | None  # OpenAI: cumulative[k], the tokens of the first k blocks
     system_sources: tuple[int, ...]
     cacheable: int
+    facts: tuple[FactState, ...] | None = None  # the facts' states, once worked out (this turn's)
 
 
 def _equality_key(block: dict) -> Any:
@@ -755,7 +762,7 @@ class _Walker:
                 compressed += 1
         dropped = len(fit.excluded) - summarized - compressed
         return TurnResult(turn, position, label, prompt, len(fit.kept), max(dropped, 0), summarized, compressed, shared,
-                          use.read, use.write, output, cost, self.fact_states(sent.blocks, position, in_force))
+                          use.read, use.write, output, cost, self._facts_of(sent, position, in_force))
 
     # -- facts
 
@@ -820,6 +827,12 @@ class _Walker:
             found = contains_word(self._joined, entity, max(starts[searched], earliest), starts[position] - 1)
         self._said[entity] = (position, found)
         return found
+
+    def _facts_of(self, sent: _Sent, position: int, in_force: list) -> tuple[FactState, ...]:
+        """The facts' states of what ``sent`` sent this turn, worked out once (strategies share a ``_Sent``)."""
+        if sent.facts is None:
+            sent.facts = self.fact_states(sent.blocks, position, in_force)
+        return sent.facts
 
     def fact_states(self, blocks: list[_Block], position: int, in_force: list) -> tuple[FactState, ...]:
         """Each fact in force: sent verbatim, quoted by a summary, or lost (``blocks``: what was sent)."""
