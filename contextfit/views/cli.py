@@ -21,6 +21,7 @@ from ..errors import ContextfitError
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
 from ..engine.plan_settings import PlanSettings, conversation_model
 from .bands import band_text
+from .progress import PercentSteps
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -107,7 +108,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-class TerminalProgress:
+class TerminalProgress(PercentSteps):
     r"""A replay's progress on one line of a terminal (``stream``), rewritten when
     its whole percent changes and erased at the end; nothing when the stream is
     not a terminal (a pipe or a file keeps only the result).
@@ -125,17 +126,13 @@ class TerminalProgress:
     """
 
     def __init__(self, stream: TextIO) -> None:
+        super().__init__()
         self.stream = stream
         isatty = getattr(stream, "isatty", None)
         self.live = bool(isatty()) if callable(isatty) else False
-        self.shown: int | None = None
         self.width = 0
 
-    def __call__(self, done: int, total: int) -> None:
-        percent = 100 * done // total if total else 100
-        if percent == self.shown:
-            return
-        self.shown = percent
+    def draw(self, percent: int, done: int, total: int) -> None:
         line = f"contextfit: replayed {done:,} of {total:,} turns"
         self.width = max(self.width, len(line))
         self.stream.write("\r" + line)

@@ -32,6 +32,7 @@ from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
 from .dashboard import setup_for
+from .progress import PercentSteps
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
 #: when a run does not draw it); the turn slider starts again at the last turn.
@@ -130,11 +131,10 @@ def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup,
                   progress=progress)
 
 
-class ProgressBar:
+class ProgressBar(PercentSteps):
     """A replay's ``progress`` drawn in a placeholder (``st.empty()``): the bar
     appears with the first report, so a kept replay draws none, and is
-    redrawn when its whole percent changes (a 1,000-turn replay sends 100
-    updates, not 1,000). :meth:`clear` removes it.
+    redrawn when its whole percent changes. :meth:`clear` removes it.
 
     >>> class Slot:
     ...     def progress(self, value, text): print(value, text)
@@ -148,15 +148,11 @@ class ProgressBar:
     """
 
     def __init__(self, slot: Any, strategies: int) -> None:
+        super().__init__()
         self.slot = slot
         self.strategies = f"{strategies} strateg{'y' if strategies == 1 else 'ies'}"
-        self.shown: int | None = None
 
-    def __call__(self, done: int, total: int) -> None:
-        percent = 100 * done // total if total else 100
-        if percent == self.shown:
-            return
-        self.shown = percent
+    def draw(self, percent: int, done: int, total: int) -> None:
         turns = f"{total:,} turn{'' if total == 1 else 's'}"
         text = (f"Replaying {turns} under {self.strategies}…" if not done
                 else f"Replayed {done:,} of {turns} under {self.strategies}…")
