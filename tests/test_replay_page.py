@@ -26,6 +26,13 @@ def app() -> AppTest:
     return AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
 
 
+def replay_page_of(messages: list[dict]) -> AppTest:
+    """The Replay page run once on ``messages`` as the Compare page's conversation."""
+    at = app()
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(messages))
+    return at.switch_page("pages/replay.py").run()
+
+
 def _result(**choices):
     setup = views.ReplaySetup("gpt-4o", 400, 100, ("truncate", "summarize"), **choices)
     messages, settings = views.conversation_input(CHAT, setup)
@@ -206,18 +213,14 @@ def test_declared_facts_no_turn_checks_are_named():
 
 
 def test_a_fact_written_as_a_regex_that_does_not_compile_is_an_error_on_the_page():
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     at.text_area(key="replay_facts").input("/(ORD-7731/").run()
     assert not at.exception
     assert any("does not compile" in error.value for error in at.error)
 
 
 def test_the_verdict_table_and_the_lost_facts_read_as_typed():
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     at.number_input(key="replay_limit").set_value(600).run()
     at.number_input(key="replay_reserve").set_value(100).run()
     at.text_area(key="replay_facts").input("/is la*te*/").run()
@@ -243,9 +246,7 @@ def test_moving_the_turn_slider_draws_the_same_replay_again_and_an_edit_replays(
     runs = []
     real = views.run
     monkeypatch.setattr(views, "run", lambda *args: runs.append(1) or real(*args))
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     assert not at.exception and len(runs) == 1
     at.slider(key="replay_turn").set_value(1).run()
     assert not at.exception and len(runs) == 1  # another turn of the replay it has
@@ -258,9 +259,7 @@ def test_moving_the_turn_slider_draws_the_same_replay_again_and_an_edit_replays(
 
 @pytest.mark.parametrize("model, approximate", [("claude-sonnet-4", True), ("gpt-4o", False)])
 def test_the_page_says_when_the_counts_are_approximate(model, approximate):
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     at.selectbox(key="replay_model").select(model).run()
     assert not at.exception
     said = [info.value for info in at.info if "are approximate" in info.value]
@@ -316,9 +315,7 @@ def test_the_page_draws_a_progress_bar_while_it_replays_and_removes_it(monkeypat
     real = views.ProgressBar.__call__
     monkeypatch.setattr(views.ProgressBar, "__call__", lambda bar, done, total: reports.append((done, total))
                         or real(bar, done, total))
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     assert not at.exception
     assert reports[0] == (0, 2) and reports[-1] == (2, 2)
     assert not at.get("progress")  # the bar is gone once the replay is drawn
@@ -365,9 +362,7 @@ def test_the_turns_csv_of_a_model_without_prices_and_of_a_failed_turn_leaves_cel
 
 
 def test_the_page_offers_the_replay_for_download():
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     assert not at.exception
     labels = [button.proto.label for button in at.get("download_button")]
     assert labels == ["Turns (CSV)", "Replay (JSON)"]
@@ -388,9 +383,7 @@ def test_a_long_replay_reads_its_large_numbers_with_separators():
 
 def test_a_reserve_at_or_above_the_limit_is_lowered_and_said_as_on_compare():
     # the engine's refusal named response_reserve and context_limit, words the page does not show
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT)
     at.number_input(key="replay_reserve").set_value(4000).run()
     at.number_input(key="replay_limit").set_value(1000).run()
     assert not at.exception and not at.error
