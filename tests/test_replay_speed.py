@@ -336,3 +336,62 @@ def test_contains_word_finds_what_a_scan_of_every_position_finds(text, entity, s
             if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
                 expected = True
     assert contains_word(text, entity, start, end) is expected
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([None, "over_budget", "summarized"]), max_size=40), st.data())
+def test_insertions_stand_where_a_count_of_each_prefix_puts_them(reasons, data):
+    """proposals.insertions (a running count from the end) places each block after the kept
+    messages before its position and the blocks sorted before it, as counting each prefix does."""
+    from contextfit.engine.proposals import insertions
+    from contextfit.engine.results import InsertedBlock
+
+    befores = data.draw(st.lists(st.integers(0, len(reasons)), max_size=6))
+    blocks = [InsertedBlock({"role": "system", "content": str(k)}, before, "summary", 1, ()) for k, before in enumerate(befores)]
+    ordered = sorted(blocks, key=lambda block: block.before)
+    expected = [(reasons[: block.before].count(None) + k, block) for k, block in enumerate(ordered)]
+    assert insertions(reasons, blocks) == expected
+
+
+def _tool_chat(turns: int) -> list[dict]:
+    chat = [{"role": "system", "content": "You look things up."}]
+    for turn in range(turns):
+        call = f"call_{turn}"
+        chat += [
+            {"role": "user", "content": f"Look up order {turn}, please. It matters for the shipment."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call, "type": "function", "function": {"name": "lookup", "arguments": f'{{"order": {turn}}}'}}]},
+            {"role": "tool", "tool_call_id": call, "content": f"Order {turn} left the depot. " * 12},
+            {"role": "assistant", "content": f"Order {turn} is on its way. The carrier has it now."},
+        ]
+    return chat
+
+
+def test_the_summary_cache_is_cleaned_now_and_then_when_other_strategies_fill_it(monkeypatch):
+    """clear-tool-results keeps an entry per cleared result in the chat's cache. The summary's
+    clean-up counted them in its bound, so once they passed it every summarize refit rebuilt the
+    whole cache: now it runs after the cache has grown by a few scan windows, and the
+    summary's own entries stay as few as before."""
+    from contextfit.engine.strategies import summarize
+
+    cleanups, fits, own = 0, 0, []
+    inner = summarize._forget_old
+
+    def spied(view, scanned):
+        nonlocal cleanups, fits
+        before = view.facts.derived
+        inner(view, scanned)
+        fits += 1
+        cleanups += view.facts.derived is not before
+        own.append(sum(key[0] in ("summarize", "words") for key in view.facts.derived))
+
+    monkeypatch.setattr(summarize, "_forget_old", spied)
+    chat = _tool_chat(400)
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=3_000, response_reserve=500,
+                               strategies=["clear-tool-results", "summarize"], summary_scan_chars=300)
+    assert fits > 100 and 0 < cleanups < fits / 10, (cleanups, fits)
+    assert max(own) < 5 * (summarize._RECENT_KEPT + 10)
+    last = result.requests[-1]  # the newest request: the chat up to its last user message
+    fresh = contextfit.plan_prompt(chat[: last + 1], model="gpt-4o", context_limit=3_000, response_reserve=500,
+                                   context_strategy="summarize", summary_scan_chars=300)
+    assert result.turns["summarize"][-1].prompt_tokens == fresh.prompt_tokens

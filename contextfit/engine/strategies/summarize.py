@@ -453,19 +453,27 @@ def _recent_words(view: FitView, window: int, limit: int | None = None) -> froze
 
 
 _RECENT_KEPT = 64  # messages at the end of the chat whose query words stay cached
+_LEFT = ("summarize-left",)  # how many entries the last clean-up left (other strategies' among them)
 
 
 def _forget_old(view: FitView, scanned: list[int]) -> None:
     """Drop cached candidates older than the scan window and query words of
     messages no longer recent: each refit copies the cache, so a long-lived
-    chat must not grow it without end."""
+    chat must not grow it without end.
+
+    The cache is cleaned once it has grown by a few scan windows since the last
+    clean-up: other strategies' entries stay (clear-tool-results keeps one per
+    cleared result), and counting them in the bound made every refit of a long
+    chat rebuild the whole cache."""
     facts = view.facts
-    if len(facts.derived) <= 4 * (len(scanned) + _RECENT_KEPT):
+    if len(facts.derived) <= facts.derived.get(_LEFT, 0) + 4 * (len(scanned) + _RECENT_KEPT):  # type: ignore[operator]
         return
     oldest = {"summarize": scanned[0], "words": view.n - _RECENT_KEPT}
     # Other strategies' entries stay: a scan carried over the chat, say (a -1 in place of a message).
-    facts.derived = {key: value for key, value in facts.derived.items() if key[0] not in oldest or key[1] >= oldest[key[0]]}
-    facts.derived_bytes = sum(getattr(value, "nbytes", 0) for value in facts.derived.values())
+    kept = {key: value for key, value in facts.derived.items() if key[0] not in oldest or key[1] >= oldest[key[0]]}
+    kept[_LEFT] = len(kept) + 1
+    facts.derived = kept
+    facts.derived_bytes = sum(getattr(value, "nbytes", 0) for value in kept.values())
 
 
 def _line_costs(view: FitView) -> TextMemo[int]:
