@@ -390,3 +390,23 @@ def test_the_api_plans_exactly_the_messages_it_read(monkeypatch):
     monkeypatch.setattr(sessions, "session_for", lambda _chat: moved)
     plan = sessions.plan(chat, settings)
     assert plan.to_dict() == contextfit.plan_prompt(chat.messages, settings).to_dict() and len(plan.blocks) == 3
+
+
+def test_an_orphan_result_whose_call_comes_later_stops_being_reported():
+    """The orphan groups are listed once per analysis (every fit of a turn asks): a refit after
+    the call arrives lists them anew, as a fresh fit does."""
+    chat = [{"role": "user", "content": "a"}, {"role": "tool", "tool_call_id": "x", "content": "early result"},
+            {"role": "user", "content": "b"}]
+    session = FitSession(chat)
+    counter = _fresh_counter()
+    first = session.fit(counter, 1_000)
+    assert [d["code"] for d in first.diagnostics] == ["ORPHAN_TOOL_RESULT"]
+    assert session.fit(counter, 1_000).diagnostics == first.diagnostics  # the listed groups, again
+    later = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "x", "type": "function", "function": {"name": "look", "arguments": "{}"}}]},
+        {"role": "user", "content": "c"}]
+    session.extend(later)
+    refit = session.fit(counter, 1_000)
+    fresh = contextfit.shift_context([*chat, *later], _fresh_counter(), 1_000)
+    assert refit.diagnostics == fresh.diagnostics == []
+    assert _outcome(refit) == _outcome(fresh)

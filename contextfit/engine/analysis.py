@@ -150,6 +150,7 @@ class Facts:
         "members",
         "group_links",
         "has_call",
+        "orphans",
         "derived",
         "texts",
         "counted_total",
@@ -175,6 +176,7 @@ class Facts:
         self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
         self.group_links: dict[int, list[str]] = {}  # root -> its link ids
         self.has_call: dict[int, bool] = {}  # root -> whether a call (not only results) is in it
+        self.orphans: list[list[int]] | None = None  # FitView.orphan_groups, once asked (the facts are complete)
         # What strategies derive from one message alone, keyed by (what, index):
         # valid as long as these facts are, since a reused prefix is unedited.
         self.derived: dict[tuple[str, int], object] = {}
@@ -602,7 +604,9 @@ class FitView:
     def orphan_groups(self) -> list[list[int]]:
         """Groups made only of tool results whose call is not in the conversation."""
         facts = self.facts
-        return [facts.members[root] for root, has_call in facts.has_call.items() if not has_call]
+        if facts.orphans is None:  # every fit of a session's turn asks: the facts' groups are final by then
+            facts.orphans = [facts.members[root] for root, has_call in facts.has_call.items() if not has_call]
+        return list(facts.orphans)
 
     def id_of(self, index: int) -> str:
         """The id shown in audits: the message's own, else its position."""
