@@ -141,6 +141,31 @@ def test_bad_facts_are_refused(facts):
         declared_facts(facts)
 
 
+@pytest.mark.parametrize("facts, says", [
+    (["ORD-7731", {"text": "ORD-7731"}], r"facts\[1\] repeats facts\[0\]"),
+    ([{"text": "a", "name": "order"}, {"regex": "/b/", "name": "order"}], r"facts\[1\] is named 'order', as facts\[0\]"),
+    (["order", {"text": "b", "name": "order"}], r"facts\[1\] is named 'order', as facts\[0\]"),
+])
+def test_a_fact_given_twice_or_a_name_given_twice_is_refused(facts, says):
+    with pytest.raises(InvalidSettings, match=says):
+        declared_facts(facts)
+
+
+def test_facts_whose_derived_names_agree_are_told_apart_in_the_report():
+    """Two long facts that differ past their 79th character were reported under one name: a
+    turn's states could not be told apart, and the page took a fact no message holds for checked."""
+    head = "The courier promised the parcel would reach the depot on Tuesday morning, weather permitting "
+    sent, never = head + "and it did.", head + "but it never came."
+    chat = [{"role": "user", "content": f"Note this: {sent}"}, {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "Anything else?"}]
+    result = replay(chat, model="gpt-4o", strategies=["truncate"], facts=[sent, never])
+    names = [fact.name for fact in result.facts]
+    assert len(set(names)) == 2 and names[1].endswith("… (2)") and len(names[1]) <= 80
+    assert [(state.name, state.status) for state in result.turns["truncate"][-1].facts] == [(names[0], "verbatim")]
+    from contextfit.views.replay import fact_notes
+    assert fact_notes(result) == [f"No message holds “{names[1]}”, so no turn checks it."]
+
+
 def test_a_fact_written_as_a_regex_that_does_not_compile_is_refused_and_says_how_to_mean_text():
     with pytest.raises(InvalidSettings, match=r"does not compile.*\{\"text\": '/\(x/'\}"):
         declared_facts(["ok", "/(x/"])

@@ -58,6 +58,7 @@ def test_api_replays_a_stored_chat_with_its_settings(client):
     ({"messages": MESSAGES, "strategies": [{"strategy": "truncate", "options": {"stablePrefix": "yes"}}]}, 422,
      "INVALID_SETTINGS"),
     ({"messages": MESSAGES, "facts": [{"regex": "unclosed"}]}, 422, "INVALID_SETTINGS"),
+    ({"messages": MESSAGES, "facts": ["AX55", {"text": "AX55", "name": "model"}]}, 422, "INVALID_SETTINGS"),
     ({"messages": [{"role": "system", "content": "x"}]}, 422, None),
     ({"chatId": "chat_missing"}, 404, "CHAT_NOT_FOUND"),
     # these ran the settings' strategy under a label such as "int" or "NoneType" (a 200)

@@ -219,6 +219,13 @@ def test_a_fact_written_as_a_regex_that_does_not_compile_is_an_error_on_the_page
     assert any("does not compile" in error.value for error in at.error)
 
 
+def test_a_fact_typed_twice_is_an_error_on_the_page_that_says_which():
+    at = replay_page_of(CHAT)
+    at.text_area(key="replay_facts").input("ORD-7731\nnever said\nORD-7731").run()
+    assert not at.exception
+    assert any("facts[2] repeats facts[0]" in error.value.replace("\\", "") for error in at.error)  # markdown-escaped
+
+
 def test_the_verdict_table_and_the_lost_facts_read_as_typed():
     at = replay_page_of(CHAT)
     at.number_input(key="replay_limit").set_value(600).run()

@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidSettings
@@ -216,7 +216,51 @@ def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
         return []
     if isinstance(facts, (str, Mapping)) or not isinstance(facts, Sequence):
         raise InvalidSettings(f"facts must be a list of strings or objects, got {type(facts).__name__}.")
-    return [fact if isinstance(fact, Fact) else _declared(fact, position) for position, fact in enumerate(facts)]
+    return _distinct([(fact, True) if isinstance(fact, Fact) else _declared(fact, position)
+                      for position, fact in enumerate(facts)])
+
+
+def _distinct(declared: list[tuple[Fact, bool]]) -> list[Fact]:
+    """The facts, each under a name of its own: a report names them at every turn, and a page
+    keyed by name would take two facts of one name for one. A fact given twice is refused, and
+    so is a given name that another fact has; two names derived alike (texts that differ only
+    past their 79th character, the text "message 3" and a pin to message 3) are told apart by
+    " (2)", " (3)"...
+
+    >>> names = [f.name for f in declared_facts(["a" * 90, "a" * 91, "message 3", {"message": 3}])]
+    >>> [len(name) for name in names[:2]], names[1][-5:], names[2:]
+    ([80, 80], '… (2)', ['message 3', 'message 3 (2)'])
+    """
+    first: dict[tuple, int] = {}
+    for position, (fact, _) in enumerate(declared):
+        key = (fact.text, fact.regex, fact.message)
+        if key in first:
+            raise InvalidSettings(f"facts[{position}] repeats facts[{first[key]}]; give each fact once.")
+        first[key] = position
+    derived: dict[str, int] = {}
+    for position, (fact, explicit) in enumerate(declared):
+        if not explicit:
+            derived.setdefault(fact.name, position)
+    named: dict[str, int] = {}
+    for position, (fact, explicit) in enumerate(declared):
+        if explicit:
+            other = named.get(fact.name, derived.get(fact.name))
+            if other is not None:
+                raise InvalidSettings(f"facts[{position}] is named {fact.name!r}, as facts[{other}] is; "
+                                      "each fact needs a name of its own (a report names it at every turn).")
+            named[fact.name] = position
+    out = []
+    for position, (fact, explicit) in enumerate(declared):
+        if not explicit:
+            name, tried = fact.name, 1
+            while name in named:
+                tried += 1
+                suffix = f" ({tried})"
+                name = shortened(fact.name, MAX_NAME - len(suffix)) + suffix
+            named[name] = position
+            fact = replace(fact, name=name)
+        out.append(fact)
+    return out
 
 
 def conversation_facts(conversation: Any) -> Any:
@@ -251,7 +295,8 @@ def fact_from_line(line: str) -> str | dict:
     return line
 
 
-def _declared(fact: Any, position: int) -> Fact:
+def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
+    """The fact at ``position``, checked, and whether its name was given."""
     where = f"facts[{position}]"
     if isinstance(fact, str):
         if compile_regex_key(fact) is not None:
@@ -280,7 +325,7 @@ def _declared(fact: Any, position: int) -> Fact:
         raise InvalidSettings(f"{where}.regex must be written /pattern/flags (a lorebook regex key), got {pattern!r}.")
     if name is not None and len(name) > MAX_NAME:  # a report names the fact at every turn
         raise InvalidSettings(f"{where}.name must be at most {MAX_NAME} characters, got {len(name):,}.")
-    return Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message)
+    return Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message), name is not None
 
 
 class FactFinder:
