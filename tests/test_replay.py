@@ -283,16 +283,30 @@ def _independent_hit_rate(messages, **settings) -> float:
     return cached / sent
 
 
+def _long_tool_chat() -> list[dict]:
+    """The first 80 Glaive function-calling conversations of the shared sample, one after the
+    other: 210 real turns, 59 of them with a tool call and its result."""
+    records = json.loads(shared_path("llama-factory", "glaive_toolcall_en_demo.json").read_text())
+    messages = [{"role": "system", "content": "You are a helpful assistant with tools."}]
+    for record in records[:80]:
+        messages += [m for m in contextfit.load_conversation(json.dumps(record)).messages if m["role"] != "system"]
+    return messages
+
+
+@pytest.mark.parametrize("chat, limit", [(_long_real_chat, 3500), (_long_tool_chat, 2500)], ids=["sharegpt", "glaive-tools"])
 @pytest.mark.parametrize("strategy", ["truncate", "summarize", "clear-tool-results"])
-def test_stable_prefix_keeps_more_of_the_prompt_cached(strategy):
-    chat = _long_real_chat()
-    limits = {"context_limit": 3500, "response_reserve": 500, "context_strategy": strategy}
+def test_stable_prefix_keeps_more_of_the_prompt_cached(strategy, chat, limit):
+    chat = chat()
+    limits = {"context_limit": limit, "response_reserve": 500, "context_strategy": strategy}
     default = _independent_hit_rate(chat, **limits)
     stable = _independent_hit_rate(chat, **limits, stable_prefix=True)
     assert stable > default
-    result = replay(chat, model="gpt-4o", context_limit=3500, response_reserve=500,
+    result = replay(chat, model="gpt-4o", context_limit=limit, response_reserve=500,
                     strategies=[strategy, {"strategy": strategy, "options": {"stable_prefix": True}}])
     assert result.totals[f"{strategy}+stable_prefix"].cache_hit_rate > result.totals[strategy].cache_hit_rate
+    # and the replay's own rates are the ones worked out the slow way
+    assert (result.totals[strategy].cache_hit_rate, result.totals[f"{strategy}+stable_prefix"].cache_hit_rate) == (
+        pytest.approx(default, rel=1e-12), pytest.approx(stable, rel=1e-12))
 
 
 def _first_sent_history(plan) -> str:
