@@ -401,3 +401,44 @@ def test_a_reserve_at_or_above_the_limit_is_lowered_and_said_as_on_compare():
     assert at.error and all(error.value.startswith("TOKEN_BUDGET_EXCEEDED") for error in at.error)  # each plan's
     assert at.number_input(key="replay_reserve").value == 0
     assert any("no turn could be fitted" in warning.value for warning in at.warning)
+
+
+def test_the_verdict_says_when_strategies_tie_or_only_one_was_replayed():
+    # it read "Cheapest: — · best retention: — · best cache: —", as if nothing had been replayed
+    setup = views.ReplaySetup("gpt-4o", 100_000, 1_000, ("truncate", "summarize"), stable_prefix=False,
+                              facts=("ORD-7731",))
+    messages, settings = views.conversation_input(CHAT, setup)
+    result = views.run(messages, settings, setup)  # room for everything: every strategy sends the same
+    cost = views.money(result.totals["truncate"].total_cost)
+    assert views.verdict_text(result) == (f"Cheapest: all equal ({cost}) · best retention: all equal (100.0%) · "
+                                          "best cache: all equal (0.0%)")
+    at = replay_page_of(CHAT)
+    at.multiselect(key="replay_strategies").set_value(["truncate"]).run()
+    at.checkbox(key="replay_stable").uncheck().run()
+    assert not at.exception
+    assert any(markdown.value == "Only truncate was replayed: choose more strategies in the sidebar to compare it "
+               "with them." for markdown in at.markdown)
+
+
+def test_the_turn_axis_reads_whole_turns_with_separators():
+    # two turns read "1, 1.5, 2"; a long chat's read "1000"
+    setup, messages, settings, result = _result()
+    for metric in ("prompt", "cost", "cache", "retention"):
+        axis = views.lines_figure(result, metric).layout.xaxis
+        assert axis.tickformat == ",d" and axis.dtick == 1
+
+
+def test_small_costs_read_as_dollars_with_four_figures_each():
+    # a two-word turn cost "$2.5e-05"; a column read "$0.0456" under "$0.04579"
+    assert [views.money(value) for value in (2.5e-05, 0.0456, 0.045791, 0.0038, 0.0, 1234.5)] == [
+        "$0.00002500", "$0.04560", "$0.04579", "$0.003800", "$0", "$1,234.50"]
+
+
+def test_a_reload_of_an_uploaded_conversation_says_to_upload_it_again():
+    # it said only "pasted" and "paste it there again" to someone who had uploaded a file
+    at = app()
+    at.query_params["source"] = "current"
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert any("pasted or uploaded on Compare strategies" in warning.value and "paste or upload it there again"
+               in warning.value for warning in at.warning)

@@ -14,6 +14,7 @@ import hashlib
 import html
 import io
 import json
+import math
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -311,9 +312,9 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     elif kind == "current" and has_current:
         state["replay_source"] = "Current conversation"
     elif kind == "current":  # a reload, or a shared link: the pasted conversation stayed in the old session
-        notes.append("The link's conversation was pasted on Compare strategies in another session (a reload or a "
-                     "shared link starts a new one), so it is not here: paste it there again. A sample is shown "
-                     "meanwhile.")
+        notes.append("The link's conversation was pasted or uploaded on Compare strategies in another session (a "
+                     "reload or a shared link starts a new one), so it is not here: paste or upload it there again. "
+                     "A sample is shown meanwhile.")
     elif source:
         notes.append(f"Ignored source={source[:60]!r} from the link: no such sample.")
     for key, value in (("replay_model", url.model), ("replay_limit", url.limit), ("replay_reserve", url.reserve)):
@@ -377,14 +378,19 @@ def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
 
 
 def money(value: float | None) -> str:
-    """Dollars for a table cell.
+    """Dollars for a table cell: cents from a dollar, else four significant figures, written
+    out (a short turn cost "$2.5e-05") and kept to four (a column read "$0.0456" under "$0.04579").
 
-    >>> money(0.0123456), money(None), money(12.5)
-    ('$0.01235', '—', '$12.50')
+    >>> money(0.0123456), money(None), money(12.5), money(2.5e-05), money(0.0456)
+    ('$0.01235', '—', '$12.50', '$0.00002500', '$0.04560')
     """
     if value is None:
         return "—"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4g}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    if value <= 0:
+        return "$0"
+    return f"${value:.{3 - math.floor(math.log10(value))}f}"
 
 
 def totals_rows(result: Replay) -> list[dict[str, Any]]:
@@ -475,7 +481,9 @@ _TITLES = {
     "prompt": ("Prompt tokens per turn", "tokens"),
     "cost": ("Cumulative cost", "US dollars"),
     "cache": ("Prompt tokens read from the cache, per turn", "share of the prompt"),
-    "retention": ("Facts still sent, per turn (× where one was lost)", "share of the facts in force"),
+    # a short unit: with eight strategies' legend below, the plot is 141 pixels high at 1280 and the
+    # longer "share of the facts in force" ran over the title
+    "retention": ("Facts still sent, per turn (× where one was lost)", "share of facts"),
 }
 
 
@@ -503,7 +511,11 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
     yaxis: dict[str, Any] = {"title": {"text": unit}}
     if metric in ("cache", "retention"):
         yaxis.update(range=[-0.02, 1.05], tickformat=".0%")
-    figure = _figure(data, xaxis={"title": {"text": "turn"}}, yaxis=yaxis, height=380,
+    # whole turns, with separators: two turns were ticked "1, 1.5, 2" and a long chat's last "1000"
+    xaxis: dict[str, Any] = {"title": {"text": "turn"}, "tickformat": ",d"}
+    if len(result.requests) <= 10:
+        xaxis["dtick"] = 1
+    figure = _figure(data, xaxis=xaxis, yaxis=yaxis, height=380,
                      title={"text": title, "font": {"size": 14}, "x": 0, "y": 0.98},
                      margin={"l": 10, "r": 10, "t": 36, "b": 10})
     # the legend under the plot: above it, eight strategies' names cover the title
@@ -591,15 +603,35 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
 
 
 def verdict_text(result: Replay) -> str:
-    """One sentence naming the winners.
+    """One sentence naming the winners, or saying why there is none: every strategy scored
+    the same, nothing could be compared (no prices, no fact in force, every turn failed), or
+    only one strategy was replayed.
 
     >>> from contextfit.engine.replay import replay
     >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
-    'Cheapest: — · best retention: — · best cache: —'
+    'Only truncate was replayed: choose more strategies in the sidebar to compare it with them.'
+    >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate", "manual"]))
+    'Cheapest: all equal ($0.00002000) · best retention: no fact in force · best cache: all equal (0.0%)'
     """
+    if len(result.totals) == 1:
+        return f"Only {next(iter(result.totals))} was replayed: choose more strategies in the sidebar to compare it with them."
     verdict = result.verdict()
-    return (f"Cheapest: {verdict['cheapest'] or '—'} · best retention: {verdict['bestRetention'] or '—'} · "
-            f"best cache: {verdict['bestCache'] or '—'}")
+    totals = [t for t in result.totals.values() if t.failed_turns < t.turns]
+    costs = [t.total_cost for t in totals if t.total_cost is not None]
+    kept_facts = [t.retention for t in totals if t.retention is not None]
+    cached = [t.cache_hit_rate for t in totals]
+
+    def said(winner: str | None, values: list[Any], shown: Callable[[Any], str], missing: str) -> str:
+        if winner is not None:
+            return winner
+        if not values:
+            return missing
+        return f"all equal ({shown(values[0])})" if len(set(values)) == 1 else "—"
+
+    percent = "{:.1%}".format
+    return (f"Cheapest: {said(verdict['cheapest'], costs, money, 'no prices' if totals else '—')} · "
+            f"best retention: {said(verdict['bestRetention'], kept_facts, percent, 'no fact in force' if totals else '—')} · "
+            f"best cache: {said(verdict['bestCache'], cached, percent, '—')}")
 
 
 __all__ = [
