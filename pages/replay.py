@@ -138,13 +138,13 @@ st.caption(
     f"{result.budget:,} tokens · cache rule {result.cache_rule} · facts: {result.fact_rule}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
-save_turns, save_whole, _ = st.columns([1, 1, 3])
-save_turns.download_button("Turns (CSV)", partial(views.turns_csv, result), file_name=f"replay-{result.model}-turns.csv",
-                           mime="text/csv", key="replay-csv", help="Every turn of every strategy: tokens, cache, "
-                           "cost and the facts lost, a row each.")
-save_whole.download_button("Replay (JSON)", partial(views.replay_json, result), file_name=f"replay-{result.model}.json",
-                           mime="application/json", key="replay-json",
-                           help="The whole replay, as POST /api/v2/replay answers it.")
+saves = st.container(horizontal=True)  # each label whole at 800 pixels (columns cut them to "Turns (…")
+saves.download_button("Turns (CSV)", partial(views.turns_csv, result), file_name=f"replay-{result.model}-turns.csv",
+                      mime="text/csv", key="replay-csv", help="Every turn of every strategy: tokens, cache, "
+                      "cost and the facts lost, a row each.")
+saves.download_button("Replay (JSON)", partial(views.replay_json, result), file_name=f"replay-{result.model}.json",
+                      mime="application/json", key="replay-json",
+                      help="The whole replay, as POST /api/v2/replay answers it.")
 if (approximate := views.approximate_note(result.model)):
     st.info(dashboard.plain(approximate))
 for note in [*result.notes, *views.fact_notes(result)]:

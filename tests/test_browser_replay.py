@@ -91,3 +91,23 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
     expect(page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")).to_have_value("3000")
     page.wait_for_selector(READY)
     assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_the_charts_axis_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
+    # all eight lines: the legend leaves each plot 141 pixels high, and the retention chart's
+    # axis title ("share of the facts in force", 180 pixels) ran over its title into the row above;
+    # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"
+    page.set_viewport_size({"width": 1280, "height": 1400})  # wider, the legend takes fewer rows
+    load(page, server + "/replay")
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.nth(3).locator(".scatterlayer").wait_for(state="attached")
+    for index in range(4):
+        title = charts.nth(index).locator(".g-ytitle").bounding_box()
+        plot = charts.nth(index).locator(".nsewdrag").first.bounding_box()
+        assert plot["y"] - 2 <= title["y"] and title["y"] + title["height"] <= plot["y"] + plot["height"] + 2, index
+    page.set_viewport_size({"width": 800, "height": 1400})
+    for label in ("Turns (CSV)", "Replay (JSON)"):
+        text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
+            '[data-testid="stMarkdownContainer"]')
+        expect(text).to_be_visible()
+        assert text.evaluate("element => element.scrollWidth <= element.clientWidth"), label
