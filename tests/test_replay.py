@@ -339,11 +339,11 @@ def test_a_replay_says_why_no_turn_reads_from_the_cache():
     assert small.totals["truncate"].cache_hit_rate == 0
     note = next(note for note in small.notes if "no turn reads from the cache" in note)
     largest = max(row.prompt_tokens for row in small.turns["truncate"])
-    assert note == (f"No request reaches the 1,024 tokens a prompt needs before openai caches it (the largest is "
+    assert note == (f"No request reaches the 1,024 tokens a prompt needs before OpenAI caches it (the largest is "
                     f"{largest:,}): no turn reads from the cache.")
     haiku = replay(_fact_chat()[:6], model="claude-3-5-haiku", context_limit=1800, response_reserve=100,
                    strategies=["truncate"])
-    assert any("2,048 tokens a prompt needs before anthropic" in note for note in haiku.notes)
+    assert any("2,048 tokens a prompt needs before Anthropic" in note for note in haiku.notes)
     # a prompt that reaches the minimum: no such note (whether or not a turn then hits)
     large = replay(SMALL_CHAT, model="gpt-4o", strategies=["truncate"])
     assert max(row.prompt_tokens for row in large.turns["truncate"]) >= 1024
@@ -369,3 +369,11 @@ def test_each_anthropic_model_caches_from_its_own_documented_minimum():
         assert all(2048 <= tokens < 4096 for tokens in prompts), prompts
         reads[model] = sum(row.cache_read for row in result.turns["truncate"])
     assert reads["claude-3-5-haiku"] > 0 and reads["claude-haiku-4-5"] == 0
+
+
+def test_the_notes_name_the_provider_as_it_names_itself():
+    # a page showed "google prompt caching is modelled with OpenAI's automatic prefix rules."
+    result = replay(_fact_chat()[:6], model="gemini-2.5-flash", context_limit=1800, response_reserve=100,
+                    strategies=["truncate"])
+    assert "Google prompt caching is modelled with OpenAI's automatic prefix rules." in result.notes
+    assert any("a prompt needs before Google caches it" in note for note in result.notes)

@@ -62,6 +62,9 @@ from .survival import (
 
 DECLARED = "declared"
 DEFAULT_ENTITIES = "default-entities"
+#: The catalog's providers as their own names spell them, for the notes (another provider is named by its id).
+PROVIDER_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "meta": "Meta",
+                  "mistral": "Mistral", "qwen": "Qwen", "deepseek": "DeepSeek"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,11 +404,12 @@ def replay(
     if info.prices is None:
         notes.append(f"The catalog has no prices for {info.id}: costs are not computed (add a [models.\"{info.id}\".prices] "
                      "table to your models file).")
+    provider = PROVIDER_NAMES.get(info.provider, info.provider)  # a note's words, not an id ("google prompt...")
     if walker.rule == pc.AUTOMATIC and info.provider != "openai":
-        notes.append(f"{info.provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
+        notes.append(f"{provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
     largest = max((row.prompt_tokens or 0 for rows in turns.values() for row in rows), default=0)
     if 0 < largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why (0: no turn was sent)
-        notes.append(f"No request reaches the {walker.minimum:,} tokens a prompt needs before {info.provider} "
+        notes.append(f"No request reaches the {walker.minimum:,} tokens a prompt needs before {provider} "
                      f"caches it (the largest is {largest:,}): no turn reads from the cache.")
     notes.extend(_failure_notes(turns))
     notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
