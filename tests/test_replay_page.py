@@ -442,3 +442,19 @@ def test_a_reload_of_an_uploaded_conversation_says_to_upload_it_again():
     assert not at.exception
     assert any("pasted or uploaded on Compare strategies" in warning.value and "paste or upload it there again"
                in warning.value for warning in at.warning)
+
+
+def test_an_empty_retention_chart_under_the_entity_rule_says_what_to_do():
+    # a Japanese chat: no capitals, no quotes the rule knows, so no entity recurs and the chart
+    # only said "No fact in force at any turn."
+    chat = [{"role": "system", "content": "あなたは旅行案内係です。"}]
+    for day in range(3):
+        chat += [{"role": "user", "content": f"{day + 1}日目は清水寺と金閣寺に行きたいです。"},
+                 {"role": "assistant", "content": "承知しました。清水寺の後で金閣寺へ向かいます。"}]
+    setup = views.ReplaySetup("gpt-4o", 4000, 500, ("truncate",), stable_prefix=False)
+    messages, settings = views.conversation_input(chat, setup)
+    result = views.run(messages, settings, setup)
+    assert result.fact_rule == "default-entities"
+    retention = views.lines_figure(result, "retention")
+    assert [a.text for a in retention.layout.annotations] == [
+        "No fact in force at any turn:<br>type the facts to follow<br>in the sidebar (Must-survive facts)."]

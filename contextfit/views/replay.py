@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..engine.plan_settings import PlanSettings, settings_for
-from ..engine.replay import Replay, replay, variants
+from ..engine.replay import DECLARED, Replay, replay, variants
 from ..engine.survival import fact_from_line
 from ..errors import ContextfitError, TokenBudgetExceeded
 from ..serving.generation import preview_input
@@ -521,7 +521,9 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
     # the legend under the plot: above it, eight strategies' names cover the title
     figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None})
     if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
-        lines = [html.escape(line.format(model=result.model)) for line in _EMPTY.get(metric, ("Nothing to draw.",))]
+        empty = _EMPTY_UNDER_THE_RULE if metric == "retention" and result.fact_rule != DECLARED else _EMPTY.get(
+            metric, ("Nothing to draw.",))
+        lines = [html.escape(line.format(model=result.model)) for line in empty]
         figure.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
                               font={"size": 13})
     return figure
@@ -532,6 +534,10 @@ _EMPTY = {
     "cost": ("No prices for {model}", "in the catalog: no cost."),
     "retention": ("No fact in force at any turn.",),
 }
+#: The empty retention chart under the default entity rule: no entity recurred (a chat in a script
+#: without capitals, say), so the user's own facts are the way on.
+_EMPTY_UNDER_THE_RULE = ("No fact in force at any turn:", "type the facts to follow",
+                         "in the sidebar (Must-survive facts).")
 
 
 def approximate_note(model: str) -> str | None:
@@ -614,7 +620,8 @@ def verdict_text(result: Replay) -> str:
     'Cheapest: all equal ($0.00002000) · best retention: no fact in force · best cache: all equal (0.0%)'
     """
     if len(result.totals) == 1:
-        return f"Only {next(iter(result.totals))} was replayed: choose more strategies in the sidebar to compare it with them."
+        return (f"Only {next(iter(result.totals))} was replayed: choose more strategies in the sidebar to compare it "
+                "with them.")
     verdict = result.verdict()
     totals = [t for t in result.totals.values() if t.failed_turns < t.turns]
     costs = [t.total_cost for t in totals if t.total_cost is not None]
@@ -628,10 +635,11 @@ def verdict_text(result: Replay) -> str:
             return missing
         return f"all equal ({shown(values[0])})" if len(set(values)) == 1 else "—"
 
-    percent = "{:.1%}".format
-    return (f"Cheapest: {said(verdict['cheapest'], costs, money, 'no prices' if totals else '—')} · "
-            f"best retention: {said(verdict['bestRetention'], kept_facts, percent, 'no fact in force' if totals else '—')} · "
-            f"best cache: {said(verdict['bestCache'], cached, percent, '—')}")
+    percent, failed = "{:.1%}".format, "—"  # failed: every turn of every strategy
+    cheapest = said(verdict["cheapest"], costs, money, "no prices" if totals else failed)
+    retention = said(verdict["bestRetention"], kept_facts, percent, "no fact in force" if totals else failed)
+    cache = said(verdict["bestCache"], cached, percent, failed)
+    return f"Cheapest: {cheapest} · best retention: {retention} · best cache: {cache}"
 
 
 __all__ = [
