@@ -61,6 +61,19 @@ def test_a_regex_fact_stopped_by_its_time_limit_is_said_and_not_called_absent():
     assert not any("No message holds" in note and "(a+)" in note for note in views.fact_notes(result))
 
 
+def test_regex_facts_stopped_for_the_same_reason_make_one_note():
+    # 300 regex facts over a 1,000-turn chat drew 208 warnings on the page, one per stopped fact
+    chat = [{"role": "user", "content": "a" * 50_000 + "!"}, {"role": "assistant", "content": "x"},
+            {"role": "user", "content": "a" * 30 + "!"}]
+    facts = [f"/(a+)+{i}$/" for i in range(12)]
+    result = contextfit.replay(chat, model="gpt-4o", strategies=["truncate"], facts=facts)
+    stopped = [note for note in result.notes if "not searched for everywhere" in note]
+    assert len(result.diagnostics) == 12 and stopped == [
+        "12 regex facts were not searched for everywhere, to stay within the regex time and size limits (the "
+        "diagnostics say which limit stopped each): " + ", ".join(facts[:10]) + " and 2 more. Where one was not, it "
+        "counts as not found, so a turn may show it lost while it is sent."]
+
+
 def _many_facts_result(count: int):
     chat = [{"role": "user", "content": " ".join(f"k{i:04d}" for i in range(0, count, 2)) + " " + "pad " * 300},
             {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
