@@ -93,7 +93,7 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_the_charts_axis_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
+def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
     # all eight lines: the legend leaves each plot 141 pixels high, and the retention chart's
     # axis title ("share of the facts in force", 180 pixels) ran over its title into the row above;
     # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"
@@ -106,6 +106,11 @@ def test_the_charts_axis_titles_and_the_download_labels_fit_in_a_demo(page, serv
         plot = charts.nth(index).locator(".nsewdrag").first.bounding_box()
         assert plot["y"] - 2 <= title["y"] and title["y"] + title["height"] <= plot["y"] + plot["height"] + 2, index
     page.set_viewport_size({"width": 800, "height": 1400})
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stPlotlyChart\"]').offsetWidth < 300")
+    for index in range(4):  # "Prompt tokens read from the cache, per turn" ran past its chart's edge
+        chart = charts.nth(index).bounding_box()
+        title = charts.nth(index).locator(".g-gtitle").bounding_box()
+        assert title["x"] + title["width"] <= chart["x"] + chart["width"], index
     for label in ("Turns (CSV)", "Replay (JSON)"):
         text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
             '[data-testid="stMarkdownContainer"]')

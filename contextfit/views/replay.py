@@ -477,13 +477,13 @@ def series(result: Replay, label: str) -> dict[str, list[Any]]:
     return out
 
 
+#: Titles short enough for a chart of a narrow window (800 pixels with the sidebar: about 30
+#: characters), units short enough for a plot under eight strategies' legend (141 pixels high at 1280).
 _TITLES = {
     "prompt": ("Prompt tokens per turn", "tokens"),
     "cost": ("Cumulative cost", "US dollars"),
-    "cache": ("Prompt tokens read from the cache, per turn", "share of the prompt"),
-    # a short unit: with eight strategies' legend below, the plot is 141 pixels high at 1280 and the
-    # longer "share of the facts in force" ran over the title
-    "retention": ("Facts still sent, per turn (× where one was lost)", "share of facts"),
+    "cache": ("Read from the cache, per turn", "share of the prompt"),
+    "retention": ("Facts still sent (× lost)", "share of facts"),
 }
 
 
