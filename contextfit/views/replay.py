@@ -519,7 +519,9 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
                      title={"text": title, "font": {"size": 14}, "x": 0, "y": 0.98},
                      margin={"l": 10, "r": 10, "t": 36, "b": 10})
     # the legend under the plot: above it, eight strategies' names cover the title
-    figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None})
+    # 11-pixel names: at 12 the longest, "clear-tool-results+stable_prefix", lost its last letter at 800 pixels
+    figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None,
+                                 "font": {"size": 11}})
     if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
         empty = _EMPTY_UNDER_THE_RULE if metric == "retention" and result.fact_rule != DECLARED else _EMPTY.get(
             metric, ("Nothing to draw.",))
