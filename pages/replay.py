@@ -122,7 +122,7 @@ try:
     finally:
         bar.clear()
 except contextfit.ContextfitError as error:
-    st.error(dashboard.error_text(error))
+    st.error(views.facts_error_text(error, facts_text))
     st.stop()
 
 st.subheader("Verdict")

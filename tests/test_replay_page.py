@@ -220,10 +220,20 @@ def test_a_fact_written_as_a_regex_that_does_not_compile_is_an_error_on_the_page
 
 
 def test_a_fact_typed_twice_is_an_error_on_the_page_that_says_which():
+    # by the box's lines: it said "facts[3] repeats facts[0]", counting from 0 and skipping the blank line
     at = replay_page_of(CHAT)
-    at.text_area(key="replay_facts").input("ORD-7731\nnever said\nORD-7731").run()
+    at.text_area(key="replay_facts").input("ORD-7731\nnever said\n\nsomething\nORD-7731").run()
     assert not at.exception
-    assert any("facts[2] repeats facts[0]" in error.value.replace("\\", "") for error in at.error)  # markdown-escaped
+    assert [error.value.replace("\\", "") for error in at.error] == [  # markdown-escaped
+        "INVALID_SETTINGS: line 5 of the facts repeats line 1 of the facts; give each fact once."]
+
+
+def test_a_fact_the_replay_refuses_is_named_by_its_line_in_the_box():
+    at = replay_page_of(CHAT)
+    at.text_area(key="replay_facts").input('\nORD-7731\n\n{"text": 5}').run()
+    assert not at.exception
+    assert [error.value.replace("\\", "") for error in at.error] == [
+        "INVALID_SETTINGS: line 4 of the facts: its text must be a non-empty string, got 5."]
 
 
 def test_the_verdict_table_and_the_lost_facts_read_as_typed():

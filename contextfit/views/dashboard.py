@@ -356,14 +356,16 @@ def plain(text: str) -> str:
     return str(text).translate(_MARKDOWN)
 
 
-def error_text(error: ContextfitError) -> str:
-    r"""An error for a Markdown widget: its code, its message (escaped) and where.
+def error_text(error: ContextfitError, message: str | None = None) -> str:
+    r"""An error for a Markdown widget: its code, its message (escaped; ``message``: said
+    otherwise for the page) and where.
 
     >>> print(error_text(ContextfitError("bad *input*", code="INVALID_CONVERSATION")))
     INVALID_CONVERSATION: bad \*input\*
     """
     where = getattr(error, "location", None)
-    return f"{error.code}: {plain(str(error))}" + (f" (at {plain(where)})" if where else "")
+    return f"{error.code}: {plain(str(error) if message is None else message)}" + (
+        f" (at {plain(where)})" if where else "")
 
 
 def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, store: Any = None) -> str:

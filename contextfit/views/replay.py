@@ -15,6 +15,7 @@ import html
 import io
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
-from .dashboard import setup_for
+from .dashboard import error_text, setup_for
 from .progress import PercentSteps
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
@@ -80,6 +81,27 @@ def facts_from_text(text: str | None) -> tuple[Any, ...]:
     ('ORD-7731', '/zenith/i', {'message': 2}, '{not json}')
     """
     return tuple(fact_from_line(line.strip()) for line in (text or "").splitlines() if line.strip())
+
+
+def facts_error_text(error: ContextfitError, facts_text: str | None) -> str:
+    """An error for the page, each fact it names (``facts[i]``: the i-th non-blank line, from 0)
+    named by its line in the facts box, as the person who typed them counts.
+
+    >>> from contextfit.errors import InvalidSettings
+    >>> facts_error_text(InvalidSettings("facts[1] repeats facts[0]; give each fact once."), "a\\n\\na")
+    'INVALID_SETTINGS: line 3 of the facts repeats line 1 of the facts; give each fact once.'
+    >>> facts_error_text(InvalidSettings("facts[0].text must be a non-empty string, got 5."), '{"text": 5}')
+    'INVALID_SETTINGS: line 1 of the facts: its text must be a non-empty string, got 5.'
+    """
+    lines = [number for number, line in enumerate((facts_text or "").splitlines(), 1) if line.strip()]
+
+    def line_of(match: re.Match[str]) -> str:
+        index = int(match[1])
+        if index >= len(lines):  # not the box's (a chat's settings, say): as the engine said it
+            return match[0]
+        return f"line {lines[index]} of the facts" + (f": its {match[2]}" if match[2] else "")
+
+    return error_text(error, re.sub(r"facts\[(\d+)\](?:\.(\w+))?", line_of, str(error)))
 
 
 def facts_to_text(facts: Any) -> str:
@@ -646,7 +668,7 @@ def verdict_text(result: Replay) -> str:
 
 __all__ = [
     "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input",
-    "current_conversation", "fact_notes", "facts_from_text", "facts_to_text", "follow", "from_link", "keep",
-    "lines_figure", "link_of", "names_text", "replay_json", "restore", "run", "series", "stored_input", "stored_setup",
+    "current_conversation", "fact_notes", "facts_error_text", "facts_from_text", "facts_to_text", "follow",
+    "from_link", "keep", "lines_figure", "link_of", "names_text", "replay_json", "restore", "run", "series", "stored_input", "stored_setup",
     "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
 ]
