@@ -183,3 +183,14 @@ def test_legend_lists_every_shade():
     html = charts.legend_html()
     for shade in charts.SHADES.values():
         assert shade.label in html and shade.color in html
+
+
+def test_legend_items_never_break_inside_a_label():
+    # at 1280 pixels the Audit page's legend broke "excluded: low | relevance", and the second line
+    # began with "relevance" a swatch-margin left of the page's text
+    import re
+
+    html = charts.legend_html()
+    items = re.findall(r'<span style="white-space:nowrap">(.*?</span>[^<]*)</span>', html)
+    assert len(items) == len(charts.SHADES) + 2  # every shade, the free budget and the reserve
+    assert all(any(shade.label in item for item in items) for shade in charts.SHADES.values())

@@ -181,9 +181,11 @@ def css_pattern(pattern: str, foreground: str = "#555555") -> str:
 
 def legend_html() -> str:
     """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend."""
+    # an item never breaks inside its label: a wrapped line starts with a swatch, in line with the page's text
     swatch = (
-        '<span style="display:inline-block;width:0.9em;height:0.9em;background:{pattern}{color};'
-        'border:1px solid {border};margin:0 0.3em 0 1em;vertical-align:middle"></span>{label}'
+        '<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
+        'background:{pattern}{color};border:1px solid {border};margin:0 0.3em 0 1em;vertical-align:middle"></span>'
+        '{label}</span> '
     )
 
     def item(label: str, color: str, border: str, pattern: str = "") -> str:
