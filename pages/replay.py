@@ -140,10 +140,10 @@ st.caption(
 )
 saves = st.container(horizontal=True)  # each label whole at 800 pixels (columns cut them to "Turns (…")
 saves.download_button("Turns (CSV)", partial(views.turns_csv, result), file_name=f"replay-{result.model}-turns.csv",
-                      mime="text/csv", key="replay-csv", help="Every turn of every strategy: tokens, cache, "
-                      "cost and the facts lost, a row each.")
+                      mime="text/csv", key="replay-csv", on_click="ignore",  # a download does not rerun the page
+                      help="Every turn of every strategy: tokens, cache, cost and the facts lost, a row each.")
 saves.download_button("Replay (JSON)", partial(views.replay_json, result), file_name=f"replay-{result.model}.json",
-                      mime="application/json", key="replay-json",
+                      mime="application/json", key="replay-json", on_click="ignore",
                       help="The whole replay, as POST /api/v2/replay answers it.")
 if (approximate := views.approximate_note(result.model)):
     st.info(dashboard.plain(approximate))

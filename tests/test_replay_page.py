@@ -383,6 +383,8 @@ def test_the_page_offers_the_replay_for_download():
     assert not at.exception
     labels = [button.proto.label for button in at.get("download_button")]
     assert labels == ["Turns (CSV)", "Replay (JSON)"]
+    # a download does not run the page again (on a 1,042-turn chat that redrew the turn's eight plans)
+    assert all(button.proto.ignore_rerun for button in at.get("download_button"))
 
 
 def test_a_long_replay_reads_its_large_numbers_with_separators():
