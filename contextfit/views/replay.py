@@ -669,6 +669,6 @@ def verdict_text(result: Replay) -> str:
 __all__ = [
     "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input",
     "current_conversation", "fact_notes", "facts_error_text", "facts_from_text", "facts_to_text", "follow",
-    "from_link", "keep", "lines_figure", "link_of", "names_text", "replay_json", "restore", "run", "series", "stored_input", "stored_setup",
-    "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
+    "from_link", "keep", "lines_figure", "link_of", "names_text", "replay_json", "restore", "run", "series",
+    "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
 ]
