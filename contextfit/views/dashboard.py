@@ -218,13 +218,28 @@ def block_rows(plan: PromptPlan) -> list[dict[str, Any]]:
     ]
 
 
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as typed: text that starts like a formula
+    (``=``, ``+``, ``-``, ``@``, a tab or a carriage return: a block's text, a
+    fact's name, a label) is quoted with a leading apostrophe, so it is never run.
+    Numbers stay numbers.
+
+    >>> [spreadsheet_cell(value) for value in ("=HYPERLINK(1)", "-1 day", "ORD-7731", -3)]
+    ["'=HYPERLINK(1)", "'-1 day", 'ORD-7731', -3]
+    """
+    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
+        return "'" + value
+    return value
+
+
 def blocks_csv(plan: PromptPlan) -> str:
-    """The blocks table as CSV."""
+    """The blocks table as CSV, every text cell through :func:`spreadsheet_cell`
+    (a pasted message that starts with ``=`` is not a formula when the file is opened)."""
     rows = block_rows(plan)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else ["#", "id"])
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({key: spreadsheet_cell(value) for key, value in row.items()} for row in rows)
     return out.getvalue()
 
 

@@ -33,7 +33,7 @@ from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
-from .dashboard import error_text, setup_for
+from .dashboard import error_text, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
@@ -443,19 +443,6 @@ TURN_COLUMNS = ("strategy", "turn", "message index", "prompt tokens", "sent bloc
                 "cached input $", "cache write $", "output $", "total $", "retention", "lost facts", "error")
 
 
-def _cell(value: Any) -> Any:
-    """A CSV cell a spreadsheet shows as typed: text that starts like a formula
-    (``=``, ``+``, ``-``, ``@``, a tab or a carriage return: a fact's name, a
-    label) is quoted with a leading apostrophe, so it is never run.
-
-    >>> _cell("=HYPERLINK(1)"), _cell("-1 day"), _cell("ORD-7731"), _cell(-3)
-    ("'=HYPERLINK(1)", "'-1 day", 'ORD-7731', -3)
-    """
-    if isinstance(value, str) and value.startswith(("=", "+", "-", "@", "\t", "\r")):
-        return "'" + value
-    return value
-
-
 def turns_csv(result: Replay) -> str:
     """Every turn of every strategy as CSV (:data:`TURN_COLUMNS`): the replay's lines as numbers,
     costs in dollars (empty without prices), the lost facts joined by ``; ``."""
@@ -467,7 +454,7 @@ def turns_csv(result: Replay) -> str:
             cost = row.cost
             money = ["", "", "", "", ""] if cost is None else [
                 cost.input, cost.cached_input, cost.cache_write, cost.output, cost.total]
-            writer.writerow(map(_cell, [
+            writer.writerow(map(spreadsheet_cell, [
                 label, row.turn, row.message_index, "" if row.prompt_tokens is None else row.prompt_tokens,
                 row.sent_blocks, row.dropped, row.summarized, row.compressed, row.shared_tokens, row.cache_read,
                 row.cache_write, row.output_tokens, *money, "" if row.retention is None else row.retention,
