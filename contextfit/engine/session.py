@@ -330,9 +330,16 @@ class FitSession:
         )
         old = planned.prepared
         if old.has_reasoning or any(map(reasoning.has_reasoning, blocks)):
-            return False  # a new turn strips the earlier turns' reasoning (pipeline.prepare): blocks change
-        planned.prepared = replace(old, blocks=[*old.blocks, *blocks],
-                                   texts=[*old.texts, *(msg.message_text(block) for block in blocks)])
+            # A new turn strips the reasoning of the one before (pipeline.prepare): the
+            # blocks from that turn's start on may change, and analyses past them are cut.
+            keep = reasoning.keeps_earlier_reasoning(old.info.id, old.info.provider)
+            sent, originals, changed = reasoning.extended_view(old.blocks, old.reasoning_originals, blocks, keep)
+            texts = [*old.texts[:changed], *map(msg.message_text, sent[changed:])]
+            planned.prepared = replace(old, blocks=sent, texts=texts, reasoning_originals=originals, has_reasoning=True)
+            planned.lineage.cut(changed)
+        else:
+            planned.prepared = replace(old, blocks=[*old.blocks, *blocks],
+                                       texts=[*old.texts, *(msg.message_text(block) for block in blocks)])
         planned.n += len(new)
         planned.has_history = has_history
         return True

@@ -177,3 +177,41 @@ def provider_view(blocks: list[dict], keep_earlier: bool) -> tuple[list[dict], d
             out[position] = copy
             originals[id(copy)] = block
     return out, originals
+
+
+
+def extended_view(
+    sent: list[dict], originals: dict[int, dict], new: Sequence[dict], keep_earlier: bool
+) -> tuple[list[dict], dict[int, dict], int]:
+    """:func:`provider_view` of a chat that grew: ``sent`` and ``originals``
+    are the provider view of its first blocks, ``new`` the blocks added at the
+    end. Only the blocks from the old current turn's start on can change (a
+    new user message ends that turn, and its reasoning is dropped), so a chat
+    with reasoning grows in the time of its new turn, not of its length.
+
+    Returns the view of the whole, its originals (a new dict: the old one is
+    not changed) and the first position whose block differs from ``sent``'s
+    (``len(sent)`` when only blocks were added).
+
+    >>> turn = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello", "reasoning_content": "greet"}]
+    >>> sent, originals = provider_view(turn, keep_earlier=False)
+    >>> grown, grown_originals, changed = extended_view(sent, originals, [{"role": "user", "content": "Bye"}], False)
+    >>> grown == provider_view([*turn, {"role": "user", "content": "Bye"}], False)[0], changed
+    (True, 1)
+    """
+    blocks = [*sent, *new]
+    if keep_earlier:
+        return blocks, originals, len(sent)
+    # User blocks are never stripped, so the turn starts are the same in the view and in the originals.
+    old_start, start = current_turn_start(sent), current_turn_start(blocks)
+    grown, changed = dict(originals), len(sent)
+    for position in range(old_start, start):  # before old_start, the view has dropped what it drops
+        block = blocks[position]
+        if msg.role_of(block) != "assistant":
+            continue
+        copy = strip_reasoning(block)
+        if copy is not None:
+            blocks[position] = copy
+            grown[id(copy)] = block
+            changed = min(changed, position)
+    return blocks, grown, changed
