@@ -166,16 +166,7 @@ def provider_view(blocks: list[dict], keep_earlier: bool) -> tuple[list[dict], d
     """
     if keep_earlier:
         return blocks, {}
-    start = current_turn_start(blocks)
-    out, originals = list(blocks), {}
-    for position in range(start):
-        block = blocks[position]
-        if msg.role_of(block) != "assistant":
-            continue
-        copy = strip_reasoning(block)
-        if copy is not None:
-            out[position] = copy
-            originals[id(copy)] = block
+    out, originals, _ = extended_view([], {}, blocks, keep_earlier)
     return out, originals
 
 
