@@ -64,13 +64,19 @@ from contextfit.engine import replay as replay_module
 from contextfit.engine.replay import request_positions
 from contextfit.tokens.tokenizers import Tokenizer
 
-from .conversations import synthetic
+from .conversations import FIXTURES, stitched, synthetic
 
 STRATEGIES = ("truncate", "summarize", "clear-tool-results", "vector-recall")
 
 
-def conversation(turns: int) -> list[dict]:
-    """The synthetic chat cut just after its ``turns``-th request (user message)."""
+def conversation(turns: int, chat: str = "synthetic") -> list[dict]:
+    """The chat cut just after its ``turns``-th request (user message): the synthetic one, or
+    (``chat="fixtures"``) the shared fixtures' real chats joined end to end."""
+    if chat == "fixtures":
+        joined = stitched(turns)
+        if joined is None:
+            raise SystemExit(f"--chat fixtures needs the shared fixtures ({FIXTURES}, or $CONTEXTFIT_SHARED_FIXTURES)")
+        return joined.messages
     size = max(4, turns * 2)
     while True:
         messages = synthetic(size).messages
@@ -133,9 +139,10 @@ def _settings(limit: int) -> dict[str, Any]:
     return {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
 
 
-def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=STRATEGIES) -> dict[str, Any]:
+def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=STRATEGIES,
+            chat: str = "synthetic") -> dict[str, Any]:
     """Time the cold fit and the cold and warm replays ``runs`` times; the per-run ratios."""
-    messages = conversation(turns)
+    messages = conversation(turns, chat)
     settings = _settings(limit)
     rows = []
     contextfit.plan_prompt(messages[:2], **settings)  # loads the vocabulary: no run times that
@@ -156,6 +163,7 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
                      "cpu_per_strategy": dict(spent), "tokenized_cold_fit": dict(counted_cold),
                      "tokenized_replay": dict(counted_replay)})
     return {
+        "chat": chat,
         "messages": len(messages),
         "turns": len(result.requests),
         "strategies": list(strategies),
@@ -224,8 +232,9 @@ def measure_fresh(messages: list[dict], settings: dict, runs: int, strategies=ST
 def report(result: dict[str, Any]) -> str:
     """The table the command prints."""
     fits = len(result["strategies"]) * result["turns"]
+    chat = "the shared fixtures' chats joined" if result.get("chat") == "fixtures" else "the synthetic chat"
     lines = [
-        f"replay: {result['turns']:,} turns ({result['messages']:,} messages), {len(result['strategies'])} strategies "
+        f"replay of {chat}: {result['turns']:,} turns ({result['messages']:,} messages), {len(result['strategies'])} strategies "
         f"= {fits:,} fits; budget {result['budget']:,}",
         "| run | cold fit of the whole chat (s) | replay, cold (s) | replay, warm (s) | cold ratio | warm ratio |",
         "|---|---|---|---|---|---|",
@@ -280,10 +289,13 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _tree_run(tree: Path, turns: int, limit: int, fresh: bool) -> dict[str, Any]:
-    """One run of the bench of the source tree ``tree`` in a child process: its ``--json`` result."""
+def _tree_run(tree: Path, turns: int, limit: int, fresh: bool, chat: str = "synthetic") -> dict[str, Any]:
+    """One run of the bench of the source tree ``tree`` in a child process: its ``--json`` result
+    (``--chat fixtures`` needs a tree whose bench has that option)."""
     command = [sys.executable, "-m", "bench.replay", "--turns", str(turns), "--runs", "2", "--limit", str(limit),
                "--fresh-runs", "1" if fresh else "0", "--json"]
+    if chat != "synthetic":
+        command += ["--chat", chat]
     done = subprocess.run(command, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True,
                           text=True, timeout=3600, check=False)
     if done.returncode != 0:
@@ -291,13 +303,14 @@ def _tree_run(tree: Path, turns: int, limit: int, fresh: bool) -> dict[str, Any]
     return json.loads(done.stdout[done.stdout.index("\n{") + 1:])
 
 
-def compare_trees(before: Path, turns: int, runs: int, limit: int, fresh: bool = True) -> dict[str, list[dict]]:
+def compare_trees(before: Path, turns: int, runs: int, limit: int, fresh: bool = True,
+                  chat: str = "synthetic") -> dict[str, list[dict]]:
     """``runs`` runs of this tree's bench and of ``before``'s, alternating (which goes first too)."""
     found: dict[str, list[dict]] = {"this tree": [], "before": []}
     for run in range(runs):
         order = [("this tree", ROOT), ("before", before)]
         for name, tree in order if run % 2 == 0 else order[::-1]:
-            found[name].append(_tree_run(tree, turns, limit, fresh))
+            found[name].append(_tree_run(tree, turns, limit, fresh, chat))
     return found
 
 
@@ -362,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh-runs", type=int, default=None, help="fresh-process pairs (default: --runs; 0: none)")
     parser.add_argument("--strategies", default=",".join(STRATEGIES),
                         help="the strategies replayed, comma-separated (default: %(default)s)")
+    parser.add_argument("--chat", choices=("synthetic", "fixtures"), default="synthetic",
+                        help="the seeded synthetic chat, or the shared fixtures' real chats joined end to end")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON too")
     parser.add_argument("--tree", type=Path, default=None,
                         help="compare with the source tree in DIR (git worktree add /tmp/before main), runs alternating")
@@ -373,15 +388,16 @@ def main(argv: list[str] | None = None) -> int:
         if strategies != STRATEGIES:
             parser.error("--tree replays the default strategies only")
         found = compare_trees(args.tree.resolve(), args.turns, args.runs, args.limit,
-                              fresh=(args.runs if args.fresh_runs is None else args.fresh_runs) > 0)
+                              fresh=(args.runs if args.fresh_runs is None else args.fresh_runs) > 0, chat=args.chat)
         print(report_trees(found, args.tree))
         if args.json:
             print(json.dumps(found, indent=2))
         return 0
-    result = measure(args.turns, args.runs, args.limit, strategies)
+    result = measure(args.turns, args.runs, args.limit, strategies, args.chat)
     fresh_runs = args.runs if args.fresh_runs is None else args.fresh_runs
     if fresh_runs > 0:
-        result["fresh"] = measure_fresh(conversation(args.turns), _settings(args.limit), fresh_runs, strategies)
+        result["fresh"] = measure_fresh(conversation(args.turns, args.chat), _settings(args.limit), fresh_runs,
+                                        strategies)
     print(report(result))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -51,3 +51,26 @@ def test_the_replay_bench_compares_two_trees_run_by_run(capsys):
     assert [row.split(" | ")[1] for row in rows] == ["this tree", "before"]
     assert "median, this tree: in-process ratio" in text and "median, before: in-process ratio" in text
     assert "first in-process runs (the fast counting engine loaded on the way), before: CPU ratio" in text
+
+
+def test_the_stitched_fixture_chat_is_real_text_with_tool_ids_of_its_own(capsys):
+    from conftest import shared_path
+
+    from bench.conversations import stitched
+    from contextfit.engine.replay import request_positions
+    from contextfit.inputs.messages import link_ids
+    from contextfit.tokens import reasoning
+
+    shared_path("llama-factory")  # skips without the shared fixtures
+    chat = stitched(40).messages
+    assert len(request_positions(chat)) == 40 and chat[-1]["role"] == "user"
+    assert [m["role"] for m in chat].count("system") == 1  # the joined chats' own system prompts are left out
+    # two joined datasets both number their calls call_1: each call id is one call and its results
+    calls = [i for m in chat if m["role"] == "assistant" for i in link_ids(m)[0]]
+    assert calls and len(calls) == len(set(calls))
+    results = [i for m in chat if m["role"] == "tool" for i in link_ids(m)[0]]
+    assert set(results) <= set(calls)
+    longer = stitched(1000).messages  # the bench's: every fixture in it, the reasoning demo's turns too
+    assert sum(map(reasoning.has_reasoning, longer)) > 50
+    assert bench_replay.main(["--turns", "6", "--runs", "1", "--fresh-runs", "0", "--chat", "fixtures"]) == 0
+    assert "replay of the shared fixtures' chats joined: 6 turns" in capsys.readouterr().out
