@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conversations import word_count_counter as count
 
@@ -163,6 +165,56 @@ def test_summary_salience_prefers_what_the_span_is_about():
     result = fit(STORY, budget, "summarize", summary_tokens=60)
     text = result.truncated[0]["content"]
     assert "firmware" in text or "1.2.5" in text
+
+
+_SAME_EVERYWHERE = r"""
+import json, sys
+import contextfit
+titles = ["Inception", "Heat", "Alien", "Vertigo", "Psycho", "Jaws", "Rocky", "Fargo", "Memento", "Amadeus", "Gandhi",
+          "Platoon"]
+directors = ["Nolan", "Mann", "Scott", "Hitchcock", "Lumet", "Spielberg", "Avildsen", "Coen", "Forman", "Attenborough",
+             "Stone", "Kubrick"]
+chat = [{"role": "system", "content": "You answer questions about movies."}]
+for i, (title, director) in enumerate(zip(titles * 3, directors[3:] + directors[:3] + directors * 2)):
+    ident = 10000 + 7919 * i
+    chat.append({"role": "user", "content": f"Can you tell me about the movie with ID {ident}?"})
+    chat.append({"role": "assistant", "content": f'The movie with ID {ident} is "{title}", directed by {director}. '
+                 f"It was released in {1950 + i} and rated {5 + i % 5}.{i % 10} out of 10."})
+chat.append({"role": "user", "content": "Which of them should I watch tonight?"})
+sent = []
+for limit in range(300, 1400, 100):
+    try:
+        plan = contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="summarize", context_limit=limit,
+                                      response_reserve=100, summary_tokens=120)
+    except contextfit.ContextfitError as exc:
+        sent.append(exc.code)
+        continue
+    sent.append([m["content"] for m in plan.fit.kept])
+replayed = contextfit.replay(chat, model="gpt-4o", context_limit=700, response_reserve=100, strategies=["summarize"])
+sent.append([row.prompt_tokens for row in replayed.turns["summarize"]])
+print(json.dumps(sent))
+"""
+
+
+def test_a_summary_is_the_same_in_every_process():
+    # Lines alike but for their names and numbers score the same. Each line's weights were
+    # summed in the order of a set of its words, which changes with each process's string
+    # hashing: the sums differed in their last bits, and each process picked its own lines
+    # (an API worker and the dashboard showed two summaries of one chat).
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    answers = set()
+    for seed in ("0", "1", "2", "3"):
+        done = subprocess.run([sys.executable, "-c", _SAME_EVERYWHERE], cwd=REPO, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300, check=True)
+        answers.add(done.stdout)
+    assert len(answers) == 1
+    summaries = [sent for sent in json.loads(answers.pop())[:-1] if isinstance(sent, list)]
+    assert any("Summary of" in text for sent in summaries for text in sent)  # the ties are in the summaries
 
 
 def test_summarize_without_room_falls_back_to_truncate():

@@ -331,8 +331,12 @@ class Summarize(BuiltinStrategy):
             mul, map(tf_factor.__getitem__, term_frequency.values()),
             map(idf_factor.__getitem__, map(document_frequency.__getitem__, words_seen)))))
         # Per line, in C: the sum of its words' weights, its distinct words,
-        # how many of them the recent conversation uses.
-        sums = list(map(sum, map(map, repeat(weight.__getitem__), line_words)))
+        # how many of them the recent conversation uses. A line's distinct words are a
+        # set, whose order changes with each process's string hashing: fsum's sum is
+        # exactly rounded, so it does not depend on that order (a plain sum did, in its
+        # last bits, and two lines of equal salience were picked in either order, so
+        # the same chat got another summary in another process).
+        sums = list(map(math.fsum, map(map, repeat(weight.__getitem__), line_words)))
         sizes = list(map(len, line_words))
         shared = list(map(len, map(query_words.intersection, line_words)))
         heap: list[tuple[float, int]] = []
