@@ -6,6 +6,7 @@ import copy
 
 import pytest
 from conversations import WORDS, conversations, word_count_counter
+from test_thinking import chats_with_reasoning
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -410,3 +411,161 @@ def test_an_orphan_result_whose_call_comes_later_stops_being_reported():
     fresh = contextfit.shift_context([*chat, *later], _fresh_counter(), 1_000)
     assert refit.diagnostics == fresh.diagnostics == []
     assert _outcome(refit) == _outcome(fresh)
+
+
+@st.composite
+def cards(draw):
+    """A character card, with or without post-history instructions (the block a new message goes before)."""
+    card = {"name": draw(st.sampled_from(["Ava", "Seraphina"])), "description": "A guide for {{user}}."}
+    if draw(st.booleans()):
+        card["post_history_instructions"] = "Stay in character as {{char}}; be brief."
+    if draw(st.booleans()):
+        card["system_prompt"] = "You are {{char}}."
+    if draw(st.integers(0, 3)) == 0:
+        card["mes_example"] = "<START>\n{{user}}: hi\n{{char}}: hello"
+    return {"spec": "chara_card_v2", "spec_version": "2.0", "data": card}  # a V1 card has no post-history
+
+
+@SETTINGS
+@given(changes(), chats_with_reasoning(), cards(), st.integers(150, 3000),
+       st.sampled_from(["gpt-4o", "claude-sonnet-4", "claude-opus-4-5", "o3"]), st.lists(st.integers(1, 3), min_size=1, max_size=12),
+       st.booleans(), st.booleans())
+def test_a_session_with_a_character_card_plans_like_plan_prompt(chat, thinking, card, limit, model, pieces, persona,
+                                                                 reasoned):
+    # A new message goes before the card's post-history instructions: the session moves that
+    # block and keeps what it learnt of the blocks before it (it used to assemble and analyse
+    # the whole chat again at every message). Chats with reasoning and tool results too: what
+    # strategies carried over the chat is made again for the blocks before the tail.
+    messages, steps = chat
+    if reasoned:
+        messages = thinking
+    keywords = {"model": model, "context_limit": limit, "response_reserve": 100, "character": card}
+    if persona:
+        keywords["persona"] = "I am {{user}}, talking to {{char}}."
+    session, mirror, done = FitSession(), [], 0
+
+    def check() -> None:
+        warm = {name: _plan_outcome(_or_error(lambda: session.plan(name, **keywords))) for name in STRATEGIES}
+        cold = {name: _plan_outcome(_or_error(lambda: contextfit.plan_prompt(copy.deepcopy(mirror),
+                                                                             context_strategy=name, **keywords)))
+                for name in STRATEGIES}
+        assert warm == cold
+        stable = {**keywords, "stable_prefix": True}
+        assert _plan_outcome(_or_error(lambda: session.plan("truncate", **stable))) == \
+            _plan_outcome(_or_error(lambda: contextfit.plan_prompt(copy.deepcopy(mirror), **stable)))
+
+    for piece in pieces + [len(messages)]:
+        if done >= len(messages):
+            break
+        session.extend(messages[done: done + piece])
+        mirror += copy.deepcopy(messages[done: done + piece])
+        done += piece
+        check()
+    for step, where, message in steps:
+        _apply(session, mirror, step, where, message)
+        check()
+
+
+def test_a_replay_with_a_character_card_assembles_the_chat_once(monkeypatch):
+    prepared = []
+    inner = session_module.prepare
+    monkeypatch.setattr(session_module, "prepare", lambda *args: prepared.append(1) or inner(*args))
+    chat = []
+    for turn in range(25):
+        chat += [{"role": "user", "content": f"Where is ORD-{turn}, {{{{char}}}}?"},
+                 {"role": "assistant", "content": f"ORD-{turn} ships on day {turn}. " * 8}]
+    chat.append({"role": "user", "content": "And ORD-3?"})
+    card = {"spec": "chara_card_v2", "spec_version": "2.0",
+            "data": {"name": "Ava", "description": "A shop assistant.", "post_history_instructions": "Answer as {{char}}."}}
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=700, response_reserve=100, character=card)
+    assert len(prepared) == 1
+    for label, rows in result.turns.items():
+        last = contextfit.plan_prompt(chat, model="gpt-4o", context_limit=700, response_reserve=100, character=card,
+                                      context_strategy=label)
+        assert rows[-1].prompt_tokens == last.prompt_tokens
+        assert last.blocks[-1].id == "character:post_history_instructions"
+    # a card with its own lorebook: entries come and go with the recent messages, so each turn is assembled
+    prepared.clear()
+    book = {"entries": [{"keys": ["ORD-3"], "content": "ORD-3 was delayed by a storm.", "enabled": True,
+                         "insertion_order": 1}]}
+    v2 = {**card, "data": {**card["data"], "character_book": book}}
+    booked = contextfit.replay(chat[:9], model="gpt-4o", context_limit=700, response_reserve=100, character=v2)
+    assert len(prepared) == 5
+    last = contextfit.plan_prompt(chat[:9], model="gpt-4o", context_limit=700, response_reserve=100, character=v2)
+    assert "lorebook" in [block.kind for block in last.blocks]
+    assert booked.turns["truncate"][-1].prompt_tokens == last.prompt_tokens
+
+
+def test_trimmed_facts_are_the_facts_of_the_first_messages():
+    from contextfit.engine.analysis import facts_for
+    from contextfit.engine.counting import counting_for
+
+    chat = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Look it up."},
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "42"},
+            {"role": "user", "content": "Thanks.", "meta": {"relevance": 0.5}},
+            {"role": "system", "content": "Stay brief.", "meta": {"kind": "character"}}]
+    counting = counting_for(word_count_counter)
+    whole = facts_for(chat, counting, True)
+    trimmed = whole.trimmed(5)
+    fresh = facts_for(chat[:5], counting_for(lambda ms: word_count_counter(ms)), True)
+    fields = ("n", "snapshots", "roles", "kinds", "ids", "base_reasons", "protected_base", "manual", "recall",
+              "relevance", "tokens", "link_root", "group_of", "members", "group_links", "has_call", "counted_total")
+    assert {f: getattr(trimmed, f) for f in fields} == {f: getattr(fresh, f) for f in fields}
+    assert whole.trimmed(6) is whole and whole.trimmed(7) is None
+    assert whole.trimmed(4) is None  # message 4 has a relevance of its own
+    assert whole.trimmed(3) is None  # message 3 is a tool result: not a plain tail
+
+
+def test_a_trimmed_walk_is_the_walk_of_the_first_messages():
+    from contextfit.engine.analysis import FitView, facts_for
+    from contextfit.engine.counting import counting_for
+    from contextfit.engine.strategies.walk import empty_walk, extend_walk, trimmed_walk
+
+    chat = [{"role": "system", "content": "Be brief."}]
+    for turn in range(8):
+        chat += [{"role": "user", "content": f"question {turn} " + "word " * turn},
+                 {"role": "assistant", "content": "answer " * (3 + turn)}]
+    chat.append({"role": "user", "content": "last one"})
+    chat.append({"role": "system", "content": "Stay brief.", "meta": {"kind": "character"}})  # the tail
+    counting = counting_for(word_count_counter)
+    whole = FitView(chat, facts_for(chat, counting, True), counting)
+    room = 40
+    walk = extend_walk(whole, empty_walk(), room)
+    k = len(chat) - 1
+    prefix = FitView(chat[:k], facts_for(chat[:k], counting, True), counting)
+    fresh = extend_walk(prefix, empty_walk(), room)
+    trimmed = trimmed_walk(walk, k)
+    assert (trimmed.n, trimmed.roots, trimmed.cum, trimmed.cut, trimmed.reasons, trimmed.current) == \
+        (fresh.n, fresh.roots, fresh.cum, fresh.cut, fresh.reasons, fresh.current)
+    assert [id(m) for m in trimmed.kept] == [id(m) for m in fresh.kept] and trimmed.excluded == fresh.excluded
+    # a tail that holds a unit of the walk is not trimmed
+    assert trimmed_walk(extend_walk(whole, empty_walk(), room), k - 2) is None  # message 16 is a unit
+
+
+@pytest.mark.parametrize("keep_thinking", [None, False])
+def test_a_card_chat_that_keeps_earlier_thinking_refits_like_fresh_plans(keep_thinking):
+    # Claude Opus 4.5 keeps every turn's thinking: a refit reads which messages carry it from
+    # what it scanned before. After the tail moved, the scan must go on from the new message
+    # that took the tail's place (a scan carried past it missed its thinking).
+    card = {"spec": "chara_card_v2", "spec_version": "2.0",
+            "data": {"name": "Ava", "description": "A guide.", "post_history_instructions": "Be brief."}}
+    chat = []
+    for turn in range(10):
+        chat += [{"role": "user", "content": f"Question {turn} " + "word " * 10},
+                 {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm " * (20 + turn), "signature": "s"},
+                                                   {"type": "text", "text": f"Answer {turn} " + "text " * 12}]}]
+    chat.append({"role": "user", "content": "last"})
+    for limit in (400, 700):
+        keywords = {"model": "claude-opus-4-5", "context_limit": limit, "response_reserve": 100, "character": card,
+                    "keep_thinking": keep_thinking}
+        session = FitSession()
+        for index, message in enumerate(chat):
+            session.append(message)
+            for strategy in ("truncate", "summarize", "clear-tool-results"):
+                warm = _or_error(lambda: session.plan(strategy, **keywords))
+                cold = _or_error(lambda: contextfit.plan_prompt(copy.deepcopy(chat[: index + 1]),
+                                                                context_strategy=strategy, **keywords))
+                assert _plan_outcome(warm) == _plan_outcome(cold), (limit, index, strategy)

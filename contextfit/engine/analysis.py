@@ -15,6 +15,8 @@ holds a protected block), with helpers to count and to walk groups.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from collections.abc import Iterator, Sequence
 
 from ..inputs import messages as msg
@@ -219,6 +221,40 @@ class Facts:
         new.nbytes = self.nbytes
         new.derived_bytes = self.derived_bytes
         new._add(messages, start, counting, count_now)
+        return new
+
+    def trimmed(self, k: int) -> "Facts | None":
+        """These facts of the first ``k`` messages, when the ones after them are a
+        plain tail: no link, no manual mark, relevance or recall, nothing a
+        strategy derived from them alone (a character card's post-history
+        instructions, which a new message goes before); ``None`` otherwise.
+
+        What strategies carried over the whole chat (the ``-1`` entries of
+        ``derived``) is left out: it is made again from these facts."""
+        if k > self.n:
+            return None
+        if k == self.n:
+            return self
+        tail = range(k, self.n)
+        group_of, relevance = self.group_of, self.relevance
+        if any(index in group_of or index in relevance for index in tail) or (
+            self.manual and self.manual[-1] >= k) or (self.recall and self.recall[-1] >= k):
+            return None
+        new = Facts()
+        new.n = k
+        new.snapshots, new.roles, new.kinds = self.snapshots[:k], self.roles[:k], self.kinds[:k]
+        new.ids, new.base_reasons, new.tokens = self.ids[:k], self.base_reasons[:k], self.tokens[:k]
+        new.texts = self.texts[:k]
+        new.protected_base = self.protected_base[:bisect_left(self.protected_base, k)]
+        new.manual, new.recall = list(self.manual), list(self.recall)
+        new.relevance, new.link_root, new.group_of = self.relevance, self.link_root, self.group_of
+        new.members, new.group_links, new.has_call = self.members, self.group_links, self.has_call
+        new.shared = True
+        new.derived = {key: value for key, value in self.derived.items()
+                       if len(key) > 1 and type(key[1]) is int and 0 <= key[1] < k}
+        new.counted_total = None if self.counted_total is None else sum(new.tokens)  # type: ignore[arg-type]
+        new.nbytes = self.nbytes
+        new.derived_bytes = sum(getattr(value, "nbytes", 0) for value in new.derived.values())
         return new
 
     def _add(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> None:

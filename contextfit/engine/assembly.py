@@ -282,8 +282,9 @@ def appended_blocks(
 ) -> list[dict]:
     """The blocks :func:`assemble` makes of visible chat messages that stand at
     positions ``first``, ``first + 1``, ... of the caller's list, when no
-    character card and no lorebook are given (then nothing is placed after the
-    history, and each message's block depends on that message alone).
+    lorebook is given (each message's block then depends on that message alone;
+    they go after the history, before a card's post-history instructions).
+    ``char_name`` is what ``{{char}}`` stands for: a card's name when it has one.
 
     >>> appended_blocks([{"role": "user", "content": "I am {{user}}"}], 7, user_name="Ann", char_name=None,
     ...                 overrides={"m7": {"pinned": True}})

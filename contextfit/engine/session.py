@@ -31,12 +31,13 @@ from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
 from ..inputs import messages as msg
 from ..tokens import reasoning
 from .analysis import Facts, FitView, facts_for
-from .assembly import appended_blocks
+from .assembly import appended_blocks, as_card
 from .counting import Counting, CountTokens
 from .fitting import Analyse, fit_messages
 from .pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
 from .plan_settings import DEFAULT_USER_NAME, PlanSettings, settings_for
 from .results import FitResult
+from .strategies.walk import trimmed_walk
 
 #: Analyses kept per counter: the newest, and the one before the last append
 #: (an edited or regenerated last message refits from it).
@@ -59,6 +60,29 @@ class _Lineage:
         self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
         # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
         self._walks: dict[Any, Any] = {}
+
+    def trim(self, n: int) -> None:
+        """Keep the analyses and walks of more than the first ``n`` items as those of
+        the first ``n``, where what follows is a plain tail that moves (a character
+        card's post-history instructions, which a new message goes before); forget
+        those it cannot trim, as :meth:`cut` does."""
+        for state, known in list(self._facts.items()):
+            kept: list[Facts] = []
+            for facts in known:
+                trimmed = facts.trimmed(n) if facts.n > n else facts
+                if trimmed is not None and all(other.n != trimmed.n for other in kept):
+                    kept.append(trimmed)
+            if kept:
+                self._facts[state] = kept
+            else:
+                del self._facts[state]
+        for key, walk in list(self._walks.items()):
+            if walk.n > n:
+                trimmed_one = trimmed_walk(walk, n)
+                if trimmed_one is None:
+                    del self._walks[key]
+                else:
+                    self._walks[key] = trimmed_one
 
     def cut(self, n: int) -> None:
         """Forget the analyses of more than the first ``n`` items (item ``n`` changed)."""
@@ -111,9 +135,11 @@ class _Planned:
     settings: PlanSettings
     prepared: Prepared
     n: int
-    appendable: bool  # whether a new message only adds its own block at the end
+    appendable: bool  # whether a new message only adds its own block, before the tail
     has_history: bool  # whether a visible message that is not a system one came yet
     lineage: _Lineage = field(default_factory=_Lineage)
+    tail: int = 0  # blocks after the history (a card's post-history instructions)
+    char_name: str | None = None  # what {{char}} stands for in a new message
 
 
 class FitSession:
@@ -300,10 +326,15 @@ class FitSession:
         if planned is not None and planned.n < n and not self._append_blocks(planned, messages[planned.n:]):
             planned = None
         if planned is None:
+            # A card without a lorebook of its own stands before the history, except its
+            # post-history instructions, which stay last: a new message goes before them.
+            card = as_card(settings.character) if settings.lorebook is None else None
             planned = _Planned(
                 settings, prepare(messages, settings), n,
-                appendable=settings.character is None and settings.lorebook is None,
+                appendable=settings.lorebook is None and (card is None or card.character_book is None),
                 has_history=any(not _hidden(m) and msg.kind_of(m) != msg.SYSTEM for m in messages),
+                tail=1 if card is not None and card.post_history_instructions.strip() else 0,
+                char_name=settings.char_name or (card.name if card is not None else None),
             )
         self._plans = [planned, *(p for p in self._plans if p is not planned)][:PLANS_KEPT]
         return planned
@@ -326,20 +357,27 @@ class FitSession:
         blocks = appended_blocks(
             new, planned.n,
             user_name=DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
-            char_name=settings.char_name, overrides=settings.overrides,
+            char_name=planned.char_name, overrides=settings.overrides,
         )
         old = planned.prepared
+        end = len(old.blocks) - planned.tail  # the new blocks go here, before the tail
+        tail = old.blocks[end:]
         if old.has_reasoning or any(map(reasoning.has_reasoning, blocks)):
             # A new turn strips the reasoning of the one before (pipeline.prepare): the
             # blocks from that turn's start on may change, and analyses past them are cut.
             keep = reasoning.keeps_earlier_reasoning(old.info.id, old.info.provider)
-            sent, originals, changed = reasoning.extended_view(old.blocks, old.reasoning_originals, blocks, keep)
+            sent, originals, changed = reasoning.extended_view(old.blocks[:end], old.reasoning_originals,
+                                                               [*blocks, *tail], keep)
             texts = [*old.texts[:changed], *map(msg.message_text, sent[changed:])]
             planned.prepared = replace(old, blocks=sent, texts=texts, reasoning_originals=originals, has_reasoning=True)
-            planned.lineage.cut(changed)
         else:
-            planned.prepared = replace(old, blocks=[*old.blocks, *blocks],
-                                       texts=[*old.texts, *(msg.message_text(block) for block in blocks)])
+            changed = end
+            planned.prepared = replace(old, blocks=[*old.blocks[:end], *blocks, *tail],
+                                       texts=[*old.texts[:end], *map(msg.message_text, blocks), *old.texts[end:]])
+        if changed < end:
+            planned.lineage.cut(changed)
+        elif tail:  # the tail moved: what was learnt of the blocks before it stays
+            planned.lineage.trim(end)
         planned.n += len(new)
         planned.has_history = has_history
         return True

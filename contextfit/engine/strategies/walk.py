@@ -61,6 +61,20 @@ def empty_walk() -> Walk:
     return Walk(0, None, None, [], [0], 0, [], [], [])
 
 
+def trimmed_walk(walk: Walk, k: int) -> Walk | None:
+    """``walk`` over its first ``k`` messages, when the ones after them are
+    protected and in no unit (a plain tail: :meth:`~contextfit.engine.analysis.Facts.trimmed`);
+    else ``None``. It takes over ``walk``'s lists."""
+    if k > walk.n or (walk.roots and walk.roots[-1] >= k) or any(walk.reasons[k:]):
+        return None
+    tail = walk.n - k
+    del walk.reasons[k:]
+    if tail:
+        del walk.kept[len(walk.kept) - tail:]  # protected: kept, and last in order
+    return Walk(k, walk.current, walk.current_root, walk.roots, walk.cum, walk.cut, walk.reasons, walk.kept,
+                walk.excluded)
+
+
 def walked_truncate(view: FitView, budget: int, options: dict[str, Any], walks: dict) -> Proposal | None:
     """The built-in ``truncate``'s proposal for ``view``, from the last walk in
     ``walks`` (keyed by counter and budget) when there is one, and that walk
