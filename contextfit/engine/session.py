@@ -66,35 +66,30 @@ class _Lineage:
         the first ``n``, where what follows is a plain tail that moves (a character
         card's post-history instructions, which a new message goes before); forget
         those it cannot trim, as :meth:`cut` does."""
-        for state, known in list(self._facts.items()):
-            kept: list[Facts] = []
-            for facts in known:
-                trimmed = facts.trimmed(n) if facts.n > n else facts
-                if trimmed is not None and all(other.n != trimmed.n for other in kept):
-                    kept.append(trimmed)
-            if kept:
-                self._facts[state] = kept
-            else:
-                del self._facts[state]
-        for key, walk in list(self._walks.items()):
-            if walk.n > n:
-                trimmed_one = trimmed_walk(walk, n)
-                if trimmed_one is None:
-                    del self._walks[key]
-                else:
-                    self._walks[key] = trimmed_one
+        self._shorten(n, trim=True)
 
     def cut(self, n: int) -> None:
         """Forget the analyses of more than the first ``n`` items (item ``n`` changed)."""
+        self._shorten(n, trim=False)
+
+    def _shorten(self, n: int, trim: bool) -> None:
         for state, known in list(self._facts.items()):
-            kept = [facts for facts in known if facts.n <= n]
+            kept: list[Facts] = []
+            for facts in known:
+                shorter = facts if facts.n <= n else facts.trimmed(n) if trim else None
+                if shorter is not None and all(other.n != shorter.n for other in kept):
+                    kept.append(shorter)
             if kept:
                 self._facts[state] = kept
             else:
                 del self._facts[state]
         for key, walk in list(self._walks.items()):
             if walk.n > n:
-                del self._walks[key]
+                shorter_walk = trimmed_walk(walk, n) if trim else None
+                if shorter_walk is None:
+                    del self._walks[key]
+                else:
+                    self._walks[key] = shorter_walk
 
     def held(self) -> int:
         """How many analyses are kept."""
