@@ -323,9 +323,10 @@ class FitSession:
         if planned is None:
             # A card without a lorebook of its own stands before the history, except its
             # post-history instructions, which stay last: a new message goes before them.
+            prepared = prepare(messages, settings)  # its errors first (a bad model, then a bad card)
             card = as_card(settings.character) if settings.lorebook is None else None
             planned = _Planned(
-                settings, prepare(messages, settings), n,
+                settings, prepared, n,
                 appendable=settings.lorebook is None and (card is None or card.character_book is None),
                 has_history=any(not _hidden(m) and msg.kind_of(m) != msg.SYSTEM for m in messages),
                 tail=1 if card is not None and card.post_history_instructions.strip() else 0,
