@@ -135,15 +135,33 @@ def _timed(call) -> tuple[float, Any]:
     return perf_counter() - start, value
 
 
-def _settings(limit: int) -> dict[str, Any]:
-    return {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
+#: ``--setup card``: a SillyTavern V2 card whose post-history instructions stand after the history.
+CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {
+    "name": "Ava", "description": "{{char}} is a patient guide who answers {{user}} briefly and kindly.",
+    "personality": "calm, precise", "scenario": "A help desk that never closes.", "system_prompt": "You are {{char}}.",
+    "post_history_instructions": "Stay in character as {{char}}; keep answers short."}}
+#: ``--setup lorebook``: a world whose entries the recent messages activate (before the character and at depth).
+LOREBOOK = {"entries": {str(number): {"key": [word], "content": f"Lore about {word}: " + "facts and dates " * 12,
+                                      "position": number % 2, "depth": 2}
+                        for number, word in enumerate(["router", "firmware", "dragon", "castle", "database",
+                                                       "python", "weather", "ticket"])}}
+SETUPS = ("plain", "card", "lorebook")
+
+
+def _settings(limit: int, setup: str = "plain") -> dict[str, Any]:
+    settings: dict[str, Any] = {"model": "gpt-4o", "context_limit": limit, "response_reserve": 4_000}
+    if setup in ("card", "lorebook"):
+        settings["character"] = CARD
+    if setup == "lorebook":
+        settings["lorebook"] = LOREBOOK
+    return settings
 
 
 def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=STRATEGIES,
-            chat: str = "synthetic") -> dict[str, Any]:
+            chat: str = "synthetic", setup: str = "plain") -> dict[str, Any]:
     """Time the cold fit and the cold and warm replays ``runs`` times; the per-run ratios."""
     messages = conversation(turns, chat)
-    settings = _settings(limit)
+    settings = _settings(limit, setup)
     rows = []
     contextfit.plan_prompt(messages[:2], **settings)  # loads the vocabulary: no run times that
     load_before = os.getloadavg()
@@ -164,6 +182,7 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
                      "tokenized_replay": dict(counted_replay)})
     return {
         "chat": chat,
+        "setup": setup,
         "messages": len(messages),
         "turns": len(result.requests),
         "strategies": list(strategies),
@@ -233,8 +252,10 @@ def report(result: dict[str, Any]) -> str:
     """The table the command prints."""
     fits = len(result["strategies"]) * result["turns"]
     chat = "the shared fixtures' chats joined" if result.get("chat") == "fixtures" else "the synthetic chat"
+    setup = {"card": ", with a character card", "lorebook": ", with a character card and a lorebook"}.get(
+        result.get("setup", "plain"), "")
     lines = [
-        f"replay of {chat}: {result['turns']:,} turns ({result['messages']:,} messages), {len(result['strategies'])} strategies "
+        f"replay of {chat}{setup}: {result['turns']:,} turns ({result['messages']:,} messages), {len(result['strategies'])} strategies "
         f"= {fits:,} fits; budget {result['budget']:,}",
         "| run | cold fit of the whole chat (s) | replay, cold (s) | replay, warm (s) | cold ratio | warm ratio |",
         "|---|---|---|---|---|---|",
@@ -377,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the strategies replayed, comma-separated (default: %(default)s)")
     parser.add_argument("--chat", choices=("synthetic", "fixtures"), default="synthetic",
                         help="the seeded synthetic chat, or the shared fixtures' real chats joined end to end")
+    parser.add_argument("--setup", choices=SETUPS, default="plain",
+                        help="plain messages, or with a V2 character card (post-history instructions), or a card "
+                             "and a lorebook")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON too")
     parser.add_argument("--tree", type=Path, default=None,
                         help="compare with the source tree in DIR (git worktree add /tmp/before main), runs alternating")
@@ -385,19 +409,19 @@ def main(argv: list[str] | None = None) -> int:
     if not strategies:
         parser.error("--strategies names no strategy")
     if args.tree is not None:
-        if strategies != STRATEGIES:
-            parser.error("--tree replays the default strategies only")
+        if strategies != STRATEGIES or args.setup != "plain":
+            parser.error("--tree replays the default strategies, plain, only")
         found = compare_trees(args.tree.resolve(), args.turns, args.runs, args.limit,
                               fresh=(args.runs if args.fresh_runs is None else args.fresh_runs) > 0, chat=args.chat)
         print(report_trees(found, args.tree))
         if args.json:
             print(json.dumps(found, indent=2))
         return 0
-    result = measure(args.turns, args.runs, args.limit, strategies, args.chat)
+    result = measure(args.turns, args.runs, args.limit, strategies, args.chat, args.setup)
     fresh_runs = args.runs if args.fresh_runs is None else args.fresh_runs
     if fresh_runs > 0:
-        result["fresh"] = measure_fresh(conversation(args.turns, args.chat), _settings(args.limit), fresh_runs,
-                                        strategies)
+        result["fresh"] = measure_fresh(conversation(args.turns, args.chat), _settings(args.limit, args.setup),
+                                        fresh_runs, strategies)
     print(report(result))
     if args.json:
         print(json.dumps(result, indent=2))

@@ -74,3 +74,16 @@ def test_the_stitched_fixture_chat_is_real_text_with_tool_ids_of_its_own(capsys)
     assert sum(map(reasoning.has_reasoning, longer)) > 50
     assert bench_replay.main(["--turns", "6", "--runs", "1", "--fresh-runs", "0", "--chat", "fixtures"]) == 0
     assert "replay of the shared fixtures' chats joined: 6 turns" in capsys.readouterr().out
+
+
+def test_the_replay_bench_replays_with_a_card_and_a_lorebook(capsys):
+    assert bench_replay.main(["--turns", "4", "--runs", "1", "--fresh-runs", "0", "--setup", "card"]) == 0
+    assert "replay of the synthetic chat, with a character card: 4 turns" in capsys.readouterr().out
+    result = bench_replay.measure(turns=4, runs=1, strategies=("truncate",), setup="lorebook")
+    assert result["setup"] == "lorebook"
+    import contextfit
+
+    for setup, entries in (("card", 0), ("lorebook", 2)):  # the world's entries the first turns activate
+        plan = contextfit.plan_prompt(bench_replay.conversation(4), **bench_replay._settings(32_000, setup))
+        assert plan.blocks[-1].id == "character:post_history_instructions"
+        assert sum(block.id.startswith("lorebook:") for block in plan.blocks) == entries
