@@ -569,3 +569,28 @@ def test_a_card_chat_that_keeps_earlier_thinking_refits_like_fresh_plans(keep_th
                 cold = _or_error(lambda: contextfit.plan_prompt(copy.deepcopy(chat[: index + 1]),
                                                                 context_strategy=strategy, **keywords))
                 assert _plan_outcome(warm) == _plan_outcome(cold), (limit, index, strategy)
+
+
+def test_a_card_chat_with_tool_calls_clears_results_like_fresh_plans():
+    # clear-tool-results names each cleared result after its call, from the names it scanned so
+    # far: after the tail moved, the scan goes on from the new message in the tail's place.
+    card = {"spec": "chara_card_v2", "spec_version": "2.0",
+            "data": {"name": "Ava", "description": "A guide.", "post_history_instructions": "Be brief."}}
+    chat = []
+    for turn in range(16):
+        call = {"id": f"call_{turn}", "type": "function",
+                "function": {"name": f"lookup_{turn % 3}", "arguments": f'{{"order": {turn}}}'}}
+        chat += [{"role": "user", "content": f"Where is order {turn}?"},
+                 {"role": "assistant", "content": None, "tool_calls": [call]},
+                 {"role": "tool", "tool_call_id": f"call_{turn}", "content": f"order {turn}: " + "in transit " * 40},
+                 {"role": "assistant", "content": f"Order {turn} is in transit."}]
+    chat.append({"role": "user", "content": "Thanks"})
+    for limit in (700, 1200, 2000):
+        keywords = {"model": "gpt-4o", "context_limit": limit, "response_reserve": 100, "character": card}
+        session = FitSession()
+        for index, message in enumerate(chat):
+            session.append(message)
+            warm = _or_error(lambda: session.plan("clear-tool-results", **keywords))
+            cold = _or_error(lambda: contextfit.plan_prompt(copy.deepcopy(chat[: index + 1]),
+                                                            context_strategy="clear-tool-results", **keywords))
+            assert _plan_outcome(warm) == _plan_outcome(cold), (limit, index)

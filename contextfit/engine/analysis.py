@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from ..inputs import messages as msg
 from . import results as r
@@ -126,6 +127,26 @@ def _base_reason(message: dict, kind: str) -> str | None:
     return None
 
 
+#: ``derived`` entries carried over the whole chat (keyed ``(name, -1, ...)``), by
+#: name: ``trim(value, k)`` gives the entry for the chat's first ``k`` messages when
+#: the ones after them are a plain tail (:meth:`Facts.trimmed`), or ``None`` to
+#: make it again. Strategies register their own.
+CARRY_TRIMMERS: dict[str, Callable[[Any, int], Any]] = {}
+
+
+def trim_scan(value: Any, k: int) -> Any:
+    """The trimmer of a ``(messages scanned, found)`` entry whose found items are
+    message positions, or tuples that start with one.
+
+    >>> trim_scan((9, (2, 5, 8)), 6), trim_scan((9, ((2, 0, "c1"), (7, 1, "c2"))), 6), trim_scan((4, (1,)), 6)
+    ((6, (2, 5)), (6, ((2, 0, 'c1'),)), (4, (1,)))
+    """
+    scanned, found = value
+    if scanned <= k:
+        return value
+    return k, tuple(item for item in found if (item if type(item) is int else item[0]) < k)
+
+
 class Facts:
     """Budget-independent facts about ``messages[:n]``; extended, never edited.
 
@@ -230,7 +251,8 @@ class Facts:
         instructions, which a new message goes before); ``None`` otherwise.
 
         What strategies carried over the whole chat (the ``-1`` entries of
-        ``derived``) is left out: it is made again from these facts."""
+        ``derived``) is kept where its strategy registered a trimmer for it
+        (:data:`CARRY_TRIMMERS`), else left out: it is made again from these facts."""
         if k > self.n:
             return None
         if k == self.n:
@@ -250,8 +272,15 @@ class Facts:
         new.relevance, new.link_root, new.group_of = self.relevance, self.link_root, self.group_of
         new.members, new.group_links, new.has_call = self.members, self.group_links, self.has_call
         new.shared = True
-        new.derived = {key: value for key, value in self.derived.items()
-                       if len(key) > 1 and type(key[1]) is int and 0 <= key[1] < k}
+        derived: dict = {}
+        for key, value in self.derived.items():
+            if len(key) > 1 and type(key[1]) is int and 0 <= key[1] < k:
+                derived[key] = value  # made from one message before the tail
+            elif key[0] in CARRY_TRIMMERS:  # carried over the chat: its trimmer makes it the prefix's
+                trimmed = CARRY_TRIMMERS[key[0]](value, k)
+                if trimmed is not None:
+                    derived[key] = trimmed
+        new.derived = derived
         new.counted_total = None if self.counted_total is None else sum(new.tokens)  # type: ignore[arg-type]
         new.nbytes = self.nbytes
         new.derived_bytes = sum(getattr(value, "nbytes", 0) for value in new.derived.values())

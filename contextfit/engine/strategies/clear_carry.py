@@ -22,7 +22,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any
 
-from ..analysis import FitView
+from ..analysis import CARRY_TRIMMERS, FitView
 
 #: One step: (message, site, link id, sites cleared in that message so far, cleared copy, its tokens,
 #: tokens saved: 0 when the copy is no shorter and the step clears nothing).
@@ -47,6 +47,11 @@ class Walked:
 
 def _key(template: str) -> tuple[str, int, str]:
     return ("clear-walk", -1, template)
+
+
+# Its steps count tool results, not messages, and it is checked against the results at each
+# use: a plain tail (no tool result) leaves it as it is.
+CARRY_TRIMMERS["clear-walk"] = lambda value, k: value
 
 
 def carried_clear(

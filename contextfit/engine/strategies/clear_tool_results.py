@@ -34,7 +34,7 @@ from typing import Any
 
 from ...inputs import messages as msg
 from .. import results as r
-from ..analysis import FitView
+from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
 from .base import BuiltinStrategy, Proposal, stable_budget, stable_prefix_step
@@ -325,6 +325,9 @@ class ClearToolResults(BuiltinStrategy):
 # re-counted them all (80-127 ms against 2-11 ms for truncate in the bench).
 _SITES = ("clear-sites", -1)  # (messages scanned, ((index, site, link), ...))
 _NAMES = ("clear-names", -1)  # (messages scanned, {link: tool name})
+CARRY_TRIMMERS[_SITES[0]] = trim_scan
+# A plain tail names no tool (it links nothing): the names scanned are those of the messages before it.
+CARRY_TRIMMERS[_NAMES[0]] = lambda value, k: (min(value[0], k), value[1])
 
 
 def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
@@ -343,6 +346,7 @@ def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
 
 
 _SITE_INDEX = ("clear-site-index", -1)  # (results listed, [message of each result, ...])
+CARRY_TRIMMERS[_SITE_INDEX[0]] = lambda value, k: value  # checked against the sites at each use
 
 
 def _site_index(view: FitView) -> list[int]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...inputs import messages as msg
 from .. import results as r
-from ..analysis import FitView
+from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
 from ...tokens.reasoning import has_reasoning, strip_reasoning
@@ -85,6 +85,7 @@ def drop_old_reasoning(
 
 
 _SCANNED = ("reasoning", -1)  # facts.derived key: (messages scanned, assistant messages with reasoning)
+CARRY_TRIMMERS[_SCANNED[0]] = trim_scan
 
 
 def reasoning_indices(view: FitView) -> list[int]:
