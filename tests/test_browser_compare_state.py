@@ -12,7 +12,7 @@ import re
 import pytest
 
 from test_browser import (  # noqa: F401  (fixtures)
-    ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, page, script_run, select_cell, server,
+    ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, page, script_run, server, toggle_cell,
 )
 
 METRIC = '[data-testid="stMetricValue"]'
@@ -112,10 +112,7 @@ def test_an_edit_keeps_the_tables_scroll_position(page):
     before = scroller.evaluate("element => element.scrollTop")
     frame = grid.bounding_box()
     # The last visible row, column "pinned" (the sixth): click its cell, then toggle it from the keyboard.
-    assert select_cell(page, grid, frame["x"] + 40, frame["y"] + frame["height"] - 30, 5)
-    with script_run(page):
-        page.keyboard.press(" ")
-    page.wait_for_selector(READY)
+    toggle_cell(page, grid, frame["x"] + 40, frame["y"] + frame["height"] - 30, 5)
     page.locator(".contextfit-matrix .cfk-col").first.wait_for()
     after = page.locator('[data-testid="stDataFrame"]').last.locator(".dvn-scroller").first.evaluate("element => element.scrollTop")
     assert after > 1000 and abs(after - before) < 100, (before, after)
