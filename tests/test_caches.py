@@ -27,6 +27,7 @@ NOT_CACHES = {
     "_NAMED": "the cache registry itself",
     "MIGRATIONS": "the schema migrations, in order (filled by a decorator at import)",
     "_NFC_CLASS": "the NFC-normalizing tiktoken.Encoding subclass, defined once on first use (a class, not data)",
+    "CARRY_TRIMMERS": "functions strategies register at import, one per carried entry of an analysis (code, not data)",
 }
 
 
