@@ -80,16 +80,22 @@ DRAWN = '[data-testid="stPlotlyChart"] .main-svg, .contextfit-budget, .contextfi
 WATCH = """
 window.__marks = [];
 const seen = {charts: -1, state: null};
-new MutationObserver(() => {
+new MutationObserver((records) => {
   const app = document.querySelector('[data-testid=stApp]');
   const state = app && app.getAttribute('data-test-script-state');
   const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')].filter(c => c.querySelector('.main-svg')).length
     + document.querySelectorAll('.contextfit-budget, .contextfit-blocks, .contextfit-matrix').length;
+  // A quick run can start and end between two callbacks: the records still say it ran.
+  if (seen.state !== 'running' && records.some(r => r.type === 'attributes' && r.oldValue === 'running')) {
+    window.__marks.push([Date.now() / 1000, seen.charts, 'running']);
+    seen.state = 'running';
+  }
   if (charts !== seen.charts || state !== seen.state) {
     seen.charts = charts; seen.state = state;
     window.__marks.push([Date.now() / 1000, charts, state]);
   }
-}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true,
+                       attributeFilter: ['data-test-script-state']});
 """
 
 
