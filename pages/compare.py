@@ -36,6 +36,7 @@ source = source_panel.conversation_source()  # the sidebar's "Conversation" sect
 if source is None:
     state.pop(compare_state.CURRENT, None)
     st.stop()
+stem = dashboard.file_stem(source.name)  # downloads name the conversation: two chats' files do not clash
 conversation = source.conversation
 # the Replay page's "Current conversation"
 state[compare_state.CURRENT], state[compare_state.CURRENT_KEY] = conversation, source.key
@@ -134,11 +135,11 @@ for done, (column, chart_column, details, (name, plan)) in enumerate(zip(columns
         actions = st.container(horizontal=True)  # side by side, or one under the other in a narrow column
         with actions.popover("Export", help="This strategy's request, blocks or whole plan as a file."):
             # Files are made when a button is clicked, not on every run.
-            st.download_button("Provider messages (JSON)", partial(dashboard.provider_json, plan), file_name=f"{name}-messages.json",
+            st.download_button("Provider messages (JSON)", partial(dashboard.provider_json, plan), file_name=f"{stem}-{name}-messages.json",
                                mime="application/json", key=f"messages-{name}", on_click="ignore")
-            st.download_button("Blocks (CSV)", partial(dashboard.blocks_csv, plan), file_name=f"{name}-blocks.csv",
+            st.download_button("Blocks (CSV)", partial(dashboard.blocks_csv, plan), file_name=f"{stem}-{name}-blocks.csv",
                                mime="text/csv", key=f"csv-{name}", on_click="ignore")
-            st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{name}-plan.json",
+            st.download_button("Plan (JSON)", partial(dashboard.plan_json, plan), file_name=f"{stem}-{name}-plan.json",
                                mime="application/json", key=f"plan-{name}", on_click="ignore")
         if actions.button("Send", key=f"send-{name}",
                           help="Store this conversation as a chat, generate with the offline echo provider under this "
@@ -196,7 +197,7 @@ with verdict_area:
                 "strategies": ", ".join(strategies), "user name": user_name}
     st.download_button("Download the comparison (HTML)", partial(report.comparison_html, plans, source_name=source.name,
                                                                    settings=settings),
-                       file_name="contextfit-comparison.html", mime="text/html", key="report", on_click="ignore",
+                       file_name=f"contextfit-{stem}.html", mime="text/html", key="report", on_click="ignore",
                        help="One file with the verdict, settings, breakdown and charts; opens offline.")
 
 if fitted:

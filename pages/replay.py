@@ -55,10 +55,10 @@ with st.sidebar:
         key = st.selectbox("Sample", [s.key for s in SAMPLES], format_func=lambda k: get_sample(k).title,
                            key="replay_sample")
         conversation = read(sample_text(key))
-        identity = f"sample:{key}"
+        identity, stem = f"sample:{key}", dashboard.file_stem(key)  # stem: what the downloads' names say
     elif source == "Current conversation":
         conversation = current
-        identity = ("current", state.get(views.CURRENT_KEY))
+        identity, stem = ("current", state.get(views.CURRENT_KEY)), "current"
     else:
         chats = list_audited_chats()
         ids = [chat.id for chat in chats]
@@ -69,7 +69,7 @@ with st.sidebar:
             st.info("No stored chat yet.")
             st.stop()
         chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")
-        identity = f"chat:{chat_id}"
+        identity, stem = f"chat:{chat_id}", f"chat-{dashboard.file_stem(chat_id, 'stored')}"
     st.header("Model and budget")
     suggested, declared = views.ReplaySetup("gpt-4o", 32_000, 4_000), ""
     if chat_id is not None:  # the chat's own model, limits and facts (the Audit page's "what if" starts there)
@@ -139,10 +139,10 @@ st.caption(
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
 saves = st.container(horizontal=True)  # each label whole at 800 pixels (columns cut them to "Turns (…")
-saves.download_button("Turns (CSV)", partial(views.turns_csv, result), file_name=f"replay-{result.model}-turns.csv",
+saves.download_button("Turns (CSV)", partial(views.turns_csv, result), file_name=f"replay-{stem}-{result.model}-turns.csv",
                       mime="text/csv", key="replay-csv", on_click="ignore",  # a download does not rerun the page
                       help="Every turn of every strategy: tokens, cache, cost and the facts lost, a row each.")
-saves.download_button("Replay (JSON)", partial(views.replay_json, result), file_name=f"replay-{result.model}.json",
+saves.download_button("Replay (JSON)", partial(views.replay_json, result), file_name=f"replay-{stem}-{result.model}.json",
                       mime="application/json", key="replay-json", on_click="ignore",
                       help="The whole replay, as POST /api/v2/replay answers it.")
 if (approximate := views.approximate_note(result.model)):

@@ -117,3 +117,11 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
             '[data-testid="stMarkdownContainer"]')
         expect(text).to_be_visible()
         assert text.evaluate("element => element.scrollWidth <= element.clientWidth"), label
+    # the files name the conversation (a demo's second replay saved over the first's "replay-gpt-4o-turns.csv")
+    from contextfit.inputs.samples import SAMPLES
+    from contextfit.views.dashboard import file_stem
+
+    with page.expect_download() as info:
+        page.locator('[data-testid="stDownloadButton"] button').filter(has_text="Turns (CSV)").first.click()
+    named = {f"replay-{file_stem(sample.key)}-gpt-4o-turns.csv" for sample in SAMPLES}
+    assert info.value.suggested_filename in named, info.value.suggested_filename

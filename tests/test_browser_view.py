@@ -16,6 +16,13 @@ def _download_report(page, target):
     with page.expect_download() as info:
         button.click()
     info.value.save_as(target)
+    # named after the conversation (the sample the page opened: ?sample= in its address)
+    from urllib.parse import parse_qs, urlparse
+
+    from contextfit.views.dashboard import file_stem
+
+    sample = parse_qs(urlparse(page.url).query).get("sample", ["coding_agent"])[0]
+    assert info.value.suggested_filename == f"contextfit-{file_stem(sample)}.html", info.value.suggested_filename
     return target
 
 

@@ -12,6 +12,7 @@ import gc
 import io
 import json
 import math
+import re
 import threading
 from contextlib import contextmanager
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -216,6 +217,25 @@ def block_rows(plan: PromptPlan) -> list[dict[str, Any]]:
         }
         for block in plan.blocks
     ]
+
+
+def file_stem(name: str | None, fallback: str = "conversation") -> str:
+    """A part of a download's file name that names the conversation: the letters and
+    digits of ``name`` (without a chat file's extension), lowercased, joined by ``-``,
+    at most 40 characters; ``fallback`` when none is left.
+
+    >>> file_stem("Seraphina's chat (2).jsonl"), file_stem(" / "), file_stem("Αθήνα 東京.json")
+    ('seraphina-s-chat-2', 'conversation', 'αθήνα-東京')
+    """
+    text = str(name or "")
+    stem, dot, suffix = text.rpartition(".")
+    if dot and suffix.lower() in ("json", "jsonl", "png", "txt", "md", "csv"):
+        text = stem
+    words = _NOT_WORD.sub("-", text.replace("_", "-")).strip("-").lower()
+    return words[:40].strip("-") or fallback
+
+
+_NOT_WORD = re.compile(r"[^\w]+")
 
 
 def spreadsheet_cell(value: Any) -> Any:
