@@ -75,6 +75,20 @@ class TokenBudgetExceeded(ContextfitError):
                 "promptTokens": self.prompt_tokens, "blocks": self.blocks}
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters: an error names
+    what it was given, but a name of a megabyte is not echoed back whole (twice, for a model).
+
+    >>> shown("gpt-4o"), shown("abc" * 200, limit=12)
+    ("'gpt-4o'", "'abcabc…' (600 characters)")
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value):,} characters)" if isinstance(value, str) else ""
+    return f"{text[: limit - 5]}…{text[0]}{size}"
+
+
 class UnknownStrategy(ContextfitError):
     """No strategy is registered under that name."""
 
@@ -84,7 +98,7 @@ class UnknownStrategy(ContextfitError):
         self.name = name
         self.available = available
         super().__init__(
-            f"No context strategy named {name!r}. Registered strategies: {', '.join(available) or 'none'}."
+            f"No context strategy named {shown(name)}. Registered strategies: {', '.join(available) or 'none'}."
         )
 
 

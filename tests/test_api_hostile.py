@@ -150,3 +150,21 @@ def test_schemathesis_requests_to_every_operation(app, mode):
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         for chat in client.get("/api/v2/chats").json()["chats"]:
             assert_no_server_error(client.post(f"/api/v2/chats/{chat['id']}/generate"), chat["id"])
+
+
+def test_an_unknown_name_of_a_megabyte_is_not_echoed_back(app):
+    # An unknown strategy was named whole in its error: a 1 MB name made a 1 MB answer (a model,
+    # which the schema holds to 1,000 characters, was named twice). The error names its start
+    # and its length.
+    huge = "m" * 1_000_000
+    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
+        for model, settings, length in (("m" * 1000, {}, "1,000"), ("gpt-4o", {"contextStrategy": huge}, "1,000,000")):
+            response = client.post("/api/v2/context-preview", json={"model": model, "messages": [USER],
+                                                                    "settings": settings})
+            assert_no_server_error(response, length)
+            error = response.json()["error"]
+            assert error["code"] in ("UNKNOWN_MODEL", "UNKNOWN_STRATEGY") and len(response.content) < 2_000, error["code"]
+            assert f"({length} characters)" in error["message"]
+        response = client.post("/api/v2/replay", json={"model": "gpt-4o", "messages": [USER], "strategies": [huge]})
+        assert_no_server_error(response, "replay")
+        assert len(response.content) < 2_000 and "(1,000,000 characters)" in response.json()["error"]["message"]

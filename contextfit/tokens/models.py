@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfit import environment
-from contextfit.errors import InvalidModelFile, UnknownModel
+from contextfit.errors import InvalidModelFile, UnknownModel, shown
 from contextfit.tokens.prices import PRICE_FIELDS, Prices, price_problem
 from contextfit.tokens.profiles import PROFILES
 
@@ -350,9 +350,10 @@ def _unknown(model_id: object, catalog: _Catalog) -> UnknownModel:
         if canonical is not None and canonical.id not in suggestions:
             suggestions.append(canonical.id)
     hint = f" Did you mean {', '.join(suggestions[:5])}?" if suggestions else ""
+    named = str(model_id) if len(str(model_id)) <= 80 else "<its id>"  # a megabyte of name is not echoed twice
     error = UnknownModel(
-        f"Unknown model {model_id!r}.{hint} `contextfit models` lists the catalog. To add it, "
-        f'write [models."{model_id}"] with provider, context_limit, max_output and tokenizer '
+        f"Unknown model {shown(model_id)}.{hint} `contextfit models` lists the catalog. To add it, "
+        f'write [models."{named}"] with provider, context_limit, max_output and tokenizer '
         f"in ${ENV_VAR} or {USER_FILE}, or call contextfit.register_model(...)."
     )
     error.model_id = model_id  # type: ignore[attr-defined]
