@@ -7,7 +7,7 @@ Shares test_browser.py's server and page fixtures; skips the same way.
 
 from __future__ import annotations
 
-from test_browser import ARTIFACTS, load, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
+from test_browser import ARTIFACTS, READY, load, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
 
 
 def _download_report(page, target):
@@ -208,6 +208,10 @@ def test_side_by_side_charts_line_up_and_the_actions_fit_a_narrow_column(page, s
         page.set_default_timeout(120_000)
         load(page, server)
         page.locator(".contextfit-blocks .cfk-fill").first.wait_for()
+        # every strategy's charts (under a full suite's load the last column can draw after the first)
+        page.wait_for_function("() => document.querySelectorAll('.contextfit-budget').length === 5"
+                               " && document.querySelectorAll('.contextfit-blocks').length === 5")
+        page.wait_for_selector(READY)
         for selector in (".contextfit-budget", ".contextfit-blocks"):
             tops = page.locator(selector).evaluate_all("charts => charts.map(c => c.getBoundingClientRect().top)")
             assert len(tops) == 5 and max(tops) - min(tops) < 1.5, (width, selector, tops)
