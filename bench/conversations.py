@@ -215,7 +215,6 @@ def fixtures(root: Path = FIXTURES) -> list[Conversation]:
     return [chat for chat in map(fixture, fixture_paths(root)) if chat is not None]
 
 
-
 def _records(path: Path) -> list[list[dict]]:
     """The chats of one fixture file: each record of a dataset (a JSON list, or JSON lines, of
     ShareGPT / LLaMA-Factory / DialogStudio records), else the file as one chat."""
@@ -273,15 +272,14 @@ def stitched(turns: int, root: Path = FIXTURES) -> Conversation | None:
     from contextfit.engine.replay import request_positions
 
     messages: list[dict] = [{"role": "system", "content": "You are a helpful assistant. Use the tools when they help."}]
-    requests = 0
     for number in range(100_000):
         joined = [m for m in chats[number % len(chats)] if m.get("role") not in ("system", "developer")]
         messages += _own_links(joined, f"j{number}-")
-        requests = len(request_positions(messages))
-        if requests >= turns:
+        if len(request_positions(messages)) >= turns:
             break
     cut = request_positions(messages)[turns - 1]
     return Conversation(f"fixtures-stitched-{turns}", messages[: cut + 1], {"kind": "stitched", "turns": turns})
+
 
 def from_source(source: dict) -> Conversation:
     """Rebuild a conversation from its ``source`` (in a worker process)."""

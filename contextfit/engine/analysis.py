@@ -16,7 +16,6 @@ holds a protected block), with helpers to count and to walk groups.
 from __future__ import annotations
 
 from bisect import bisect_left
-
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 

@@ -170,7 +170,6 @@ def provider_view(blocks: list[dict], keep_earlier: bool) -> tuple[list[dict], d
     return out, originals
 
 
-
 def extended_view(
     sent: list[dict], originals: dict[int, dict], new: Sequence[dict], keep_earlier: bool
 ) -> tuple[list[dict], dict[int, dict], int]:
