@@ -79,14 +79,15 @@ def shown(value: object, limit: int = 80) -> str:
     """``repr(value)`` for a message, cut to about ``limit`` characters: an error names
     what it was given, but a name of a megabyte is not echoed back whole (twice, for a model).
 
-    >>> shown("gpt-4o"), shown("abc" * 200, limit=12)
-    ("'gpt-4o'", "'abcabc…' (600 characters)")
+    >>> shown("gpt-4o"), shown("abc" * 200, limit=12), shown(list(range(100)), limit=12)
+    ("'gpt-4o'", "'abcabc…' (600 characters)", '[0, 1, …')
     """
     text = repr(value)
     if len(text) <= limit:
         return text
-    size = f" ({len(value):,} characters)" if isinstance(value, str) else ""
-    return f"{text[: limit - 5]}…{text[0]}{size}"
+    if isinstance(value, str):  # closed by its own quote, and its length said
+        return f"{text[: limit - 5]}…{text[0]} ({len(value):,} characters)"
+    return f"{text[: limit - 5]}…"
 
 
 class UnknownStrategy(ContextfitError):

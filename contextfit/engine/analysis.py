@@ -245,9 +245,10 @@ class Facts:
 
     def trimmed(self, k: int) -> "Facts | None":
         """These facts of the first ``k`` messages, when the ones after them are a
-        plain tail: no link, no manual mark, relevance or recall, nothing a
-        strategy derived from them alone (a character card's post-history
-        instructions, which a new message goes before); ``None`` otherwise.
+        plain tail: no link, no manual mark, relevance or recall (a character
+        card's post-history instructions, which a new message goes before);
+        ``None`` otherwise. What strategies derived from a tail message alone is
+        left out: another message will stand at its position.
 
         What strategies carried over the whole chat (the ``-1`` entries of
         ``derived``) is kept where its strategy registered a trimmer for it
