@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from conversations import word_count_counter as count
 
 import contextfit
@@ -215,6 +217,40 @@ def test_a_summary_is_the_same_in_every_process():
     assert len(answers) == 1
     summaries = [sent for sent in json.loads(answers.pop())[:-1] if isinstance(sent, list)]
     assert any("Summary of" in text for sent in summaries for text in sent)  # the ties are in the summaries
+
+
+def _saliences_one_by_one(line_words, sizes, lengths, tool_line, weight, query_words):
+    """The candidates and saliences as the summary scored them a line at a time."""
+    import math
+
+    from contextfit.engine.strategies.summarize import _QUERY_BONUS, MIN_SENTENCE_WORDS
+
+    eligible, salience = [], []
+    for position, size in enumerate(sizes):
+        if not size or (size < MIN_SENTENCE_WORDS and not tool_line[position]):
+            continue
+        value = math.fsum(weight[word] for word in line_words[position]) / math.sqrt(lengths[position])
+        value *= 1.0 + _QUERY_BONUS * len(query_words & line_words[position]) / size
+        eligible.append(position)
+        salience.append(value)
+    return eligible, salience
+
+
+@given(st.lists(st.tuples(st.lists(st.sampled_from("abcdefgh"), max_size=8), st.integers(0, 4), st.booleans()),
+                max_size=30),
+       st.lists(st.floats(0.01, 50, allow_nan=False), min_size=8, max_size=8), st.sets(st.sampled_from("abcdefgh")))
+def test_the_mapped_saliences_are_those_of_a_line_at_a_time(rows, weights, query):
+    # The scoring runs as C-level maps; it must pick the same lines with the same floats
+    # (a summary must not change with how it is computed).
+    from contextfit.engine.strategies.summarize import _saliences
+
+    line_words = [frozenset(words) for words, _, _ in rows]
+    sizes = [len(words) for words in line_words]
+    lengths = [size + extra for size, (_, extra, _) in zip(sizes, rows)]
+    tool_line = [tool for _, _, tool in rows]
+    weight = dict(zip("abcdefgh", weights))
+    assert _saliences(line_words, sizes, lengths, tool_line, weight, frozenset(query)) == \
+        _saliences_one_by_one(line_words, sizes, lengths, tool_line, weight, frozenset(query))
 
 
 def test_summarize_without_room_falls_back_to_truncate():

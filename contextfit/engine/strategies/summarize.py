@@ -30,8 +30,8 @@ import heapq
 import math
 import sys
 from collections import Counter
-from itertools import chain, repeat
-from operator import mul
+from itertools import chain, compress, repeat
+from operator import add, and_, ge, itemgetter, mul, neg, or_, truediv
 from typing import Any
 
 from ...inputs import messages as msg
@@ -330,27 +330,10 @@ class Summarize(BuiltinStrategy):
         weight = dict(zip(words_seen, map(
             mul, map(tf_factor.__getitem__, term_frequency.values()),
             map(idf_factor.__getitem__, map(document_frequency.__getitem__, words_seen)))))
-        # Per line, in C: the sum of its words' weights, its distinct words,
-        # how many of them the recent conversation uses. A line's distinct words are a
-        # set, whose order changes with each process's string hashing: fsum's sum is
-        # exactly rounded, so it does not depend on that order (a plain sum did, in its
-        # last bits, and two lines of equal salience were picked in either order, so
-        # the same chat got another summary in another process).
-        sums = list(map(math.fsum, map(map, repeat(weight.__getitem__), line_words)))
         sizes = list(map(len, line_words))
-        shared = list(map(len, map(query_words.intersection, line_words)))
-        heap: list[tuple[float, int]] = []
-        salience_of: dict[int, float] = {}
-        sqrt = math.sqrt
-        for position, size in enumerate(sizes):
-            # Pleasantries ("Sorry to hear that.") say nothing a summary needs;
-            # tool lines are always candidates.
-            if not size or (size < MIN_SENTENCE_WORDS and not tool_line[position]):
-                continue
-            salience = sums[position] / sqrt(lengths[position])
-            salience *= 1.0 + _QUERY_BONUS * shared[position] / size
-            salience_of[position] = salience
-            heap.append((-salience, position))
+        eligible, salience = _saliences(line_words, sizes, lengths, tool_line, weight, query_words)
+        salience_of = dict(zip(eligible, salience))
+        heap = list(zip(map(neg, salience), eligible))
         heapq.heapify(heap)
         empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
         header = f"Summary of {len(indices)} earlier messages (sentences quoted from them):"
@@ -363,23 +346,26 @@ class Summarize(BuiltinStrategy):
         misses = 0
         heappop, heappush = heapq.heappop, heapq.heappush
         cost_of, digest_from = costs.lookup, DIGEST_FROM
+        line_text = list(map(itemgetter(1), lines))
         # Most pops in a long chat are lines whose words are all covered (skipped)
         # or re-ranked: the subset test and the intersection run in C, no set is made
-        # for a skip, and a line with nothing covered keeps its salience as it is.
+        # for a skip, and a line with nothing covered keeps its key as it is (it was
+        # pushed with its salience, and popped first: nothing ranks above it).
         while heap and remaining > 0 and misses < 50:
             position = heappop(heap)[1]
             unique = line_words[position]
             if unique <= covered and not tool_line[position]:
                 continue  # says nothing the summary does not already say
-            line = lines[position][1]
+            line = line_text[position]
             if line in picked_lines:
                 continue
-            overlap = len(unique & covered) if covered else 0
-            adjusted = salience_of[position] * (1.0 - _REDUNDANCY * overlap / sizes[position]) if overlap else \
-                salience_of[position]
-            if heap and adjusted < -heap[0][0]:
-                heappush(heap, (-adjusted, position))  # lazy greedy: re-rank with the penalty
-                continue
+            if covered:
+                overlap = len(unique & covered)
+                if overlap:  # lazy greedy: re-rank with the penalty when another line now ranks above
+                    key = -(salience_of[position] * (1.0 - _REDUNDANCY * overlap / sizes[position]))
+                    if heap and key > heap[0][0]:
+                        heappush(heap, (key, position))
+                        continue
             cost = cost_of(line if len(line) < digest_from else digest(line))
             if cost is None:
                 cost = costs.put(line, view.count_block({**empty, "content": "\n- " + line}) - empty_cost)
@@ -404,6 +390,39 @@ class Summarize(BuiltinStrategy):
                 return {"role": "system", "content": "".join(parts), "meta": meta}, tokens, list(indices)
             picked.pop()  # joined lines can cost a token more than apart: give up the last pick
         return None
+
+
+def _saliences(
+    line_words: list[frozenset[str]], sizes: list[int], lengths: list[int], tool_line: list[bool],
+    weight: dict[str, float], query_words: frozenset[str] | set[str],
+) -> tuple[list[int], list[float]]:
+    """The candidate lines (their positions) and their saliences: the sum of a
+    line's distinct words' weights over the square root of its length, times
+    ``1 + bonus * shared / size`` (``shared``: its distinct words the recent
+    conversation uses). Pleasantries ("Sorry to hear that.", fewer than
+    :data:`MIN_SENTENCE_WORDS` distinct words) say nothing a summary needs;
+    tool lines are always candidates; a line without a content word is none.
+
+    Mapped in C, with the float operations of one line at a time in that order.
+    A line's distinct words are a set, whose order changes with each process's
+    string hashing: fsum's sum is exactly rounded, so it does not depend on that
+    order (a plain sum did, in its last bits, and two lines of equal salience
+    were picked in either order, so the same chat got another summary in
+    another process).
+
+    >>> _saliences([frozenset({"a", "b", "c"}), frozenset({"a"})], [3, 1], [4, 1], [False, False],
+    ...            {"a": 1.0, "b": 2.0, "c": 1.0}, {"b"})
+    ([0], [2.3333333333333335])
+    """
+    eligible = list(compress(range(len(sizes)), map(
+        or_, map(ge, sizes, repeat(MIN_SENTENCE_WORDS)), map(and_, map(bool, sizes), tool_line))))
+    eligible_words = list(map(line_words.__getitem__, eligible))
+    sums = map(math.fsum, map(map, repeat(weight.__getitem__), eligible_words))
+    shared = map(len, map(query_words.intersection, eligible_words))
+    salience = list(map(mul, map(truediv, sums, map(math.sqrt, map(lengths.__getitem__, eligible))),
+                        map(add, repeat(1.0), map(truediv, map(mul, repeat(_QUERY_BONUS), shared),
+                                                  map(sizes.__getitem__, eligible)))))
+    return eligible, salience
 
 
 class _Candidates:
