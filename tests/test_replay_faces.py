@@ -99,7 +99,20 @@ def test_cli_replay_json_and_table(tmp_path):
     table = io.StringIO()
     assert main(["replay", str(path), "--limit", "400", "--reserve", "100", "--fact", "AX55"], table) == 0
     text = table.getvalue()
-    assert "2 turns" in text and "cheapest:" in text and "summarize" in text
+    assert "2 turns" in text and "Cheapest: " in text and "summarize" in text
+
+
+def test_cli_replay_writes_dollars_as_the_page_does(tmp_path):
+    # A short chat on a cheap model cost "1.8e-06" in the table, and a lone strategy's
+    # verdict read "cheapest: —" without saying why.
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--model", "gpt-4o-mini", "--strategy", "truncate"], out) == 0
+    text = out.getvalue()
+    row = next(line for line in text.splitlines() if line.startswith("truncate"))
+    assert "e-0" not in text and row.split()[1:3] == ["$0.000001800", "$0.000001800"]
+    assert "Only truncate was replayed: pass --strategy all to compare it with them." in text
 
 
 def test_cli_replay_reports_bad_input(tmp_path, capsys):
@@ -117,7 +130,7 @@ def test_cli_replay_total_and_mean_agree_on_one_turn(tmp_path):
     assert main(["replay", str(path), "--strategy", "truncate"], out) == 0
     row = next(line for line in out.getvalue().splitlines() if line.startswith("truncate"))
     total, mean = row.split()[1:3]
-    assert total == mean and float(total) > 0
+    assert total == mean and float(total.removeprefix("$")) > 0
 
 
 def test_cli_replay_takes_pinned_facts_as_json_and_refuses_a_pin_to_no_message(tmp_path, capsys):

@@ -22,6 +22,7 @@ from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
 from ..engine.plan_settings import PlanSettings, conversation_model
 from .bands import band_text
 from .progress import PercentSteps
+from .verdict import money, replay_verdict
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -174,19 +175,15 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     turns = len(result.requests)
     print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}, model {result.model} (budget {result.budget:,}; "
           f"cache rule {result.cache_rule}; facts: {result.fact_rule})", file=out)
-    print(f"{'strategy':<34} {'total $':>10} {'mean $':>10} {'cache hit':>9} {'tokens sent':>12} "
+    print(f"{'strategy':<34} {'total':>12} {'mean / turn':>12} {'cache hit':>9} {'tokens sent':>12} "
           f"{'retention':>9} {'first loss':>10}", file=out)
     for totals in result.totals.values():
-        # four significant figures: a cent-sized format showed a one-turn total of 0.0000 beside its mean
-        cost = "—" if totals.total_cost is None else f"{totals.total_cost:.4g}"
-        mean = "—" if totals.mean_cost is None else f"{totals.mean_cost:.4g}"
+        # the page's dollars: cents from a dollar, else four significant figures, never "1.8e-06"
         kept = "—" if totals.retention is None else f"{totals.retention:.0%}"
         loss = "—" if totals.first_loss_turn is None else str(totals.first_loss_turn)
-        print(f"{totals.strategy[:34]:<34} {cost:>10} {mean:>10} {totals.cache_hit_rate:>9.1%} {totals.tokens_sent:>12,} "
-              f"{kept:>9} {loss:>10}", file=out)
-    verdict = result.verdict()
-    print(f"cheapest: {verdict['cheapest'] or '—'}; best retention: {verdict['bestRetention'] or '—'}; "
-          f"best cache: {verdict['bestCache'] or '—'}", file=out)
+        print(f"{totals.strategy[:34]:<34} {money(totals.total_cost, '—'):>12} {money(totals.mean_cost, '—'):>12} "
+              f"{totals.cache_hit_rate:>9.1%} {totals.tokens_sent:>12,} {kept:>9} {loss:>10}", file=out)
+    print(replay_verdict(result, "pass --strategy all"), file=out)
     for note in result.notes:
         print(f"  note: {note}", file=out)
     return _replay_status(result)

@@ -14,7 +14,6 @@ import hashlib
 import html
 import io
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,8 @@ from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
 from .dashboard import error_text, setup_for, spreadsheet_cell
 from .progress import PercentSteps
+from .verdict import money as dollars
+from .verdict import replay_verdict
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
 #: when a run does not draw it); the turn slider starts again at the last turn.
@@ -400,19 +401,12 @@ def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
 
 
 def money(value: float | None) -> str:
-    """Dollars for a table cell: cents from a dollar, else four significant figures, written
-    out (a short turn cost "$2.5e-05") and kept to four (a column read "$0.0456" under "$0.04579").
+    """Dollars for a cell (:func:`contextfit.views.verdict.money`), "—" for no price.
 
     >>> money(0.0123456), money(None), money(12.5), money(2.5e-05), money(0.0456)
     ('$0.01235', '—', '$12.50', '$0.00002500', '$0.04560')
     """
-    if value is None:
-        return "—"
-    if value >= 1:
-        return f"${value:,.2f}"
-    if value <= 0:
-        return "$0"
-    return f"${value:.{3 - math.floor(math.log10(value))}f}"
+    return dollars(value, "—")
 
 
 def totals_rows(result: Replay) -> list[dict[str, Any]]:
@@ -620,37 +614,13 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
 
 
 def verdict_text(result: Replay) -> str:
-    """One sentence naming the winners, or saying why there is none: every strategy scored
-    the same, nothing could be compared (no prices, no fact in force, every turn failed), or
-    only one strategy was replayed.
+    """The verdict sentence (:func:`contextfit.views.verdict.replay_verdict`), as the page says it.
 
     >>> from contextfit.engine.replay import replay
     >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
     'Only truncate was replayed: choose more strategies in the sidebar to compare it with them.'
-    >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate", "manual"]))
-    'Cheapest: all equal ($0.00002000) · best retention: no fact in force · best cache: all equal (0.0%)'
     """
-    if len(result.totals) == 1:
-        return (f"Only {next(iter(result.totals))} was replayed: choose more strategies in the sidebar to compare it "
-                "with them.")
-    verdict = result.verdict()
-    totals = [t for t in result.totals.values() if t.failed_turns < t.turns]
-    costs = [t.total_cost for t in totals if t.total_cost is not None]
-    kept_facts = [t.retention for t in totals if t.retention is not None]
-    cached = [t.cache_hit_rate for t in totals]
-
-    def said(winner: str | None, values: list[Any], shown: Callable[[Any], str], missing: str) -> str:
-        if winner is not None:
-            return winner
-        if not values:
-            return missing
-        return f"all equal ({shown(values[0])})" if len(set(values)) == 1 else "—"
-
-    percent, failed = "{:.1%}".format, "—"  # failed: every turn of every strategy
-    cheapest = said(verdict["cheapest"], costs, money, "no prices" if totals else failed)
-    retention = said(verdict["bestRetention"], kept_facts, percent, "no fact in force" if totals else failed)
-    cache = said(verdict["bestCache"], cached, percent, failed)
-    return f"Cheapest: {cheapest} · best retention: {retention} · best cache: {cache}"
+    return replay_verdict(result, "choose more strategies in the sidebar")
 
 
 __all__ = [

@@ -10,6 +10,7 @@ request.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -137,17 +138,24 @@ def best_cells(rows: Sequence[VerdictRow]) -> dict[str, set[str]]:
     return best
 
 
-def money(dollars: float | None) -> str:
-    """Dollars for a table cell: cents for sums worth them, else four significant figures.
+def money(dollars: float | None, missing: str = NO_PRICE) -> str:
+    """Dollars for a table cell: cents from a dollar, else four significant figures,
+    written out (a short prompt on a cheap model read "$1.2e-06") and kept to four
+    (a column read "$0.0456" under "$0.04579"); ``missing`` for no price.
 
-    >>> money(None), money(0.00041), money(2.5)
-    ('no catalog price', '$0.00041', '$2.50')
+    >>> money(None), money(0.00041), money(2.5), money(1.2e-06), money(0.0456), money(0.0123456), money(0.0)
+    ('no catalog price', '$0.0004100', '$2.50', '$0.000001200', '$0.04560', '$0.01235', '$0')
+    >>> money(0.99996), money(0.0099996), money(None, "—")
+    ('$1.00', '$0.01000', '—')
     """
     if dollars is None:
-        return NO_PRICE
-    if dollars >= 0.01:
+        return missing
+    if dollars <= 0:
+        return "$0"
+    rounded = float(f"{dollars:.4g}")  # 0.99996 is "$1.00", 0.0099996 "$0.01000"
+    if rounded >= 1:
         return f"${dollars:,.2f}"
-    return f"${dollars:.4g}"
+    return f"${rounded:.{3 - math.floor(math.log10(rounded))}f}"
 
 
 #: The verdict table's column headers, in order.
@@ -192,3 +200,39 @@ def styles(rows: Sequence[VerdictRow]) -> list[dict[str, str]]:
         {HEADERS[c]: (BEST_STYLE if row.strategy in best.get(c, set()) else "") for c in HEADERS}
         for row in rows
     ]
+
+
+def replay_verdict(result: Any, more: str) -> str:
+    """One sentence naming a replay's winners, or saying why there is none: every
+    strategy scored the same, nothing could be compared (no prices, no fact in
+    force, every turn failed), or only one strategy was replayed (``more`` says
+    how to add others: the page's sidebar, the CLI's ``--strategy all``).
+
+    >>> from contextfit.engine.replay import replay
+    >>> chat = [{"role": "user", "content": "Hi"}]
+    >>> replay_verdict(replay(chat, model="gpt-4o", strategies=["truncate"]), "pass --strategy all")
+    'Only truncate was replayed: pass --strategy all to compare it with them.'
+    >>> replay_verdict(replay(chat, model="gpt-4o", strategies=["truncate", "manual"]), "")
+    'Cheapest: all equal ($0.00002000) · best retention: no fact in force · best cache: all equal (0.0%)'
+    """
+    if len(result.totals) == 1:
+        return f"Only {next(iter(result.totals))} was replayed: {more} to compare it with them."
+    verdict = result.verdict()
+    totals = [t for t in result.totals.values() if t.failed_turns < t.turns]
+    costs = [t.total_cost for t in totals if t.total_cost is not None]
+    kept_facts = [t.retention for t in totals if t.retention is not None]
+    cached = [t.cache_hit_rate for t in totals]
+
+    def said(winner: str | None, values: list[Any], shown: Any, missing: str) -> str:
+        if winner is not None:
+            return winner
+        if not values:
+            return missing
+        return f"all equal ({shown(values[0])})" if len(set(values)) == 1 else "—"
+
+    percent, failed = "{:.1%}".format, "—"  # failed: every turn of every strategy
+    cheapest = said(verdict["cheapest"], costs, money, "no prices" if totals else failed)
+    retention = said(verdict["bestRetention"], kept_facts, percent, "no fact in force" if totals else failed)
+    cache = said(verdict["bestCache"], cached, percent, failed)
+    return f"Cheapest: {cheapest} · best retention: {retention} · best cache: {cache}"
+
