@@ -265,3 +265,49 @@ def test_a_replay_past_the_servers_time_limit_stops_and_frees_its_worker(store):
         assert response.status_code == 503 and response.json()["error"]["code"] == "REQUEST_TIMEOUT"
         assert app.state.pool.idle.wait(timeout=1.5), "the replay ran on after its answer"
         assert time.monotonic() - started < 2.5
+
+
+# tool definitions of about 320 tokens: more than a 200-token budget on their own
+BIG_TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "d " * 300,
+                                               "parameters": {"type": "object"}}}]
+TOOL_CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"},
+             {"role": "assistant", "content": "hello"}, {"role": "user", "content": "again"}]
+
+
+def test_tools_over_the_budget_fail_every_turn_and_the_replay_is_still_returned(tmp_path, client):
+    # The whole replay raised before its first turn (the CLI exited 2 with no table, the API
+    # answered 422), where a system prompt over the budget is recorded turn by turn.
+    conversation = contextfit.Conversation(messages=TOOL_CHAT, tools=BIG_TOOLS)
+    with pytest.raises(contextfit.TokenBudgetExceeded, match="tool definitions alone need"):
+        contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=300, response_reserve=100)
+    result = contextfit.replay(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
+                               strategies=["truncate", "summarize"])
+    for label in ("truncate", "summarize"):
+        assert result.totals[label].failed_turns == 2
+        assert all(row.error == "TOKEN_BUDGET_EXCEEDED" and "tool definitions alone" in row.error_message
+                   for row in result.turns[label])
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": TOOL_CHAT, "tools": BIG_TOOLS}))
+    out = io.StringIO()
+    assert main(["replay", str(path), "--limit", "300", "--reserve", "100", "--strategy", "truncate"], out) == 1
+    assert "no turn could be fitted: The tool definitions alone need" in out.getvalue()
+    body = {"messages": TOOL_CHAT, "tools": BIG_TOOLS, "model": "gpt-4o", "strategies": ["truncate"],
+            "settings": {"contextLimit": 300, "responseReserve": 100}}
+    answer = client.post("/api/v2/replay", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["totals"]["truncate"]["failedTurns"] == 2
+    # Compare still names the error for each strategy
+    plans = contextfit.compare_strategies(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
+                                          strategies=["truncate", "manual"])
+    assert all(isinstance(plan, contextfit.TokenBudgetExceeded) for plan in plans.values())
+
+
+def test_an_earlier_message_with_the_latest_ones_id_still_counts_for_the_entity_rule():
+    # The default rule leaves the latest message out of what it searches; every sent user
+    # block with its id was left out, so ORD-1234 read as lost though both messages were sent.
+    chat = [{"role": "user", "content": "My order is ORD-1234.", "id": "u"}, {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "Where is ORD-1234?", "id": "u"}]
+    row = contextfit.replay(chat, model="gpt-4o", strategies=["truncate"]).turns["truncate"][-1]
+    assert [(fact.name, fact.status) for fact in row.facts] == [("ORD-1234", "verbatim")]
+    chat[0]["content"] = "My order is on its way."  # only the latest message says it: not in force
+    assert contextfit.replay(chat, model="gpt-4o", strategies=["truncate"]).turns["truncate"][-1].facts == ()

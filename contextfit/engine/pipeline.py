@@ -246,9 +246,7 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
     blocks, originals = reasoning.provider_view(assembly.blocks, reasoning.keeps_earlier_reasoning(info.id, info.provider))
     tokenizer = token_counter(info.id)
     refuse_lone_surrogates(settings.tools, "tools")
-    extra = tokenizer.count_tools(settings.tools)
-    if extra > budget:
-        raise TokenBudgetExceeded(extra, budget, f"The tool definitions alone need {extra} tokens; the budget is {budget}.")
+    extra = tokenizer.count_tools(settings.tools)  # more than the budget: every fit refuses them (fit_prepared)
     return Prepared(
         info=info,
         blocks=blocks,
@@ -329,6 +327,9 @@ def fit_prepared(
         context_strategy = settings.strategy
     check_options(context_strategy, settings.options)
     tools = prepared.tools_tokens
+    if tools > prepared.budget:  # no strategy can help: a replay records it for every turn
+        raise TokenBudgetExceeded(tools, prepared.budget,
+                                  f"The tool definitions alone need {tools} tokens; the budget is {prepared.budget}.")
     try:
         options = dict(settings.options)
         count_excluded = options.pop("count_excluded", True)
@@ -472,12 +473,7 @@ def iter_strategies(
     Arguments as :func:`plan_prompt` (the settings' own strategy is not used).
     """
     messages, settings = settings_for(messages, settings, keywords)
-    try:
-        prepared = prepare(messages, settings)
-    except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
-        for name in strategies:
-            yield name, exc
-        return
+    prepared = prepare(messages, settings)
     for name in strategies:
         try:
             yield name, plan_prepared(prepared, settings, name)

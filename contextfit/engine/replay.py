@@ -647,7 +647,7 @@ class _Walker:
             _check(messages[position], position)
         self._blocks: dict[int, _Block] = {}
         self._equal: dict[Any, _Block] = {}  # the newest entry per content (blocks.__doc__)
-        self.last, _ = self.prepared(requests[0])  # the model, limits and tools are checked first
+        self.last, _ = self.prepared(requests[0])  # the model and limits are checked first (tools over the budget fail each fit)
         self.info = self.last.info
         self.rule = pc.cache_rule(self.info.provider)
         self.minimum = pc.cache_minimum(self.info)
@@ -852,10 +852,12 @@ class _Walker:
         summaries = _positions(list(map(_SUMMARY, blocks)), True)
         summary = [blocks[p] for p in summaries]
         if not self.facts:
-            # the default rule asks whether the latest message's entities are sent besides it
+            # the default rule asks whether the latest message's entities are sent besides it: the
+            # last user block with its id (the newest message, always sent; an earlier message given
+            # the same id is another block, and what it says counts)
             current = self.ids[position]
-            left_out = {*summaries, *(p for p in _positions(list(map(_IDENT, blocks)), current)
-                                      if blocks[p].role == "user")}
+            latest = [p for p in _positions(list(map(_IDENT, blocks)), current) if blocks[p].role == "user"][-1:]
+            left_out = {*summaries, *latest}
             texts = list(map(_TEXT, blocks))
             if left_out:  # a few blocks (the summary, the latest message): join the runs between them
                 bounds = [-1, *sorted(left_out), len(texts)]

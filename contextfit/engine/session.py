@@ -273,12 +273,7 @@ class FitSession:
         strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``)."""
         with self._lock:
             settings = self._settings(settings, keywords)
-            try:
-                planned = self._planned(settings)
-            except TokenBudgetExceeded as exc:  # the tool definitions alone do not fit
-                for name in strategies:
-                    yield name, exc
-                return
+            planned = self._planned(settings)
             # Every strategy plans these blocks, even if the chat grows meanwhile.
             prepared, analyse = planned.prepared, planned.lineage.analyse
         for name in strategies:
