@@ -647,7 +647,8 @@ class _Walker:
             _check(messages[position], position)
         self._blocks: dict[int, _Block] = {}
         self._equal: dict[Any, _Block] = {}  # the newest entry per content (blocks.__doc__)
-        self.last, _ = self.prepared(requests[0])  # the model and limits are checked first (tools over the budget fail each fit)
+        # the model and limits are checked first (tool definitions over the budget fail each fit)
+        self.last, _ = self.prepared(requests[0])
         self.info = self.last.info
         self.rule = pc.cache_rule(self.info.provider)
         self.minimum = pc.cache_minimum(self.info)

@@ -11,7 +11,7 @@ request.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,7 +223,7 @@ def replay_verdict(result: Any, more: str) -> str:
     kept_facts = [t.retention for t in totals if t.retention is not None]
     cached = [t.cache_hit_rate for t in totals]
 
-    def said(winner: str | None, values: list[Any], shown: Any, missing: str) -> str:
+    def said(winner: str | None, values: list[Any], shown: Callable[[Any], str], missing: str) -> str:
         if winner is not None:
             return winner
         if not values:
