@@ -230,9 +230,9 @@ def test_an_append_refits_from_the_last_analysis_without_reading_the_others(monk
     analysed = []
     original = contextfit.engine.analysis.Facts._add
 
-    def spy(self, messages, start, counting, count_now):
-        analysed.append(len(messages) - start)
-        return original(self, messages, start, counting, count_now)
+    def spy(self, messages, start, counting, count_now, stop=None):
+        analysed.append((len(messages) if stop is None else stop) - start)
+        return original(self, messages, start, counting, count_now, stop)
 
     monkeypatch.setattr(contextfit.engine.analysis.Facts, "_add", spy)
     compared = []

@@ -214,8 +214,11 @@ class Facts:
         self.nbytes = 0
         self.derived_bytes = 0
 
-    def extended(self, messages: Sequence[dict], counting: Counting, count_now: bool) -> "Facts":
-        """New facts for ``messages``, whose first ``self.n`` are these facts."""
+    def extended(
+        self, messages: Sequence[dict], counting: Counting, count_now: bool, known: Known | None = None
+    ) -> "Facts":
+        """New facts for ``messages``, whose first ``self.n`` are these facts
+        (``known``: what the caller's earlier analyses learnt of each dict, see :data:`Known`)."""
         start = self.n
         new = Facts()
         new.snapshots = self.snapshots[:start]
@@ -240,7 +243,10 @@ class Facts:
         new.counted_total = self.counted_total
         new.nbytes = self.nbytes
         new.derived_bytes = self.derived_bytes
-        new._add(messages, start, counting, count_now)
+        if known is None:
+            new._add(messages, start, counting, count_now)
+        else:
+            new._add_known(messages, start, counting, count_now, known)
         return new
 
     def trimmed(self, k: int) -> "Facts | None":
@@ -286,7 +292,9 @@ class Facts:
         new.derived_bytes = sum(getattr(value, "nbytes", 0) for value in new.derived.values())
         return new
 
-    def _add(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool) -> None:
+    def _add(
+        self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool, stop: int | None = None
+    ) -> None:
         # The hot loop of a cold fit: one pass, locals only, and a short path
         # for the common message without ``meta``.
         count_message = counting.count_message
@@ -295,7 +303,8 @@ class Facts:
         system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
         added_from = len(tokens)
         text_bytes = 0
-        for index in range(start, len(messages)):
+        stop = len(messages) if stop is None else stop
+        for index in range(start, stop):
             message = messages[index]
             if type(message) is not dict and not isinstance(message, dict):
                 raise InvalidMessages(
@@ -393,10 +402,69 @@ class Facts:
                     link, is_result = _calls_only(message) or msg.link_ids(message)
                     if link:
                         self._link(index, link, is_result)
-        self.nbytes += text_bytes + MESSAGE_BYTES * (len(messages) - start)
-        self.n = len(messages)
+        self.nbytes += text_bytes + MESSAGE_BYTES * (stop - start)
+        self.n = stop
         if self.counted_total is not None:
             self.counted_total = self.counted_total + sum(tokens[added_from:]) if count_now else None
+
+    def _add_known(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool,
+                   known: Known) -> None:
+        """:meth:`_add`, taking what ``known`` holds of a dict met before and
+        still equal to its snapshot (the same facts, without reading it
+        again); the others are analysed by :meth:`_add` and added to ``known``."""
+        count_message = counting.count_message
+        snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
+        base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
+        get = known.get
+        hits = text_bytes = counted = 0
+        for index in range(start, len(messages)):
+            message = messages[index]
+            entry = get(id(message))
+            if entry is not None and entry[0] is message:
+                try:
+                    same = message == entry[1]
+                except Exception:  # values whose == raises (arrays, odd objects): read it again
+                    same = False
+            else:
+                same = False
+            if not same:
+                before = self.nbytes
+                self._add(messages, index, counting, count_now, index + 1)
+                known[id(message)] = _known_entry(self, message, index, self.nbytes - before - MESSAGE_BYTES)
+                continue
+            _, snapshot, role, kind, ident, reason, token, link, manual, relevance, recall, size = entry
+            snapshots.append(snapshot)
+            roles.append(role)
+            kinds.append(kind)
+            ids.append(ident)
+            base_reasons.append(reason)
+            if reason is not None:
+                protected.append(index)
+            if count_now:
+                if token is None:
+                    token = count_message(message)
+                    known[id(message)] = (*entry[:6], token, *entry[7:])
+                counted += token
+                tokens.append(token)
+            else:
+                tokens.append(None)
+            if recall:
+                self.recall.append(index)
+            if manual or relevance is not None:
+                if self.shared:
+                    self._unshare()
+                if manual:
+                    self.manual.append(index)
+                if relevance is not None:
+                    self.relevance[index] = relevance
+            if link is not None:
+                self._link(index, *link)
+            hits += 1
+            text_bytes += size
+        self.nbytes += text_bytes + MESSAGE_BYTES * hits
+        self.n = len(messages)
+        if self.counted_total is not None:
+            self.counted_total = self.counted_total + counted if count_now else None
 
     def copy(self) -> "Facts":
         """An independent copy of what strategies read (no snapshots, no
@@ -478,6 +546,40 @@ class Facts:
                 self.group_links[root].append(link)
 
 
+#: What analyses learnt of each message dict, by ``id``, for the next analysis
+#: that meets the same dict (a session's lorebook plan is assembled again at
+#: every turn from the same blocks): ``(dict, snapshot, role, kind, id, base
+#: reason, tokens or None, (link ids, is a result) or None, manualExcluded,
+#: relevance or None, a lorebook or memory block, text bytes)``. The dict is
+#: held, so its ``id`` names no other; an entry is used only while the dict
+#: equals its snapshot, and its tokens are of one counter.
+Known = dict[int, tuple]
+
+
+def _known_entry(facts: Facts, message: dict, index: int, size: int) -> tuple:
+    """What :meth:`Facts._add` just learnt of ``message``, the last at ``index`` (``size``: its text bytes)."""
+    return (
+        message, facts.snapshots[index], facts.roles[index], facts.kinds[index], facts.ids[index],
+        facts.base_reasons[index], facts.tokens[index], _link_args(message) if index in facts.group_of else None,
+        bool(facts.manual) and facts.manual[-1] == index, facts.relevance.get(index),
+        bool(facts.recall) and facts.recall[-1] == index, size,
+    )
+
+
+def _link_args(message: dict) -> tuple[list[str], bool] | None:
+    """The link ids :meth:`Facts._add` groups ``message`` by, and whether it is a result."""
+    role = message.get("role")
+    if type(role) is not str:
+        role = msg.role_of(message)
+    call_id = message.get("tool_call_id")
+    if type(call_id) is str and call_id and type(message.get("content")) is not list and not (
+        "tool_calls" in message or "toolCallId" in message or "callId" in message
+    ):
+        return [call_id], role in msg.TOOL_RESULT_ROLES
+    link, is_result = _calls_only(message) or msg.link_ids(message)
+    return (list(link), is_result) if link else None
+
+
 def _text_size(value: object, depth: int = 0) -> int:
     """Characters of text in a message (any shape), and 8 per other value."""
     kind = type(value)
@@ -501,8 +603,9 @@ def _same_prefix(messages: list[dict], facts: Facts) -> bool:
         return False
 
 
-def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Facts:
-    """Facts for ``messages``, reusing a cached analysis of a prefix of them."""
+def facts_for(messages: list[dict], counting: Counting, count_now: bool, known: Known | None = None) -> Facts:
+    """Facts for ``messages``, reusing a cached analysis of a prefix of them
+    (and, given ``known``, what earlier analyses learnt of each dict)."""
     state = counting.state
     n = len(messages)
     best: Facts | None = None
@@ -515,7 +618,7 @@ def facts_for(messages: list[dict], counting: Counting, count_now: bool) -> Fact
     if best is not None and best.n == n:
         return best
     base = best if best is not None else Facts()
-    facts = base.extended(messages, counting, count_now)
+    facts = base.extended(messages, counting, count_now, known)
     with state.lock:
         # The shorter analysis stays too: the next call may edit or regenerate
         # the last message instead of appending one. The newest always stays

@@ -200,23 +200,46 @@ def assemble(
     char_name: str | None = None,
     scan_depth: int | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    filled: Filled | None = None,
 ) -> Assembly:
-    """Lay out every block of the prompt in order (see the module docstring)."""
+    """Lay out every block of the prompt in order (see the module docstring).
+
+    ``filled`` (a session's): the blocks made of earlier calls' messages, by
+    the message dict's ``id``; a message met again at the same position with
+    the same names, both still equal to their copies, is not read again
+    (see :data:`Filled`), and what is made of the others is added."""
+    known = {name: _parsed(filled, name, value) for name, value in (("character", character), ("lorebook", lorebook))}
     for name, value in (("persona", persona), ("memory", memory), ("character", character), ("lorebook", lorebook)):
-        msg.refuse_lone_surrogates(value, name)  # parsed cards and lorebooks were checked when read
-    card = as_card(character)
+        if known.get(name) is None:  # parsed cards and lorebooks were checked when read, as were those met before
+            msg.refuse_lone_surrogates(value, name)
+    card = _parse(filled, "character", character, as_card, known["character"])
     names = {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
     diagnostics: list[dict] = []
     visible = []
     hidden = 0
+    named = (names["user"], names["char"])
+    made = None if filled is None else filled.blocks
     for position, message in enumerate(messages):
+        if made is not None:
+            entry = made.get(id(message))
+            if entry is not None and entry[0] is message and entry[1] == position and entry[2] == named and (
+                    _unchanged(message, entry[3]) and (entry[4] is None or _unchanged(entry[4], entry[5]))):
+                if entry[4] is None:
+                    hidden += 1
+                else:
+                    visible.append(entry[4])
+                continue
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
         msg.refuse_lone_surrogates(message, f"messages[{position}]")
-        if msg.meta_of(message).get("hidden") is True:
+        block = None if msg.meta_of(message).get("hidden") is True else _filled(message, names, position)
+        if block is None:
             hidden += 1
-            continue
-        visible.append(_filled(message, names, position))
+        else:
+            visible.append(block)
+        if made is not None:
+            made[id(message)] = (message, position, named, msg.clone(message), block,
+                                 None if block is None else msg.clone(block))
     if hidden:
         diagnostics.append(
             {"code": r.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
@@ -226,7 +249,8 @@ def assemble(
         leading += 1
     head, history = visible[:leading], visible[leading:]
 
-    books = [book for book in (as_lorebook(lorebook), card.character_book if card else None) if book is not None]
+    book = _parse(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
+    books = [book for book in (book, card.character_book if card else None) if book is not None]
     before, after, at_depth, activations = [], [], [], []
     seen_content: set[str] = set()
     seen_ids: set[str] = set()
@@ -274,6 +298,54 @@ def assemble(
         text = fill_macros(card.post_history_instructions.strip(), names)
         blocks.append(_block("system", text, msg.CHARACTER, "character:post_history_instructions"))
     return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations)
+
+
+class Filled:
+    """What :func:`assemble` made for a session, for its next assembly.
+
+    ``blocks``: the block made of each message, by the message dict's ``id``:
+    ``(message, position, (user name, char name), a copy of the message, its
+    block or None when hidden, a copy of the block)``. ``parsed``: the card
+    and lorebook read from JSON, by ``(what, id)``: ``(the JSON, a copy, what
+    was read)``. What is memoized is held, so its ``id`` names no other
+    object, and is used only while it equals its copy (an edit in place is
+    seen)."""
+
+    __slots__ = ("blocks", "parsed")
+
+    #: Cards and lorebooks kept (a session's settings and the ones before).
+    PARSED_KEPT = 8
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, tuple] = {}
+        self.parsed: dict[tuple[str, int], tuple] = {}
+
+
+def _unchanged(value: Any, copy: Any) -> bool:
+    try:
+        return bool(value == copy)
+    except Exception:  # values whose == raises (arrays, odd objects): make it again
+        return False
+
+
+def _parsed(filled: Filled | None, what: str, value: Any) -> tuple[Any] | None:
+    """``(what was read,)`` of card or lorebook JSON ``value`` met before and unchanged, else ``None``."""
+    if filled is None or type(value) is not dict and type(value) is not list:
+        return None
+    entry = filled.parsed.get((what, id(value)))
+    return (entry[2],) if entry is not None and entry[0] is value and _unchanged(value, entry[1]) else None
+
+
+def _parse(filled: Filled | None, what: str, value: Any, parse: Any, known: tuple[Any] | None) -> Any:
+    """``parse(value)``, or what ``known`` says it gave; a session keeps what JSON gave."""
+    if known is not None:
+        return known[0]
+    result = parse(value)
+    if filled is not None and (type(value) is dict or type(value) is list):
+        if len(filled.parsed) >= Filled.PARSED_KEPT:
+            filled.parsed.clear()
+        filled.parsed[(what, id(value))] = (value, msg.clone(value), result)
+    return result
 
 
 def appended_blocks(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from itertools import repeat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from . import plugins
 from . import results as r
 from ..tokens import reasoning, tool_defs
-from .assembly import Assembly, assemble
+from .assembly import Assembly, Filled, assemble
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .analysis import build_view
@@ -216,8 +217,9 @@ class Prepared:
     has_reasoning: bool = False
 
 
-def assembled(messages: Sequence[dict], settings: PlanSettings) -> Assembly:
-    """The persona, lorebook and memory stages: every block of the prompt in order, nothing counted."""
+def assembled(messages: Sequence[dict], settings: PlanSettings, filled: Filled | None = None) -> Assembly:
+    """The persona, lorebook and memory stages: every block of the prompt in order, nothing counted
+    (``filled``: a session's blocks of messages met before, :func:`~contextfit.engine.assembly.assemble`)."""
     if settings.scan_depth is not None:
         _whole("scan_depth", settings.scan_depth, 0)
     return assemble(
@@ -230,27 +232,42 @@ def assembled(messages: Sequence[dict], settings: PlanSettings) -> Assembly:
         char_name=settings.char_name,
         scan_depth=settings.scan_depth,
         overrides=settings.overrides,
+        filled=filled,
     )
 
 
-def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
+def prepare(
+    messages: Sequence[dict], settings: PlanSettings, filled: Filled | None = None, previous: Prepared | None = None
+) -> Prepared:
     """The stages before fitting (persona, lorebook, memory, template,
-    tokenizer); :func:`plan_prepared` fits the result with a strategy."""
+    tokenizer); :func:`plan_prepared` fits the result with a strategy.
+
+    A session passes what it made before: ``filled``, the blocks of messages
+    met before (:func:`~contextfit.engine.assembly.assemble`), and
+    ``previous``, its last :class:`Prepared` for these settings, whose blocks
+    met again keep their texts."""
     info = get_model(settings.model)
     limit, reserve, budget = resolve_limits(info, settings.context_limit, settings.response_reserve)
     shape = settings.template or ("anthropic" if info.provider == "anthropic" else "openai")
     if shape not in TEMPLATES:
         raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
-    assembly = assembled(messages, settings)
-    # Earlier turns' reasoning the provider strips is not sent, so not counted.
-    blocks, originals = reasoning.provider_view(assembly.blocks, reasoning.keeps_earlier_reasoning(info.id, info.provider))
+    assembly = assembled(messages, settings, filled)
+    texts = _known_texts(assembly.blocks, previous)
+    if texts is not None:  # no block carries reasoning: the provider is sent them as they are
+        blocks, originals, has_reasoning = list(assembly.blocks), {}, False
+    else:
+        # Earlier turns' reasoning the provider strips is not sent, so not counted.
+        blocks, originals = reasoning.provider_view(assembly.blocks,
+                                                    reasoning.keeps_earlier_reasoning(info.id, info.provider))
+        texts = [message_text(block) for block in blocks]
+        has_reasoning = bool(originals) or any(map(reasoning.has_reasoning, blocks))
     tokenizer = token_counter(info.id)
     refuse_lone_surrogates(settings.tools, "tools")
     extra = tokenizer.count_tools(settings.tools)  # more than the budget: every fit refuses them (fit_prepared)
     return Prepared(
         info=info,
         blocks=blocks,
-        texts=[message_text(block) for block in blocks],
+        texts=texts,
         diagnostics=assembly.diagnostics,
         template=shape,
         counter=sent_counter(tokenizer, shape),
@@ -261,8 +278,25 @@ def prepare(messages: Sequence[dict], settings: PlanSettings) -> Prepared:
         tools_tokens=extra,
         tools=tuple(settings.tools or ()),
         reasoning_originals=originals,
-        has_reasoning=bool(originals) or any(map(reasoning.has_reasoning, blocks)),
+        has_reasoning=has_reasoning,
     )
+
+
+def _known_texts(blocks: list[dict], previous: Prepared | None) -> list[str] | None:
+    """The texts of ``blocks`` when neither they nor ``previous``'s carry
+    reasoning, those of the blocks ``previous`` holds taken from it; else
+    ``None``. A block ``previous`` holds is the same dict, unedited: a session
+    makes a block again when its message or the block changed
+    (:class:`~contextfit.engine.assembly.Filled`)."""
+    if previous is None or previous.has_reasoning or previous.reasoning_originals:
+        return None
+    known = dict(zip(map(id, previous.blocks), previous.texts))
+    fresh = [block for block in blocks if id(block) not in known]
+    if any(map(reasoning.has_reasoning, fresh)):
+        return None
+    missing = object()
+    return [text if text is not missing else message_text(block)
+            for block, text in zip(blocks, map(known.get, map(id, blocks), repeat(missing)))]
 
 
 def plan_prepared(

@@ -30,8 +30,8 @@ from typing import Any
 from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
 from ..inputs import messages as msg
 from ..tokens import reasoning
-from .analysis import Facts, FitView, facts_for
-from .assembly import appended_blocks, as_card
+from .analysis import Facts, FitView, Known, facts_for
+from .assembly import Filled, appended_blocks, as_card
 from .counting import Counting, CountTokens
 from .fitting import Analyse, fit_messages
 from .pipeline import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
@@ -44,6 +44,9 @@ from .strategies.walk import trimmed_walk
 FACTS_PER_COUNTER = 2
 #: Counters whose analyses a session keeps (least recently used go first).
 COUNTERS_KEPT = 4
+#: Entries past twice the blocks of a fit that a session's :data:`~contextfit.engine.analysis.Known` may hold
+#: before those of blocks no longer sent are dropped.
+KNOWN_SLACK = 4096
 #: Settings whose assembled blocks a session keeps (the page's current
 #: settings and the one before, e.g. before an edit of the overrides).
 PLANS_KEPT = 2
@@ -54,12 +57,16 @@ class _Lineage:
     per counter: the session vouches that their prefixes are unchanged, so
     none is compared again."""
 
-    __slots__ = ("_facts", "_walks")
+    __slots__ = ("_facts", "_walks", "_known")
 
-    def __init__(self) -> None:
+    def __init__(self, known: dict[Any, Known] | None = None) -> None:
         self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
         # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
         self._walks: dict[Any, Any] = {}
+        # CounterState -> what the session's analyses learnt of each block (analysis.Known),
+        # shared by the lineages of one session: a plan assembled again (a lorebook's, at
+        # every turn) is made of the same block dicts, which are not read again
+        self._known = {} if known is None else known
 
     def trim(self, n: int) -> None:
         """Keep the analyses and walks of more than the first ``n`` items as those of
@@ -107,12 +114,20 @@ class _Lineage:
         known = self._facts.pop(state, [])
         n = len(messages)
         base = max((facts for facts in known if facts.n <= n), key=lambda facts: facts.n, default=None)
+        learnt = self._known.get(state)
+        if learnt is None:
+            learnt = self._known[state] = {}
+            while len(self._known) > COUNTERS_KEPT:
+                del self._known[next(iter(self._known))]
+        elif len(learnt) > 2 * n + KNOWN_SLACK:  # entries of blocks no longer sent (old lorebook entries)
+            learnt = self._known[state] = {ident: entry for ident, entry in map(_entry_of(learnt), messages)
+                                           if entry is not None}
         if base is None:
-            facts = facts_for(messages, counting, count_all)  # type: ignore[arg-type]
+            facts = facts_for(messages, counting, count_all, learnt)  # type: ignore[arg-type]
         elif base.n == n:
             facts = base
         else:
-            facts = base.extended(messages, counting, count_all)
+            facts = base.extended(messages, counting, count_all, learnt)
         self._facts[state] = [facts, *(other for other in known if other is not facts)][:FACTS_PER_COUNTER]
         while len(self._facts) > COUNTERS_KEPT:
             del self._facts[next(iter(self._facts))]
@@ -121,6 +136,16 @@ class _Lineage:
         if count_all:
             view.count_all()
         return view
+
+
+def _entry_of(known: Known) -> Callable[[dict], tuple[int, tuple | None]]:
+    """``(id, its entry in known)`` of a block, the entry ``None`` when it is another dict's."""
+
+    def entry_of(block: dict) -> tuple[int, tuple | None]:
+        entry = known.get(id(block))
+        return id(block), entry if entry is not None and entry[0] is block else None
+
+    return entry_of
 
 
 @dataclass(slots=True)
@@ -165,7 +190,9 @@ class FitSession:
         self._conversation = conversation
         self._lock = threading.RLock()
         self._messages: list[dict] = []
-        self._lineage = _Lineage()
+        self._known: dict[Any, Known] = {}  # what analyses learnt of each block, per counter (_Lineage)
+        self._filled = Filled()  # what assembly made of each message, card and lorebook
+        self._lineage = _Lineage(self._known)
         self._plans: list[_Planned] = []
         self._version = 0
         self.extend(messages)
@@ -313,12 +340,17 @@ class FitSession:
         again (:func:`~contextfit.engine.pipeline.prepare`)."""
         messages, n = self._messages, len(self._messages)
         planned = next((p for p in self._plans if p.settings == settings), None)
+        previous = None  # a plan made again (a lorebook's, after an append): its blocks met again keep their texts
         if planned is not None and planned.n < n and not self._append_blocks(planned, messages[planned.n:]):
-            planned = None
+            planned, previous = None, planned.prepared
         if planned is None:
             # A card without a lorebook of its own stands before the history, except its
             # post-history instructions, which stay last: a new message goes before them.
-            prepared = prepare(messages, settings)  # its errors first (a bad model, then a bad card)
+            made = self._filled.blocks
+            if len(made) > 2 * n + KNOWN_SLACK:  # blocks of messages edited away
+                self._filled.blocks = {id(m): made[id(m)] for m in messages if id(m) in made}
+            # its errors first (a bad model, then a bad card); the blocks of messages seen before are taken as made
+            prepared = prepare(messages, settings, self._filled, previous)
             card = as_card(settings.character) if settings.lorebook is None else None
             planned = _Planned(
                 settings, prepared, n,
@@ -326,6 +358,7 @@ class FitSession:
                 has_history=any(not _hidden(m) and msg.kind_of(m) != msg.SYSTEM for m in messages),
                 tail=1 if card is not None and card.post_history_instructions.strip() else 0,
                 char_name=settings.char_name or (card.name if card is not None else None),
+                lineage=_Lineage(self._known),
             )
         self._plans = [planned, *(p for p in self._plans if p is not planned)][:PLANS_KEPT]
         return planned

@@ -52,7 +52,8 @@ def has_reasoning(message: dict) -> bool:
     True
     """
     content = message.get("content")
-    if type(content) is list and any(map(_is_reasoning_part, content)):
+    # isinstance, as strip_reasoning reads it: a block has reasoning exactly when that strips some
+    if isinstance(content, list) and any(map(_is_reasoning_part, content)):
         return True
     return any(message.get(key) not in (None, "", []) for key in REASONING_KEYS)
 

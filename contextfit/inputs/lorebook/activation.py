@@ -88,11 +88,9 @@ def activate(
     >>> [a.entry.uid for a in activate(book, ["Into the woods", "Hi", "Hello"])]
     [1]
     """
-    chat = _chat_texts(messages, include_names)
     run = _Scan(
         lorebook,
-        chat_length=len(chat),
-        pieces=[(text, ("message", index)) for index, text in chat[:MAX_SCAN_DEPTH]],
+        chat=_Chat(messages, include_names),
         scan_depth=_first(scan_depth, lorebook.scan_depth, DEFAULT_SCAN_DEPTH),
         case_sensitive=_first(case_sensitive, lorebook.case_sensitive, False),
         match_whole_words=_first(match_whole_words, lorebook.match_whole_words, False),
@@ -107,12 +105,10 @@ def activate(
 class _Scan:
     """One evaluation: the chat pieces, the settings, and the recursion buffer."""
 
-    def __init__(self, lorebook: Lorebook, *, chat_length: int, pieces: list[tuple[str, Hashable]],
-                 scan_depth: int, case_sensitive: bool, match_whole_words: bool,
-                 names: Mapping[str, str] | None, budget: RegexBudget) -> None:
+    def __init__(self, lorebook: Lorebook, *, chat: _Chat, scan_depth: int, case_sensitive: bool,
+                 match_whole_words: bool, names: Mapping[str, str] | None, budget: RegexBudget) -> None:
         self.lorebook = lorebook
-        self.chat_length = chat_length
-        self.pieces = pieces
+        self.chat = chat
         self.scan_depth = scan_depth
         self.case_sensitive = case_sensitive
         self.match_whole_words = match_whole_words
@@ -152,7 +148,7 @@ class _Scan:
             self._feed(feeding)
 
     def _eligible(self, entry: LorebookEntry, in_recursion: bool, recursive: bool, level: int) -> bool:
-        if entry.disabled or (entry.delay and self.chat_length < entry.delay):
+        if entry.disabled or (entry.delay and self.chat.length() < entry.delay):
             return False
         if entry.delay_until_recursion and (not in_recursion or entry.delay_until_recursion > level):
             return False
@@ -169,7 +165,7 @@ class _Scan:
         depth = min(int(depth), MAX_SCAN_DEPTH)
         if depth not in self._texts:
             # A depth of 0 scans nothing at all, recursion included, as in SillyTavern.
-            pieces = self.pieces[:depth] + self.recursion_pieces if depth > 0 else []
+            pieces = self.chat.newest(depth) + self.recursion_pieces if depth > 0 else []
             self._texts[depth] = ScanText.build(pieces)
         return self._texts[depth]
 
@@ -273,14 +269,31 @@ def _passes_probability(entry: LorebookEntry, rng: random.Random | None) -> bool
     return rng.random() * 100 <= entry.probability
 
 
-def _chat_texts(messages: Sequence[object], include_names: bool) -> list[tuple[int, str]]:
-    """``(index, text)`` of the chat messages, newest first."""
-    chat = []
-    for index in range(len(messages) - 1, -1, -1):
-        text = _message_text(messages[index], include_names)
-        if text is not None:
-            chat.append((index, text))
-    return chat
+class _Chat:
+    """The chat messages' scanned texts, newest first, read as far back as a
+    scan asks (a long chat's older messages are never read: the default scan
+    depth is a few messages, and none reaches past :data:`MAX_SCAN_DEPTH`)."""
+
+    def __init__(self, messages: Sequence[object], include_names: bool) -> None:
+        self.messages = messages
+        self.include_names = include_names
+        self.pieces: list[tuple[str, Hashable]] = []  # (text, ("message", index)), newest first
+        self.unread = len(messages)  # the messages before this one are not read yet
+
+    def newest(self, depth: int) -> list[tuple[str, Hashable]]:
+        """The pieces of the newest ``depth`` chat messages."""
+        messages, pieces = self.messages, self.pieces
+        while len(pieces) < depth and self.unread:
+            self.unread -= 1
+            text = _message_text(messages[self.unread], self.include_names)
+            if text is not None:
+                pieces.append((text, ("message", self.unread)))
+        return pieces[:depth]
+
+    def length(self) -> int:
+        """How many chat messages there are (an entry's ``delay`` waits for that many)."""
+        return len(self.pieces) + sum(1 for message in self.messages[: self.unread] if isinstance(message, str) or (
+            isinstance(message, dict) and kind_of(message) == HISTORY))
 
 
 def _message_text(message: object, include_names: bool) -> str | None:
