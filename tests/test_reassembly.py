@@ -73,7 +73,8 @@ def lorebooks(draw):
     after the character, at a depth, constant, delayed; keys from the chats' words."""
     entries = {}
     for number in range(draw(st.integers(1, 5))):
-        entry = {"key": [draw(st.sampled_from(WORDS))], "content": f"Lore {number}: the {draw(st.sampled_from(WORDS))}.",
+        entry = {"key": [draw(st.sampled_from(WORDS))],
+                 "content": f"Lore {number}: the {draw(st.sampled_from(WORDS))}.",
                  "position": draw(st.sampled_from([0, 1, 4])), "depth": draw(st.integers(0, 4)),
                  "order": draw(st.integers(0, 200))}
         if draw(st.integers(0, 4)) == 0:

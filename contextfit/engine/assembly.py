@@ -208,11 +208,12 @@ def assemble(
     the message dict's ``id``; a message met again at the same position with
     the same names, both still equal to their copies, is not read again
     (see :data:`Filled`), and what is made of the others is added."""
-    known = {name: _parsed(filled, name, value) for name, value in (("character", character), ("lorebook", lorebook))}
+    known = {name: _read_before(filled, name, value)
+             for name, value in (("character", character), ("lorebook", lorebook))}
     for name, value in (("persona", persona), ("memory", memory), ("character", character), ("lorebook", lorebook)):
         if known.get(name) is None:  # parsed cards and lorebooks were checked when read, as were those met before
             msg.refuse_lone_surrogates(value, name)
-    card = _parse(filled, "character", character, as_card, known["character"])
+    card = _read(filled, "character", character, as_card, known["character"])
     names = {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
     diagnostics: list[dict] = []
     visible = []
@@ -249,7 +250,7 @@ def assemble(
         leading += 1
     head, history = visible[:leading], visible[leading:]
 
-    book = _parse(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
+    book = _read(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
     books = [book for book in (book, card.character_book if card else None) if book is not None]
     before, after, at_depth, activations = [], [], [], []
     seen_content: set[str] = set()
@@ -328,7 +329,7 @@ def _unchanged(value: Any, copy: Any) -> bool:
         return False
 
 
-def _parsed(filled: Filled | None, what: str, value: Any) -> tuple[Any] | None:
+def _read_before(filled: Filled | None, what: str, value: Any) -> tuple[Any] | None:
     """``(what was read,)`` of card or lorebook JSON ``value`` met before and unchanged, else ``None``."""
     if filled is None or type(value) is not dict and type(value) is not list:
         return None
@@ -336,8 +337,8 @@ def _parsed(filled: Filled | None, what: str, value: Any) -> tuple[Any] | None:
     return (entry[2],) if entry is not None and entry[0] is value and _unchanged(value, entry[1]) else None
 
 
-def _parse(filled: Filled | None, what: str, value: Any, parse: Any, known: tuple[Any] | None) -> Any:
-    """``parse(value)``, or what ``known`` says it gave; a session keeps what JSON gave."""
+def _read(filled: Filled | None, what: str, value: Any, parse: Any, known: tuple[Any] | None) -> Any:
+    """``parse(value)``, or what :func:`_read_before` found (``known``); a session keeps what JSON gave."""
     if known is not None:
         return known[0]
     result = parse(value)
