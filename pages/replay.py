@@ -108,8 +108,14 @@ views.write_link(st.query_params, state)  # the URL names this replay: a reload 
 if not strategies:
     st.info("Choose at least one strategy in the sidebar.")
     st.stop()
+# a fact that does not check is left out with its error, not the whole replay with it
+facts, fact_errors = views.usable_facts(views.facts_from_text(facts_text))
+for error in fact_errors:
+    notes.warning(views.facts_error_text(error, facts_text) + " The line is left out until it is fixed.")
+for note in views.json_line_notes(facts_text):
+    notes.warning(note)
 setup = views.ReplaySetup(model=model, context_limit=int(limit), response_reserve=int(reserve),
-                          strategies=tuple(strategies), stable_prefix=stable, facts=views.facts_from_text(facts_text))
+                          strategies=tuple(strategies), stable_prefix=stable, facts=facts)
 try:
     if chat_id is not None:
         messages, settings = views.stored_input(shared_store(), chat_id, setup)
@@ -127,15 +133,30 @@ except contextfit.ContextfitError as error:
 
 st.subheader("Verdict")
 st.markdown(views.verdict_text(result))
-# whole turn numbers or "—" (a column holding None was floats: 2.0 beside NaN)
+# whole turn numbers or "—" (a column holding None was floats: 2.0 beside NaN); the best cells highlighted
+# as on Compare, every strategy tied for them (a verdict column took the width the last columns needed)
 table = pd.DataFrame(views.totals_rows(result)).astype({"first loss (turn)": "Int64", "first drop (turn)": "Int64"})
-st.dataframe(table, hide_index=True, width="stretch", key="replay-verdict", placeholder="—",
-             column_config={"strategy": st.column_config.TextColumn(pinned=True),
-                            "verdict": st.column_config.TextColumn(width="medium"),
-                            "tokens sent": st.column_config.NumberColumn(format="localized")})  # 94,562,889
+highlight = pd.DataFrame(views.totals_styles(result))
+styled = table.style.apply(lambda _: highlight, axis=None).hide(["verdict"], axis="columns")
+# short headers, each explained on hover: at 1280 pixels the long ones pushed the last columns out of view
+column = st.column_config
+st.dataframe(styled, hide_index=True, width="stretch", key="replay-verdict", placeholder="—", column_config={
+    "strategy": column.TextColumn(pinned=True),
+    "verdict": None,
+    "total cost": column.TextColumn("total", help="Every turn's request at the catalog's prices, the real reply as output."),
+    "mean cost / turn": column.TextColumn("mean / turn", help="The total over the turns that were fitted."),
+    "cache hit rate": column.TextColumn("cache hits", help="Prompt tokens read from the provider's cache, over prompt tokens sent."),
+    "tokens sent": column.NumberColumn(format="localized", help="Prompt tokens of every request."),  # 94,562,889
+    "retention": column.TextColumn(help="Facts still sent, over facts in force, all turns."),
+    "first loss (turn)": column.NumberColumn("first loss", help="The first turn that did not send a fact in force."),
+    "first drop (turn)": column.NumberColumn(
+        "first drop", help="The first turn that dropped, summarized or compressed something."),
+    "failed turns": column.NumberColumn("failed", help="Turns the strategy could not fit (no prompt)."),
+})
+st.caption("Best value of each column highlighted, for every strategy tied for it.")
 st.caption(
     f"{len(result.requests):,} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "
-    f"{result.budget:,} tokens · cache rule {result.cache_rule} · facts: {result.fact_rule}"
+    f"{result.budget:,} token{'s' if result.budget != 1 else ''} · {views.rules_text(result)}"
     + (f" · prices from {result.prices.get('source', 'the catalog')}" if result.prices else "")
 )
 saves = st.container(horizontal=True)  # each label whole at 800 pixels (columns cut them to "Turns (…")
@@ -149,6 +170,7 @@ if (approximate := views.approximate_note(result.model)):
     st.info(dashboard.plain(approximate))
 for note in [*result.notes, *views.fact_notes(result)]:
     st.warning(dashboard.plain(note))
+st.html(views.lines_legend_html(result))
 left, right = st.columns(2)
 left.plotly_chart(views.lines_figure(result, "prompt"), key="replay-prompt", width="stretch")
 right.plotly_chart(views.lines_figure(result, "cost"), key="replay-cost", width="stretch")
@@ -156,8 +178,12 @@ left.plotly_chart(views.lines_figure(result, "cache"), key="replay-cache", width
 right.plotly_chart(views.lines_figure(result, "retention"), key="replay-retention", width="stretch")
 
 st.subheader("One turn")
-turn = st.slider("Turn", 1, len(result.requests), len(result.requests), key="replay_turn") if len(result.requests) > 1 else 1
+views.turn_choice(state, len(result.requests))  # a link's turn, or the one shown before a page switch
+turn = st.slider("Turn", 1, len(result.requests), key="replay_turn") if len(result.requests) > 1 else 1
 plans = views.turn_plans(messages, settings, result, turn, setup)
+st.html(charts.legend_html())  # the bars' colours, as on Compare
+# one token axis for every strategy's bars, as on Compare: side by side, lengths compare
+scale = charts.prompt_scale([plan for plan in plans.values() if not isinstance(plan, contextfit.ContextfitError)])
 columns = st.columns(min(len(plans), 3))  # four to a row squeezed the charts' axes at 1280 pixels
 for position, (label, plan) in enumerate(plans.items()):
     with columns[position % len(columns)]:
@@ -167,6 +193,7 @@ for position, (label, plan) in enumerate(plans.items()):
             continue
         numbers = views.turn_summary(result, label, turn)
         st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
-        st.caption(f"cost {numbers['cost']}" + (f" · lost: {dashboard.plain(numbers['lost_text'])}"
-                                                 if numbers["lost"] else ""))
-        st.plotly_chart(charts.budget_figure(plan), key=f"replay-turn-{label}", width="stretch")
+        st.caption(f"cost {numbers['cost']}")
+        st.plotly_chart(charts.budget_figure(plan, token_scale=scale), key=f"replay-turn-{label}", width="stretch")
+        if numbers["lost"]:  # under the chart: a long list wraps without moving it out of line with its row
+            st.caption(f"lost: {dashboard.plain(numbers['lost_text'])}")

@@ -94,8 +94,8 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
 
 
 def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
-    # all eight lines: the legend leaves each plot 141 pixels high, and the retention chart's
-    # axis title ("share of the facts in force", 180 pixels) ran over its title into the row above;
+    # all eight lines: the retention chart's axis title ("share of the facts in force", 180 pixels)
+    # ran over its title into the row above;
     # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"
     page.set_viewport_size({"width": 1280, "height": 1400})  # wider, the legend takes fewer rows
     load(page, server + "/replay")
@@ -109,9 +109,14 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
     page.wait_for_function("() => document.querySelector('[data-testid=\"stPlotlyChart\"]').offsetWidth < 300")
     for index in range(4):  # "Prompt tokens read from the cache, per turn" ran past its chart's edge
         chart = charts.nth(index).bounding_box()
-        for part in (".g-gtitle", ".legend"):  # the legend lost the last letter of "…+stable_prefix"
-            drawn = charts.nth(index).locator(part).bounding_box()
-            assert drawn["x"] + drawn["width"] <= chart["x"] + chart["width"], (index, part)
+        drawn = charts.nth(index).locator(".g-gtitle").bounding_box()
+        assert drawn["x"] + drawn["width"] <= chart["x"] + chart["width"], index
+    # one legend for the four charts (each repeated eight names, and sat on its plot after a resize):
+    # its items wrap whole, none cut ("…+stable_prefix" lost its last letter in a chart's legend)
+    legend = page.locator(".contextfit-lines-legend")
+    expect(legend).to_be_visible()
+    assert legend.evaluate("element => element.scrollWidth <= element.clientWidth + 1")
+    assert legend.locator(".line-swatch").count() == 8
     for label in ("Turns (CSV)", "Replay (JSON)"):
         text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
             '[data-testid="stMarkdownContainer"]')

@@ -167,8 +167,11 @@ def test_facts_whose_derived_names_agree_are_told_apart_in_the_report():
 
 
 def test_a_fact_written_as_a_regex_that_does_not_compile_is_refused_and_says_how_to_mean_text():
-    with pytest.raises(InvalidSettings, match=r"does not compile.*\{\"text\": '/\(x/'\}"):
+    # the suggested fix is JSON, which the facts box and --fact read ({"text": '/(x/'} was not)
+    with pytest.raises(InvalidSettings, match=r'does not compile.*\{"text": "/\(x/"\}') as refused:
         declared_facts(["ok", "/(x/"])
+    suggested = str(refused.value).split("or give ")[1].split(" to look")[0]
+    assert json.loads(suggested) == {"text": "/(x/"}
     # a slash inside is no regex key (a path): text, as a lorebook reads it; and the text form is text
     assert [f.to_dict() for f in declared_facts(["/usr/bin/", {"text": "/(x/"}])] == [
         {"name": "/usr/bin/", "text": "/usr/bin/"}, {"name": "/(x/", "text": "/(x/"}]

@@ -46,7 +46,7 @@ def test_a_replay_where_every_turn_failed_says_so_and_not_why_nothing_was_cached
                                strategies=["truncate"])
     assert result.totals["truncate"].failed_turns == 1
     assert not any("caches it" in note for note in result.notes)
-    assert "Under truncate, no turn could be fitted: The protected context alone needs 108 tokens" in " ".join(
+    assert "Under truncate, no turn could be fitted; at turn 1: The protected context alone needs 108 tokens" in " ".join(
         result.notes)
 
 
@@ -290,7 +290,7 @@ def test_tools_over_the_budget_fail_every_turn_and_the_replay_is_still_returned(
     path.write_text(json.dumps({"messages": TOOL_CHAT, "tools": BIG_TOOLS}))
     out = io.StringIO()
     assert main(["replay", str(path), "--limit", "300", "--reserve", "100", "--strategy", "truncate"], out) == 1
-    assert "no turn could be fitted: The tool definitions alone need" in out.getvalue()
+    assert "no turn could be fitted; at turn 1: The tool definitions alone need" in out.getvalue()
     body = {"messages": TOOL_CHAT, "tools": BIG_TOOLS, "model": "gpt-4o", "strategies": ["truncate"],
             "settings": {"contextLimit": 300, "responseReserve": 100}}
     answer = client.post("/api/v2/replay", json=body)

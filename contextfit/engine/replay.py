@@ -37,6 +37,7 @@ present over facts in force, all turns together).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from bisect import bisect_right
@@ -196,8 +197,14 @@ class Replay:
 
     def verdict(self) -> dict[str, str | None]:
         """The cheapest strategy, the one that kept most facts, and the best cache-hit rate
-        (a tie goes to the earlier strategy; ``None`` when nothing can be compared or
-        every strategy scores the same)."""
+        (a tie goes to the earlier strategy: :meth:`winners` names them all; ``None`` when
+        nothing can be compared or every strategy scores the same)."""
+        return {key: names[0] if names else None for key, names in self.winners().items()}
+
+    def winners(self) -> dict[str, list[str]]:
+        """Under the keys of :meth:`verdict`, every strategy that ties for the best, in
+        replay order (equal within float rounding); empty when nothing can be compared
+        or every strategy scores the same. A strategy whose every turn failed is none."""
         totals = [t for t in self.totals.values() if t.failed_turns < t.turns]
         priced = [(t.strategy, -t.total_cost) for t in totals if t.total_cost is not None]
         kept = [(t.strategy, t.retention) for t in totals if t.retention is not None]
@@ -219,21 +226,25 @@ class Replay:
             "requests": list(self.requests),
             "totals": {name: totals.to_dict() for name, totals in self.totals.items()},
             "verdict": self.verdict(),
+            "winners": self.winners(),
             "turns": {name: [turn.to_dict() for turn in turns] for name, turns in self.turns.items()},
             "notes": list(self.notes),
             "diagnostics": list(self.diagnostics),
         }
 
 
-def _best(scores: Sequence[tuple[str, float]]) -> str | None:
-    """The label with the highest score, or ``None`` when all score the same.
+def _best(scores: Sequence[tuple[str, float]]) -> list[str]:
+    """The labels with the highest score (equal within float rounding: a sum of
+    costs in another order differs in its last bits), or none when all score the same.
 
-    >>> _best([("a", 1.0), ("b", 2.0), ("c", 2.0)]), _best([("a", 0.0), ("b", 0.0)]), _best([])
-    ('b', None, None)
+    >>> _best([("a", 1.0), ("b", 2.0), ("c", 2.0)]), _best([("a", 0.1 + 0.2), ("b", 0.3)]), _best([])
+    (['b', 'c'], [], [])
     """
-    if len({score for _, score in scores}) < 2:
-        return None
-    return max(scores, key=lambda pair: pair[1])[0]
+    if not scores:
+        return []
+    top = max(score for _, score in scores)
+    tied = [label for label, score in scores if math.isclose(score, top, rel_tol=1e-9, abs_tol=1e-15)]
+    return [] if len(tied) == len(scores) else tied
 
 
 def _camel(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -411,6 +422,8 @@ def replay(
     if 0 < largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why (0: no turn was sent)
         notes.append(f"No request reaches the {walker.minimum:,} tokens a prompt needs before {provider} "
                      f"caches it (the largest is {largest:,}): no turn reads from the cache.")
+    else:
+        notes.extend(_no_cache_notes(turns, walker.rule, walker.minimum, provider))
     notes.extend(_failure_notes(turns))
     notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
     return Replay(
@@ -456,6 +469,37 @@ def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
     )
 
 
+def _no_cache_notes(turns: Mapping[str, Sequence[TurnResult]], rule: str, minimum: int, provider: str) -> list[str]:
+    """A line per set of strategies that never read from the cache although a request was long
+    enough: why (a rate of 0.0% said nothing of it).
+
+    >>> rows = [TurnResult(t, 2 * t, "a", 1500, 3, 1, 0, 0, 241, 0, 1500 if t > 1 else 0, 9, None, ()) for t in (1, 2)]
+    >>> _no_cache_notes({"a": rows, "b": rows}, "automatic-prefix", 1024, "OpenAI")
+    ['Under a and b, no turn reads from the cache: no request shares the 1,024 tokens OpenAI caches from with the one before it (at most 241).']
+    """
+    groups: dict[tuple[str, int], list[str]] = {}
+    for label, rows in turns.items():
+        done = [row for row in rows if row.error is None]
+        if len(done) < 2 or any(row.cache_read for row in done):
+            continue
+        shared = max(row.shared_tokens for row in done[1:])
+        why = "short" if shared < minimum else "moved"
+        groups.setdefault((why, shared if why == "short" else 0), []).append(label)
+    notes = []
+    for (why, shared), labels in groups.items():
+        who = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+        if why == "short":
+            reason = (f"no request shares the {minimum:,} tokens {provider} caches from with the one before it "
+                      f"(at most {shared:,}).")
+        elif rule == pc.BREAKPOINTS:
+            reason = (f"no request starts with the whole request before it (the cut moved), and the tools and "
+                      f"system text alone are no cached prefix of {minimum:,} tokens or more.")
+        else:
+            reason = "no request shares a cacheable prefix with the one before it."
+        notes.append(f"Under {who}, no turn reads from the cache: {reason}")
+    return notes
+
+
 def _failure_notes(turns: Mapping[str, Sequence[TurnResult]]) -> list[str]:
     """A line per set of strategies that could not fit the same turns: which, and the first error.
 
@@ -477,8 +521,8 @@ def _failure_notes(turns: Mapping[str, Sequence[TurnResult]]) -> list[str]:
     for failed, labels in groups.items():
         rows = turns[labels[0]]
         message = next(row.error_message or row.error for row in rows if row.error is not None)
-        if len(failed) == len(rows):
-            notes.append(f"Under {', '.join(labels)}, no turn could be fitted: {message}")
+        if len(failed) == len(rows):  # the first turn's words (another turn's protected context is another size)
+            notes.append(f"Under {', '.join(labels)}, no turn could be fitted; at turn {failed[0]}: {message}")
         else:
             which = f"turn{'s' if len(failed) > 1 else ''} {_turn_list(failed)} of {len(rows)}"
             notes.append(f"Under {', '.join(labels)}, {which} could not be fitted (no prompt: no cost, nothing cached, "

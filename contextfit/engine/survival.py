@@ -303,7 +303,7 @@ def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
             fact = {"regex": fact}
         elif regex_shaped(fact):  # a lorebook key would be read as text; a fact so written is meant as a regex
             raise InvalidSettings(f"{where} is written as a /regex/ but does not compile: {fact!r}. Fix the pattern, "
-                                  f"or give {{\"text\": {fact!r}}} to look for it as text.")
+                                  f"or give {{\"text\": {json.dumps(fact, ensure_ascii=False)}}} to look for it as text.")
         else:
             fact = {"text": fact}
     if not isinstance(fact, Mapping):

@@ -23,9 +23,10 @@ import plotly.graph_objects as go
 
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..engine.plan_settings import PlanSettings, settings_for
+from ..engine.prompt_cache import BREAKPOINTS
 from ..engine.replay import DECLARED, Replay, replay, variants
-from ..engine.survival import fact_from_line
-from ..errors import ContextfitError, TokenBudgetExceeded
+from ..engine.survival import declared_facts, fact_from_line
+from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
 from ..tokens.models import get_model
@@ -34,13 +35,13 @@ from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
 from .dashboard import error_text, setup_for, spreadsheet_cell
 from .progress import PercentSteps
+from .verdict import BEST_STYLE, replay_verdict
 from .verdict import money as dollars
-from .verdict import replay_verdict
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
-#: when a run does not draw it); the turn slider starts again at the last turn.
+#: when a run does not draw it), the turn slider's among them.
 KEPT = ("replay_source", "replay_sample", "replay_chat_choice", "replay_model", "replay_limit", "replay_reserve",
-        "replay_strategies", "replay_stable", "replay_facts")
+        "replay_strategies", "replay_stable", "replay_facts", "replay_turn")
 #: The strategies whose ``stable_prefix`` variant the page adds.
 STABLE_CAPABLE = ("truncate", "summarize", "clear-tool-results")
 #: Okabe–Ito colours, one per strategy line (cycled).
@@ -82,6 +83,52 @@ def facts_from_text(text: str | None) -> tuple[Any, ...]:
     ('ORD-7731', '/zenith/i', {'message': 2}, '{not json}')
     """
     return tuple(fact_from_line(line.strip()) for line in (text or "").splitlines() if line.strip())
+
+
+def usable_facts(facts: Sequence[Any]) -> tuple[tuple[Any, ...], list[InvalidSettings]]:
+    """The facts a replay can follow, and an error for each one it cannot, named as
+    ``facts[i]`` of ``facts`` (:func:`facts_error_text` names its line): a fact that
+    does not check (a /regex/ that does not compile, an unknown key) or repeats an
+    earlier one is left out, so one bad line does not take the whole replay away.
+
+    >>> kept, errors = usable_facts(["ORD-7731", "/([a-z/", "ORD-7731", "courier"])
+    >>> kept, [str(error)[:53] for error in errors]
+    (('ORD-7731', 'courier'), ['facts[1] is written as a /regex/ but does not compile', 'facts[2] repeats facts[0]; give each fact once.'])
+    """
+    try:
+        declared_facts(facts)
+        return tuple(facts), []
+    except InvalidSettings:
+        pass
+    kept: list[Any] = []
+    positions: list[int] = []  # where each kept fact stands in ``facts``
+    errors = []
+    for position, fact in enumerate(facts):
+        try:
+            declared_facts([*kept, fact])
+        except InvalidSettings as error:  # its indices are the candidates': say them as the caller's
+            where = [*positions, position]
+            errors.append(InvalidSettings(re.sub(r"facts\[(\d+)\]", lambda m: f"facts[{where[int(m[1])]}]", str(error))))
+            continue
+        kept.append(fact)
+        positions.append(position)
+    return tuple(kept), errors
+
+
+def json_line_notes(text: str | None) -> list[str]:
+    """A note for each line of the facts box written like a JSON object that does not parse
+    (it is looked for as text, which was silent).
+
+    >>> json_line_notes('ORD-7731\\n{"text": \\'x\\'}')
+    ['Line 2 of the facts starts and ends like a JSON object but is not valid JSON (keys and strings take double quotes), so it is looked for as text.']
+    """
+    notes = []
+    for number, line in enumerate((text or "").splitlines(), 1):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}") and isinstance(fact_from_line(line), str):
+            notes.append(f"Line {number} of the facts starts and ends like a JSON object but is not valid JSON "
+                         "(keys and strings take double quotes), so it is looked for as text.")
+    return notes
 
 
 def facts_error_text(error: ContextfitError, facts_text: str | None) -> str:
@@ -249,15 +296,31 @@ def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: An
         state["replay_limit"] = min(max(int(suggested.context_limit), 1), MAX_LIMIT)
     if fresh or "replay_reserve" not in state:
         state["replay_reserve"] = min(max(int(suggested.response_reserve), 0), MAX_LIMIT)
-    if fresh:  # facts belong to a conversation
+    if fresh:  # facts belong to a conversation, and so does the turn shown (a new one shows its last)
         state["replay_facts"] = facts
+        state.pop("replay_turn", None)
     state["replay_setup_for"] = conversation_key
 
 
 #: The Replay page's query parameters: a reload, a bookmark or a shared link opens the same replay.
-LINK_KEYS = ("source", "model", "limit", "reserve", "strategies", "stable", "facts")
+LINK_KEYS = ("source", "model", "limit", "reserve", "strategies", "stable", "facts", "turn")
 _SOURCES = {"Sample": "sample", "Stored chat": "chat", "Current conversation": "current"}
 _LINKED_FACTS = 1000  # characters of facts a link carries (more is left out of it)
+MAX_TURN = 10_000_000  # a link's turn above this is no turn number
+
+
+def turn_choice(state: MutableMapping[str, Any], turns: int) -> None:
+    """Keep the chosen turn (a link's, or the one shown before a page switch) within a
+    replay of ``turns`` turns, the last one when none was chosen.
+
+    >>> state = {"replay_turn": 16}
+    >>> turn_choice(state, 21), state["replay_turn"], turn_choice(state, 12), state["replay_turn"]
+    (None, 16, None, 12)
+    """
+    chosen = state.get("replay_turn")
+    # set every time, in range: a slider whose range changed (another conversation) is a new widget
+    # to Streamlit, which started it at its lowest value unless the state says otherwise
+    state["replay_turn"] = turns if type(chosen) is not int or chosen > turns else max(chosen, 1)
 
 
 def link_of(state: Mapping[str, Any]) -> dict[str, str]:
@@ -265,8 +328,8 @@ def link_of(state: Mapping[str, Any]) -> dict[str, str]:
 
     >>> link_of({"replay_source": "Sample", "replay_sample": "support_chat", "replay_model": "gpt-4o",
     ...          "replay_limit": 1100, "replay_reserve": 300, "replay_strategies": ["truncate"],
-    ...          "replay_stable": False, "replay_facts": "ORD-7731"})
-    {'source': 'sample:support_chat', 'model': 'gpt-4o', 'limit': '1100', 'reserve': '300', 'strategies': 'truncate', 'stable': '0', 'facts': 'ORD-7731'}
+    ...          "replay_stable": False, "replay_facts": "ORD-7731", "replay_turn": 4})
+    {'source': 'sample:support_chat', 'model': 'gpt-4o', 'limit': '1100', 'reserve': '300', 'strategies': 'truncate', 'stable': '0', 'facts': 'ORD-7731', 'turn': '4'}
     """
     kind = _SOURCES.get(state.get("replay_source"))
     chosen = {"sample": state.get("replay_sample"), "chat": state.get("replay_chat_choice"), "current": None}.get(kind)
@@ -278,6 +341,7 @@ def link_of(state: Mapping[str, Any]) -> dict[str, str]:
         "strategies": ",".join(state.get("replay_strategies") or ()),
         "stable": "1" if state.get("replay_stable", True) else "0",
         "facts": state.get("replay_facts") or None,
+        "turn": None if state.get("replay_turn") is None else str(int(state["replay_turn"])),
     }
     if link["facts"] is not None and len(link["facts"]) > _LINKED_FACTS:
         link["facts"] = None
@@ -317,6 +381,15 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     ('support_chat', 1100, ['truncate'], False)
     >>> from_link(state, {"source": "sample:gone"}, ["gpt-4o"], ["truncate"], ["support_chat"])
     []
+
+    A link whose conversation is not here (pasted in another session, or a sample
+    that does not exist) shows a sample with the link's other choices, and says so:
+
+    >>> state = {}
+    >>> notes = from_link(state, {"source": "current", "limit": "3000", "facts": "48213"}, ["gpt-4o"],
+    ...                   ["truncate"], ["roleplay", "support_chat"], has_current=False)
+    >>> state["replay_source"], state["replay_setup_for"], state["replay_limit"], state["replay_facts"]
+    ('Sample', 'sample:roleplay', 3000, '48213')
     """
     if state.get("replay_linked"):
         return []
@@ -335,11 +408,14 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     elif kind == "current" and has_current:
         state["replay_source"] = "Current conversation"
     elif kind == "current":  # a reload, or a shared link: the pasted conversation stayed in the old session
+        identity = _fallback(state, samples)
         notes.append("The link's conversation was pasted or uploaded on Compare strategies in another session (a "
                      "reload or a shared link starts a new one), so it is not here: paste or upload it there again. "
-                     "A sample is shown meanwhile.")
+                     "A sample is shown meanwhile, with the link's other choices.")
     elif source:
-        notes.append(f"Ignored source={source[:60]!r} from the link: no such sample.")
+        identity = _fallback(state, samples)
+        notes.append(f"Ignored source={source[:60]!r} from the link: no such sample. A sample is shown with the "
+                     "link's other choices.")
     for key, value in (("replay_model", url.model), ("replay_limit", url.limit), ("replay_reserve", url.reserve)):
         if value is not None:
             state[key] = value
@@ -353,9 +429,26 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     facts = query_value(params, "facts")
     if facts is not None:
         state["replay_facts"] = facts
-    if identity is not None and (url.model or url.limit or url.reserve or facts is not None):
-        state["replay_setup_for"] = identity  # the link's model, limits and facts are this conversation's choices
+    turn = query_value(params, "turn")
+    if turn is not None:
+        if turn.isascii() and turn.isdigit() and 0 < int(turn) <= MAX_TURN:
+            state["replay_turn"] = int(turn)  # the page brings it within the replay's turns
+        else:
+            notes.append(f"Ignored turn={turn[:60]!r} from the link: a turn number from 1 is expected.")
+    if identity is not None and (url.model or url.limit or url.reserve or facts is not None or turn is not None):
+        state["replay_setup_for"] = identity  # the link's model, limits, facts and turn are this conversation's
     return notes
+
+
+def _fallback(state: MutableMapping[str, Any], samples: Sequence[str]) -> str | None:
+    """The sample the page shows for a link whose conversation is not here (the one the
+    session chose before, else the first), as the conversation the link's choices go with."""
+    if not samples:
+        return None
+    if state.get("replay_sample") not in samples:
+        state["replay_sample"] = samples[0]
+    state["replay_source"] = "Sample"
+    return f"sample:{state['replay_sample']}"
 
 
 def choose_chat(state: MutableMapping[str, Any], ids: Sequence[str], titles: Mapping[str, str]) -> str | None:
@@ -411,24 +504,49 @@ def money(value: float | None) -> str:
 
 def totals_rows(result: Replay) -> list[dict[str, Any]]:
     """The verdict table: one row per strategy, marked where it wins."""
-    verdict = result.verdict()
-    wins = {label: [name for name, winner in (("cheapest", verdict["cheapest"]), ("best retention",
-            verdict["bestRetention"]), ("best cache", verdict["bestCache"])) if winner == label] for label in result.totals}
+    winners = result.winners()  # every strategy tied for the best is marked
+    wins = {label: [name for name, key in (("cheapest", "cheapest"), ("best retention", "bestRetention"),
+                                           ("best cache", "bestCache")) if label in winners[key]]
+            for label in result.totals}
     rows = []
     for label, totals in result.totals.items():
+        sent = totals.failed_turns < totals.turns  # a strategy that fitted no turn sent nothing to rate
         rows.append({
             "strategy": label,
             "verdict": ", ".join(wins[label]),
             "total cost": money(totals.total_cost),
             "mean cost / turn": money(totals.mean_cost),
-            "cache hit rate": f"{totals.cache_hit_rate:.1%}",
-            "tokens sent": totals.tokens_sent,
-            "retention": "—" if totals.retention is None else f"{totals.retention:.1%}",
+            "cache hit rate": f"{totals.cache_hit_rate:.1%}" if sent else "—",
+            "tokens sent": totals.tokens_sent if sent else None,
+            "retention": "—" if totals.retention is None or not sent else f"{totals.retention:.1%}",
             "first loss (turn)": totals.first_loss_turn,
             "first drop (turn)": totals.first_drop_turn,
             "failed turns": totals.failed_turns,
         })
     return rows
+
+
+#: The verdict table's cells each win marks (:func:`totals_styles`).
+_WIN_CELLS = {"cheapest": ("total cost", "mean cost / turn"), "bestRetention": ("retention",),
+              "bestCache": ("cache hit rate",)}
+
+
+def totals_styles(result: Replay) -> list[dict[str, str]]:
+    """CSS per cell of :func:`totals_rows` (same rows, same keys): the cells where a strategy is
+    the best, or tied for it, highlighted as Compare highlights its verdict.
+
+    >>> from contextfit.engine.replay import replay
+    >>> chat = [{"role": "user", "content": "Hi " * 30, "meta": {"manualExcluded": True}},
+    ...         {"role": "assistant", "content": "Yes."}, {"role": "user", "content": "And?"}]
+    >>> styles = totals_styles(replay(chat, model="gpt-4o", context_limit=1000, response_reserve=5,
+    ...                               strategies=["truncate", "manual"]))
+    >>> [style["total cost"] for style in styles], styles[1]["strategy"]
+    (['', 'background-color: #D8F0E6; font-weight: 600'], '')
+    """
+    winners = result.winners()
+    marked = {label: {cell for key, cells in _WIN_CELLS.items() if label in winners[key] for cell in cells}
+              for label in result.totals}
+    return [{key: BEST_STYLE if key in marked[row["strategy"]] else "" for key in row} for row in totals_rows(result)]
 
 
 #: The columns of :func:`turns_csv`, one row per turn and strategy.
@@ -473,7 +591,7 @@ def series(result: Replay, label: str) -> dict[str, list[Any]]:
         out["prompt"].append(turn.prompt_tokens)
         if turn.cost is not None:
             spent += turn.cost.total
-        out["cost"].append(spent if priced else None)
+        out["cost"].append(spent if priced and turn.error is None else None)  # a failed turn: a gap
         out["cache"].append(turn.cache_read / turn.prompt_tokens if turn.prompt_tokens else None)
         out["retention"].append(turn.retention)
         out["lost"].append(turn.lost)
@@ -481,7 +599,7 @@ def series(result: Replay, label: str) -> dict[str, list[Any]]:
 
 
 #: Titles short enough for a chart of a narrow window (800 pixels with the sidebar: about 30
-#: characters), units short enough for a plot under eight strategies' legend (141 pixels high at 1280).
+#: characters), and short units.
 _TITLES = {
     "prompt": ("Prompt tokens per turn", "tokens"),
     "cost": ("Cumulative cost", "US dollars"),
@@ -490,41 +608,64 @@ _TITLES = {
 }
 
 
+#: How the unified hover writes a value of each metric (plotly's d3 formats).
+_HOVER = {"prompt": "%{y:,} tokens", "cost": "$%{y:,.6~g}", "cache": "%{y:.1%}", "retention": "%{y:.1%}"}
+
+
+def line_style(result: Replay, label: str) -> dict[str, Any]:
+    """The colour and dash of a strategy's line: a dotted line for a stable_prefix variant."""
+    color = LINE_COLORS[list(result.turns).index(label) % len(LINE_COLORS)]
+    return {"color": color, "dash": "dot" if "stable_prefix" in label else "solid", "width": 2}
+
+
+def lines_legend_html(result: Replay) -> str:
+    """One legend for the four line charts (each repeated eight names, taller than its plot at
+    1280 pixels, and plotly's legend under a plot sat on it after the window was widened)."""
+    borders = {"solid": "solid", "dot": "dotted"}
+    items = []
+    for label in result.turns:  # a line drawn as a border: st.html keeps no SVG
+        style = line_style(result, label)
+        swatch = (f'<span class="line-swatch" style="display:inline-block;width:24px;height:0;vertical-align:middle;'
+                  f'border-top:3px {borders[style["dash"]]} {style["color"]};margin:0 0.3em 0 1em"></span>')
+        items.append(f'<span style="white-space:nowrap">{swatch}{html.escape(label)}</span> ')
+    return ('<div class="contextfit-lines-legend" style="font-size:0.85rem;margin:0 0 0.25rem -1em;line-height:1.8">'
+            + "".join(items) + "</div>")
+
+
 def lines_figure(result: Replay, metric: str) -> go.Figure:
     """One line per strategy over the turns: ``prompt``, ``cost``, ``cache`` or ``retention``
-    (retention marks with an × the turns where a fact was lost, the facts in the hover)."""
+    (retention marks with an × the turns where a fact was lost, the facts in the hover).
+
+    The hover is unified: a turn's box lists every strategy, so lines that lie on each other
+    (strategies that sent the same) are all named. The legend is :func:`lines_legend_html`."""
     title, unit = _TITLES[metric]
     data: list[dict[str, Any]] = []
-    for position, label in enumerate(result.turns):
+    for label in result.turns:
         values = series(result, label)
-        color = LINE_COLORS[position % len(LINE_COLORS)]
-        dash = "dot" if "stable_prefix" in label else "solid"
-        data.append({"type": "scatter", "mode": "lines+markers", "name": html.escape(label), "x": values["turn"],
-                     "y": values[metric], "line": {"color": color, "dash": dash, "width": 2}, "marker": {"size": 4},
-                     "hovertemplate": f"{html.escape(label)}<br>turn %{{x}}: %{{y}}<extra></extra>"})
+        style = line_style(result, label)
+        name = html.escape(label)
+        data.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": values["turn"],
+                     "y": values[metric], "line": style, "marker": {"size": 4},
+                     "hovertemplate": f"{name}: {_HOVER[metric]}<extra></extra>"})
         if metric == "retention":
             lost = [(turn, value, names) for turn, value, names in zip(values["turn"], values["retention"], values["lost"])
                     if names]
             if lost:
-                data.append({"type": "scatter", "mode": "markers", "name": html.escape(label) + " lost",
-                             "showlegend": False, "x": [t for t, _, _ in lost], "y": [v for _, v, _ in lost],
-                             "marker": {"symbol": "x", "size": 9, "color": color},
+                data.append({"type": "scatter", "mode": "markers", "name": name + " lost",
+                             "x": [t for t, _, _ in lost], "y": [v for _, v, _ in lost],
+                             "marker": {"symbol": "x", "size": 9, "color": style["color"]},
                              "text": [html.escape(", ".join(names))[:200] for _, _, names in lost],
-                             "hovertemplate": f"{html.escape(label)}<br>turn %{{x}}: lost %{{text}}<extra></extra>"})
+                             "hovertemplate": f"× {name} lost %{{text}}<extra></extra>"})
     yaxis: dict[str, Any] = {"title": {"text": unit}}
     if metric in ("cache", "retention"):
         yaxis.update(range=[-0.02, 1.05], tickformat=".0%")
     # whole turns, with separators: two turns were ticked "1, 1.5, 2" and a long chat's last "1000"
-    xaxis: dict[str, Any] = {"title": {"text": "turn"}, "tickformat": ",d"}
+    xaxis: dict[str, Any] = {"title": {"text": "turn"}, "tickformat": ",d", "hoverformat": ",d"}
     if len(result.requests) <= 10:
         xaxis["dtick"] = 1
-    figure = _figure(data, xaxis=xaxis, yaxis=yaxis, height=380,
+    figure = _figure(data, legend=False, xaxis=xaxis, yaxis=yaxis, height=320, hovermode="x unified",
                      title={"text": title, "font": {"size": 14}, "x": 0, "y": 0.98},
                      margin={"l": 10, "r": 10, "t": 36, "b": 10})
-    # the legend under the plot: above it, eight strategies' names cover the title
-    # 11-pixel names: at 12 the longest, "clear-tool-results+stable_prefix", lost its last letter at 800 pixels
-    figure.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.22, "x": 0, "title": None,
-                                 "font": {"size": 11}})
     if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
         empty = _EMPTY_UNDER_THE_RULE if metric == "retention" and result.fact_rule != DECLARED else _EMPTY.get(
             metric, ("Nothing to draw.",))
@@ -613,6 +754,23 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
     }
 
 
+def rules_text(result: Replay) -> str:
+    """The replay's cache and fact rules in words, for the caption under the verdict (the API's ids,
+    "automatic-prefix" and "default-entities", said nothing to a reader).
+
+    >>> from contextfit.engine.replay import replay
+    >>> rules_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
+    'prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)'
+    """
+    cache = "cache breakpoints" if result.cache_rule == BREAKPOINTS else "automatic prefix caching"
+    if result.fact_rule == DECLARED:
+        count = len(result.facts)
+        facts = f"{count:,} declared fact{'s' if count != 1 else ''}"
+    else:
+        facts = "the default rule (entities the latest message repeats)"
+    return f"prompt cache: {cache} · facts: {facts}"
+
+
 def verdict_text(result: Replay) -> str:
     """The verdict sentence (:func:`contextfit.views.verdict.replay_verdict`), as the page says it.
 
@@ -626,6 +784,7 @@ def verdict_text(result: Replay) -> str:
 __all__ = [
     "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input",
     "current_conversation", "fact_notes", "facts_error_text", "facts_from_text", "facts_to_text", "follow",
-    "from_link", "keep", "lines_figure", "link_of", "names_text", "replay_json", "restore", "run", "series",
-    "stored_input", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
+    "json_line_notes", "usable_facts",
+    "from_link", "keep", "line_style", "lines_figure", "lines_legend_html", "link_of", "names_text", "replay_json",
+    "restore", "rules_text", "run", "series", "stored_input", "turn_choice", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
 ]

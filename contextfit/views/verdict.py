@@ -214,25 +214,40 @@ def replay_verdict(result: Any, more: str) -> str:
     'Only truncate was replayed: pass --strategy all to compare it with them.'
     >>> replay_verdict(replay(chat, model="gpt-4o", strategies=["truncate", "manual"]), "")
     'Cheapest: all equal ($0.00002000) · best retention: no fact in force · best cache: all equal (0.0%)'
+
+    Strategies tied for the best are all named, with the value they share:
+    "Cheapest: truncate, manual and vector-recall ($0.006875)".
     """
     if len(result.totals) == 1:
         return f"Only {next(iter(result.totals))} was replayed: {more} to compare it with them."
-    verdict = result.verdict()
+    winners = result.winners()
     totals = [t for t in result.totals.values() if t.failed_turns < t.turns]
+    of = {t.strategy: t for t in totals}
     costs = [t.total_cost for t in totals if t.total_cost is not None]
     kept_facts = [t.retention for t in totals if t.retention is not None]
     cached = [t.cache_hit_rate for t in totals]
 
-    def said(winner: str | None, values: list[Any], shown: Callable[[Any], str], missing: str) -> str:
-        if winner is not None:
-            return winner
+    def said(names: list[str], value: Callable[[Any], Any], values: list[Any], shown: Callable[[Any], str],
+             missing: str) -> str:
+        if names:
+            return f"{and_list(names)} ({shown(value(of[names[0]]))})"
         if not values:
             return missing
-        return f"all equal ({shown(values[0])})" if len(set(values)) == 1 else "—"
+        return f"all equal ({shown(values[0])})"
 
     percent, failed = "{:.1%}".format, "—"  # failed: every turn of every strategy
-    cheapest = said(verdict["cheapest"], costs, money, "no prices" if totals else failed)
-    retention = said(verdict["bestRetention"], kept_facts, percent, "no fact in force" if totals else failed)
-    cache = said(verdict["bestCache"], cached, percent, failed)
+    cheapest = said(winners["cheapest"], lambda t: t.total_cost, costs, money, "no prices" if totals else failed)
+    retention = said(winners["bestRetention"], lambda t: t.retention, kept_facts, percent,
+                     "no fact in force" if totals else failed)
+    cache = said(winners["bestCache"], lambda t: t.cache_hit_rate, cached, percent, failed)
     return f"Cheapest: {cheapest} · best retention: {retention} · best cache: {cache}"
+
+
+def and_list(names: Sequence[str]) -> str:
+    """Names joined as a sentence says them.
+
+    >>> and_list(["a"]), and_list(["a", "b"]), and_list(["a", "b", "c"])
+    ('a', 'a and b', 'a, b and c')
+    """
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 

@@ -1,0 +1,148 @@
+"""The Replay page as a demo shows it: ties, side-by-side bars, overlapping lines, links
+without their conversation, nothing fitting, a cache that never hits. Each case is one a new
+user met in a first demo (the numbers were right; what they were shown was not)."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import REPO
+from streamlit.testing.v1 import AppTest
+
+import contextfit
+from contextfit.engine.replay import TurnResult, totals_of
+from contextfit.inputs.samples import sample_text
+from contextfit.views import dashboard
+from contextfit.views import replay as views
+from contextfit.views.verdict import replay_verdict
+from test_dashboard import decode
+
+ALL = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+
+
+def _sample_replay(key: str, model: str | None = None, limit: int | None = None, stable: bool = True):
+    conversation = contextfit.load_conversation(sample_text(key))
+    suggested = dashboard.suggested_setup(conversation)
+    setup = views.ReplaySetup(model or suggested.model, limit or suggested.context_limit,
+                              min(suggested.response_reserve, (limit or suggested.context_limit) - 1), ALL,
+                              stable_prefix=stable)
+    messages, settings = views.conversation_input(conversation, setup)
+    return views.run(messages, settings, setup)
+
+
+def test_every_strategy_tied_for_the_best_is_named():
+    # the coding agent at its suggested limit: four strategies cost the same; the verdict named the first
+    result = _sample_replay("coding_agent")
+    cheapest = min(t.total_cost for t in result.totals.values())
+    tied = [label for label, t in result.totals.items() if abs(t.total_cost - cheapest) < 1e-12]
+    assert len(tied) >= 2
+    assert result.winners()["cheapest"] == tied
+    assert result.verdict()["cheapest"] == tied[0]  # the API's single label: the earlier strategy
+    text = replay_verdict(result, "")
+    assert text.startswith(f"Cheapest: {', '.join(tied[:-1])} and {tied[-1]} ($")
+    marked = [row["strategy"] for row in views.totals_rows(result) if "cheapest" in row["verdict"]]
+    assert marked == tied
+    assert result.to_dict()["winners"]["cheapest"] == tied
+
+
+def test_ties_are_equal_within_float_rounding_and_all_equal_is_no_winner():
+    def rows(cost: float) -> list[TurnResult]:
+        from contextfit.tokens.prices import RequestCost
+
+        return [TurnResult(1, 0, "x", 10, 1, 0, 0, 0, 0, 0, 0, 1, RequestCost(cost, 0.0, 0.0, 0.0), ())]
+
+    result = _sample_replay("support_chat", limit=4000, stable=False)
+    totals = {"a": totals_of("a", rows(0.1 + 0.2)), "b": totals_of("b", rows(0.3)), "c": totals_of("c", rows(0.4))}
+    object.__setattr__(result, "totals", totals)
+    assert result.winners()["cheapest"] == ["a", "b"]
+    totals["c"] = totals_of("c", rows(0.3))
+    assert result.winners()["cheapest"] == [] and result.verdict()["cheapest"] is None
+    assert "Cheapest: all equal ($0.3000)" in replay_verdict(result, "")
+
+
+def _page(sample: str = "coding_agent") -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.query_params["source"] = f"sample:{sample}"
+    return at.switch_page("pages/replay.py").run()
+
+
+def test_the_turn_bars_share_one_token_axis_and_say_what_their_colours_mean():
+    # each strategy's bars had an axis of its own: a 1,567-token bar looked longer than a 1,717 one
+    at = _page()
+    assert not at.exception and not at.error
+    turn_charts = [chart for chart in at.get("plotly_chart") if "replay-turn-" in chart.proto.id]
+    ranges = {tuple(decode(json.loads(chart.proto.spec)["layout"]["xaxis"]["range"])) for chart in turn_charts}
+    assert len(turn_charts) >= 5 and len(ranges) == 1
+    assert any("contextfit-legend" in html.proto.body for html in at.get("html"))
+
+
+def test_the_line_charts_list_every_strategy_at_a_turn_and_share_one_legend():
+    # identical lines lay on each other and a hover named one strategy; each chart repeated an
+    # 8-name legend taller than its plot
+    result = _sample_replay("support_chat")
+    for metric in ("prompt", "cost", "cache", "retention"):
+        figure = views.lines_figure(result, metric)
+        assert figure.layout.hovermode == "x unified" and figure.layout.showlegend is False
+    legend = views.lines_legend_html(result)
+    assert all(label in legend for label in result.turns) and legend.count("line-swatch") == len(result.turns)
+    assert legend.count("3px dotted") == 3  # the stable_prefix variants are dotted, as their lines
+    lost = [trace for trace in views.lines_figure(result, "retention").data if trace.mode == "markers"]
+    assert len(lost) >= 2 and all(trace.hovertemplate.startswith("× ") for trace in lost)
+
+
+def test_a_link_whose_conversation_is_not_here_keeps_its_other_choices():
+    # the limit came back as the sample's 2,200 and the facts were dropped without a word
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    for key, value in {"source": "current", "limit": "3000", "facts": "ORD-7731"}.items():
+        at.query_params[key] = value
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert at.number_input(key="replay_limit").value == 3000
+    assert at.text_area(key="replay_facts").value == "ORD-7731"
+    assert any("with the link's other choices" in warning.value for warning in at.warning)
+
+
+def test_when_nothing_fits_the_table_rates_nothing():
+    at = _page("roleplay")
+    at.number_input(key="replay_limit").set_value(1).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert set(table["cache hit rate"]) == {"—"} and set(table["retention"]) == {"—"}
+    assert table["tokens sent"].isna().all()
+    assert any("budget 0 tokens" in caption.value or "budget 1 token ·" in caption.value for caption in at.caption)
+    assert any("no turn could be fitted; at turn 1:" in warning.value for warning in at.warning)
+    cost = views.lines_figure(_sample_replay("roleplay", limit=1), "cost")
+    assert all(value is None for trace in cost.data for value in trace.y)  # no $0 line drawn for what was not sent
+
+
+def test_a_cache_that_never_hits_is_explained():
+    result = _sample_replay("roleplay", model="gpt-4o-mini")
+    never = [label for label, t in result.totals.items() if t.cache_hit_rate == 0]
+    assert never
+    [note] = [note for note in result.notes if "no turn reads from the cache" in note]
+    assert all(label in note for label in never) and "1,024 tokens" in note
+
+
+def test_the_caption_says_its_rules_in_words():
+    result = _sample_replay("support_chat")
+    text = views.rules_text(result)
+    assert "automatic-prefix" not in text and "default-entities" not in text
+    assert text == "prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)"
+
+
+def test_the_turn_shown_is_in_the_link_and_survives_a_page_switch():
+    # the slider went back to the last turn after a switch to Compare and back, or a reload
+    at = _page("support_chat")
+    at.slider(key="replay_turn").set_value(4).run()
+    assert at.query_params["turn"] == ["4"] or at.query_params["turn"] == "4"
+    at.switch_page("pages/compare.py").run()
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and at.slider(key="replay_turn").value == 4
+    linked = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    linked.query_params["source"], linked.query_params["turn"] = "sample:support_chat", "3"
+    linked.switch_page("pages/replay.py").run()
+    assert not linked.exception and linked.slider(key="replay_turn").value == 3
+    far = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    far.query_params["source"], far.query_params["turn"] = "sample:support_chat", "999"
+    far.switch_page("pages/replay.py").run()  # past the last turn: the last
+    assert not far.exception and far.slider(key="replay_turn").value == far.slider(key="replay_turn").max
