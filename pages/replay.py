@@ -9,7 +9,7 @@ import contextfit
 from contextfit.engine.pipeline import BUILTIN_STRATEGIES
 from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
 from contextfit.serving.store_cache import shared_store
-from contextfit.views import charts, dashboard
+from contextfit.views import charts, dashboard, presentation
 from contextfit.views import replay as views
 from contextfit.views.audits import list_audited_chats
 from contextfit.views.compare_state import reserve_below, reserve_max
@@ -25,6 +25,9 @@ def read(source: str | bytes) -> contextfit.Conversation:
     return contextfit.load_conversation(source)
 
 
+presenting = bool(state.get("was_presenting"))  # Compare's presentation mode: larger text here too
+if presenting:
+    st.html(presentation.CSS)
 st.title("Replay")
 st.caption(
     "A strategy is chosen for a whole conversation, not one request. Each user message is replayed as a request "
@@ -65,11 +68,14 @@ with st.sidebar:
         labels = {chat.id: chat.title or chat.id for chat in chats}
         if (missing := views.choose_chat(state, ids, labels)):  # a link's or a deleted chat: said, not swapped
             notes.warning(missing)
-        if not ids:
+        if not ids:  # said in the page too: the sidebar's line alone left the page blank
             st.info("No stored chat yet.")
+            notes.info("No chat is stored yet: a chat is stored when it is generated, with “Send with echo "
+                       "provider” on Compare strategies or the HTTP API (contextfit serve). Its audits then "
+                       "offer “Replay under other settings”. Meanwhile, pick a sample under Source.")
             st.stop()
         chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")
-        identity, stem = f"chat:{chat_id}", f"chat-{dashboard.file_stem(chat_id, 'stored')}"
+        identity, stem = f"chat:{chat_id}", views.chat_stem(chat_id)
     st.header("Model and budget")
     suggested, declared = views.ReplaySetup("gpt-4o", 32_000, 4_000), ""
     if chat_id is not None:  # the chat's own model, limits and facts (the Audit page's "what if" starts there)
@@ -97,7 +103,7 @@ with st.sidebar:
     stable = st.checkbox("Also with stable_prefix", key="replay_stable",
                          help="truncate, summarize and clear-tool-results cutting down to 70% of the budget, "
                          "so the cached prompt prefix holds for several turns.")
-    facts_text = st.text_area("Must-survive facts", key="replay_facts", height=90,
+    facts_text = st.text_area("Must-survive facts", key="replay_facts", height=130,
                               help="One per line: text, /regex/flags, or a JSON object such as "
                               '{"text": "ORD-7731", "message": 3} (pinned to a message). Empty: the default entity rule '
                               "(numbers, identifiers, quoted strings, names, code symbols the latest user "
@@ -140,7 +146,7 @@ highlight = pd.DataFrame(views.totals_styles(result))
 styled = table.style.apply(lambda _: highlight, axis=None).hide(["verdict"], axis="columns")
 # short headers, each explained on hover: at 1280 pixels the long ones pushed the last columns out of view
 column = st.column_config
-st.dataframe(styled, hide_index=True, width="stretch", key="replay-verdict", placeholder="—", column_config={
+headers = {
     "strategy": column.TextColumn(pinned=True),
     "verdict": None,
     "total cost": column.TextColumn("total", help="Every turn's request at the catalog's prices, the real reply as output."),
@@ -152,7 +158,11 @@ st.dataframe(styled, hide_index=True, width="stretch", key="replay-verdict", pla
     "first drop (turn)": column.NumberColumn(
         "first drop", help="The first turn that dropped, summarized or compressed something."),
     "failed turns": column.NumberColumn("failed", help="Turns the strategy could not fit (no prompt)."),
-})
+}
+if presenting:  # HTML, which the presentation CSS enlarges (a data grid is a canvas)
+    st.table(styled.hide(axis="index").format(na_rep="—", thousands=","))
+else:
+    st.dataframe(styled, hide_index=True, width="stretch", key="replay-verdict", placeholder="—", column_config=headers)
 st.caption("Best value of each column highlighted, for every strategy tied for it.")
 st.caption(
     f"{len(result.requests):,} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "

@@ -146,3 +146,30 @@ def test_the_turn_shown_is_in_the_link_and_survives_a_page_switch():
     far.query_params["source"], far.query_params["turn"] = "sample:support_chat", "999"
     far.switch_page("pages/replay.py").run()  # past the last turn: the last
     assert not far.exception and far.slider(key="replay_turn").value == far.slider(key="replay_turn").max
+
+
+def test_presentation_mode_carries_over_from_compare():
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.session_state["was_presenting"] = True  # turned on on Compare
+    at.query_params["source"] = "sample:support_chat"
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert any(".contextfit-lines-legend" in html.proto.body for html in at.get("html"))  # the larger CSS
+    assert at.table and not at.dataframe  # HTML, which that CSS enlarges
+
+
+def test_the_stored_chat_source_without_a_chat_says_how_to_make_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "empty.db"))  # a database of its own: no chat in it
+    at = _page("support_chat")
+    at.sidebar.radio(key="replay_source").set_value("Stored chat").run()
+    assert not at.exception
+    assert any("Send with echo provider" in info.value and "pick a sample" in info.value for info in at.info)
+
+
+def test_the_turns_csv_writes_dollars_out():
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(views.turns_csv(_sample_replay("support_chat")))))
+    assert rows and not [row for row in rows if "e-" in row["total $"] or len(row["total $"]) > 16]
+    assert float(rows[-1]["total $"]) > 0

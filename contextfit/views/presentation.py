@@ -1,4 +1,4 @@
-"""Presentation mode: the Compare page for a projector at 1920×1080.
+"""Presentation mode: the Compare page (and Replay, while it is on) for a projector at 1920×1080.
 
 Larger text and charts (page CSS: Compare's charts are HTML); the page folds
 the sidebar away and shows tables as HTML (a data grid is drawn on a canvas
@@ -15,7 +15,7 @@ CSS = """<style>
 [data-testid="stMain"] h1 { font-size: 3rem !important; }
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * { font-size: 3rem !important; }
-.contextfit-legend { font-size: 1.2rem !important; }
+.contextfit-legend, .contextfit-lines-legend { font-size: 1.2rem !important; }
 .contextfit-budget, .contextfit-budget .cfb-note, .contextfit-budget .cfb-axis { font-size: 1.1rem !important; }
 .contextfit-budget .cfb-track { height: 26px !important; }
 .contextfit-blocks, .contextfit-blocks .cfk-tip { font-size: 1.05rem !important; }

@@ -33,7 +33,7 @@ from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
-from .dashboard import error_text, setup_for, spreadsheet_cell
+from .dashboard import error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 from .verdict import BEST_STYLE, replay_verdict
 from .verdict import money as dollars
@@ -555,6 +555,25 @@ TURN_COLUMNS = ("strategy", "turn", "message index", "prompt tokens", "sent bloc
                 "cached input $", "cache write $", "output $", "total $", "retention", "lost facts", "error")
 
 
+def chat_stem(chat_id: str) -> str:
+    """What a stored chat's download names say: ``chat-`` and its id, once.
+
+    >>> chat_stem("chat-49c4b56a"), chat_stem("support 7")
+    ('chat-49c4b56a', 'chat-support-7')
+    """
+    stem = file_stem(chat_id, "stored")
+    return stem if stem.startswith("chat-") else f"chat-{stem}"
+
+
+def csv_dollars(value: float) -> str:
+    """Dollars for a CSV cell, written out (a float's repr wrote 1.215e-05 and 0.0017850000000000001).
+
+    >>> csv_dollars(1.215e-05), csv_dollars(0.0017850000000000001), csv_dollars(12.5), csv_dollars(0.0)
+    ('0.00001215', '0.001785', '12.5', '0')
+    """
+    return f"{value:.12f}".rstrip("0").rstrip(".") or "0"
+
+
 def turns_csv(result: Replay) -> str:
     """Every turn of every strategy as CSV (:data:`TURN_COLUMNS`): the replay's lines as numbers,
     costs in dollars (empty without prices), the lost facts joined by ``; ``."""
@@ -564,8 +583,8 @@ def turns_csv(result: Replay) -> str:
     for label, rows in result.turns.items():
         for row in rows:
             cost = row.cost
-            money = ["", "", "", "", ""] if cost is None else [
-                cost.input, cost.cached_input, cost.cache_write, cost.output, cost.total]
+            money = ["", "", "", "", ""] if cost is None else list(map(csv_dollars, [
+                cost.input, cost.cached_input, cost.cache_write, cost.output, cost.total]))
             writer.writerow(map(spreadsheet_cell, [
                 label, row.turn, row.message_index, "" if row.prompt_tokens is None else row.prompt_tokens,
                 row.sent_blocks, row.dropped, row.summarized, row.compressed, row.shared_tokens, row.cache_read,
@@ -782,7 +801,8 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "choose_chat", "conversation_input",
+    "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "chat_stem", "choose_chat",
+    "csv_dollars", "conversation_input",
     "current_conversation", "fact_notes", "facts_error_text", "facts_from_text", "facts_to_text", "follow",
     "json_line_notes", "usable_facts",
     "from_link", "keep", "line_style", "lines_figure", "lines_legend_html", "link_of", "names_text", "replay_json",
