@@ -243,3 +243,14 @@ def test_a_random_lorebook_replay_matches_fresh_plans():
             for name in STRATEGIES:
                 assert session.plan(name, **keywords).to_dict() == \
                     contextfit.plan_prompt(session.messages, context_strategy=name, **keywords).to_dict()
+
+
+def test_a_plan_made_for_one_turn_walks_plainly():
+    """A lorebook's plan is made again at the next turn: its fits walk from the newest block back
+    to the cut, and keep no walk over every block for a later fit that will not come."""
+    session = FitSession(_chat(12))
+    for name in STRATEGIES:
+        session.plan(name, **SETTINGS_KW)
+    assert session.held()["walks"] == 0
+    session.plan("truncate", model="gpt-4o", context_limit=900, response_reserve=100)  # no lorebook: carried
+    assert session.held()["walks"] == 1

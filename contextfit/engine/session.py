@@ -57,9 +57,9 @@ class _Lineage:
     per counter: the session vouches that their prefixes are unchanged, so
     none is compared again."""
 
-    __slots__ = ("_facts", "_walks", "_known")
+    __slots__ = ("_facts", "_walks", "_known", "_carry")
 
-    def __init__(self, known: dict[Any, Known] | None = None) -> None:
+    def __init__(self, known: dict[Any, Known] | None = None, carry: bool = True) -> None:
         self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
         # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
         self._walks: dict[Any, Any] = {}
@@ -67,6 +67,10 @@ class _Lineage:
         # shared by the lineages of one session: a plan assembled again (a lorebook's, at
         # every turn) is made of the same block dicts, which are not read again
         self._known = {} if known is None else known
+        # Whether fits start from the last walk: a lineage made for one turn only (a plan
+        # assembled again at the next) walks plainly, from the newest block back to the cut,
+        # not over every block to make a walk no later fit carries on.
+        self._carry = carry
 
     def trim(self, n: int) -> None:
         """Keep the analyses and walks of more than the first ``n`` items as those of
@@ -132,7 +136,8 @@ class _Lineage:
         while len(self._facts) > COUNTERS_KEPT:
             del self._facts[next(iter(self._facts))]
         view = FitView(messages, facts, counting)  # type: ignore[arg-type]
-        view.walks = self._walks  # the items are the session's own, unedited before the cut: walks carry over
+        # the items are the session's own, unedited before the cut: walks carry over
+        view.walks = self._walks if self._carry else None
         if count_all:
             view.count_all()
         return view
@@ -352,13 +357,14 @@ class FitSession:
             # its errors first (a bad model, then a bad card); the blocks of messages seen before are taken as made
             prepared = prepare(messages, settings, self._filled, previous)
             card = as_card(settings.character) if settings.lorebook is None else None
+            appendable = settings.lorebook is None and (card is None or card.character_book is None)
             planned = _Planned(
                 settings, prepared, n,
-                appendable=settings.lorebook is None and (card is None or card.character_book is None),
+                appendable=appendable,
                 has_history=any(not _hidden(m) and msg.kind_of(m) != msg.SYSTEM for m in messages),
                 tail=1 if card is not None and card.post_history_instructions.strip() else 0,
                 char_name=settings.char_name or (card.name if card is not None else None),
-                lineage=_Lineage(self._known),
+                lineage=_Lineage(self._known, carry=appendable),  # else made for this turn only
             )
         self._plans = [planned, *(p for p in self._plans if p is not planned)][:PLANS_KEPT]
         return planned
