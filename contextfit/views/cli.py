@@ -22,7 +22,7 @@ from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
 from ..engine.plan_settings import PlanSettings, conversation_model
 from .bands import band_text
 from .progress import PercentSteps
-from .verdict import money, replay_verdict
+from .verdict import money, replay_verdict, rules_text
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -174,15 +174,17 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         return _replay_status(result)
     turns = len(result.requests)
     print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}, model {result.model} (budget {result.budget:,}; "
-          f"cache rule {result.cache_rule}; facts: {result.fact_rule})", file=out)
+          f"{rules_text(result).replace(' · ', '; ')})", file=out)
     print(f"{'strategy':<34} {'total':>12} {'mean / turn':>12} {'cache hit':>9} {'tokens sent':>12} "
           f"{'retention':>9} {'first loss':>10}", file=out)
     for totals in result.totals.values():
         # the page's dollars: cents from a dollar, else four significant figures, never "1.8e-06"
-        kept = "—" if totals.retention is None else f"{totals.retention:.0%}"
+        sent = totals.failed_turns < totals.turns  # a strategy that fitted no turn sent nothing to rate
+        kept = "—" if totals.retention is None or not sent else f"{totals.retention:.0%}"
         loss = "—" if totals.first_loss_turn is None else str(totals.first_loss_turn)
+        cache, tokens = (f"{totals.cache_hit_rate:.1%}", f"{totals.tokens_sent:,}") if sent else ("—", "—")
         print(f"{totals.strategy[:34]:<34} {money(totals.total_cost, '—'):>12} {money(totals.mean_cost, '—'):>12} "
-              f"{totals.cache_hit_rate:>9.1%} {totals.tokens_sent:>12,} {kept:>9} {loss:>10}", file=out)
+              f"{cache:>9} {tokens:>12} {kept:>9} {loss:>10}", file=out)
     print(replay_verdict(result, "pass --strategy all"), file=out)
     for note in result.notes:
         print(f"  note: {note}", file=out)

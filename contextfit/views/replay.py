@@ -23,7 +23,6 @@ import plotly.graph_objects as go
 
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..engine.plan_settings import PlanSettings, settings_for
-from ..engine.prompt_cache import BREAKPOINTS
 from ..engine.replay import DECLARED, Replay, replay, variants
 from ..engine.survival import declared_facts, fact_from_line
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
@@ -35,7 +34,7 @@ from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
 from .dashboard import error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
-from .verdict import BEST_STYLE, replay_verdict
+from .verdict import BEST_STYLE, replay_verdict, rules_text
 from .verdict import money as dollars
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
@@ -771,23 +770,6 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
         "lost": row.lost,
         "lost_text": names_text(row.lost),
     }
-
-
-def rules_text(result: Replay) -> str:
-    """The replay's cache and fact rules in words, for the caption under the verdict (the API's ids,
-    "automatic-prefix" and "default-entities", said nothing to a reader).
-
-    >>> from contextfit.engine.replay import replay
-    >>> rules_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
-    'prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)'
-    """
-    cache = "cache breakpoints" if result.cache_rule == BREAKPOINTS else "automatic prefix caching"
-    if result.fact_rule == DECLARED:
-        count = len(result.facts)
-        facts = f"{count:,} declared fact{'s' if count != 1 else ''}"
-    else:
-        facts = "the default rule (entities the latest message repeats)"
-    return f"prompt cache: {cache} · facts: {facts}"
 
 
 def verdict_text(result: Replay) -> str:

@@ -17,6 +17,8 @@ from typing import Any
 
 from ..engine import results as reasons
 from ..engine.pipeline import PromptPlan
+from ..engine.prompt_cache import BREAKPOINTS
+from ..engine.replay import DECLARED
 from ..engine.plugins import registry as default_registry
 from ..errors import ContextfitError
 from ..tokens.models import get_model
@@ -251,3 +253,19 @@ def and_list(names: Sequence[str]) -> str:
     """
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
+
+def rules_text(result: Any) -> str:
+    """The replay's cache and fact rules in words, for the caption under the verdict (the API's ids,
+    "automatic-prefix" and "default-entities", said nothing to a reader).
+
+    >>> from contextfit.engine.replay import replay
+    >>> rules_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
+    'prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)'
+    """
+    cache = "cache breakpoints" if result.cache_rule == BREAKPOINTS else "automatic prefix caching"
+    if result.fact_rule == DECLARED:
+        count = len(result.facts)
+        facts = f"{count:,} declared fact{'s' if count != 1 else ''}"
+    else:
+        facts = "the default rule (entities the latest message repeats)"
+    return f"prompt cache: {cache} · facts: {facts}"
