@@ -88,6 +88,9 @@ with st.sidebar:
         suggested = dashboard.suggested_setup(conversation)
         declared = views.facts_to_text(conversation.settings.get("facts"))
     views.follow(state, identity, suggested, models, declared)  # a new conversation: its model, limits and facts
+    if source == "Current conversation":  # Compare's conversation, as Compare shows it
+        if (followed := views.follow_compare(state, views.compare_choices(state, models))):
+            notes.info(followed)
     model = st.selectbox("Model", models, key="replay_model")
     limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, step=256, key="replay_limit")
     # a reserve at or above the limit is lowered, as on Compare (the engine would refuse it, in its own words)
@@ -127,6 +130,10 @@ try:
         messages, settings = views.stored_input(shared_store(), chat_id, setup)
     else:
         messages, settings = views.conversation_input(conversation, setup)
+    # a fact pinned to a message this conversation does not hold: left out with its error, as a bad line is
+    setup, pin_errors = views.held_pins(setup, messages)
+    for error in pin_errors:
+        notes.warning(views.facts_error_text(error, facts_text) + " The line is left out until it is fixed.")
     # a bar once the replay starts (a kept replay draws none); a widget moved meanwhile stops the run at its next update
     bar = views.ProgressBar(st.empty(), len(setup.strategy_entries()))
     try:
@@ -143,12 +150,12 @@ st.markdown(views.verdict_text(result))
 # as on Compare, every strategy tied for them (a verdict column took the width the last columns needed)
 table = pd.DataFrame(views.totals_rows(result)).astype({"first loss (turn)": "Int64", "first drop (turn)": "Int64"})
 highlight = pd.DataFrame(views.totals_styles(result))
-styled = table.style.apply(lambda _: highlight, axis=None).hide(["verdict"], axis="columns")
+table, highlight = table.drop(columns="verdict"), highlight.drop(columns="verdict")
+styled = table.style.apply(lambda _: highlight, axis=None)
 # short headers, each explained on hover: at 1280 pixels the long ones pushed the last columns out of view
 column = st.column_config
 headers = {
     "strategy": column.TextColumn(pinned=True),
-    "verdict": None,
     "total cost": column.TextColumn("total", help="Every turn's request at the catalog's prices, the real reply as output."),
     "mean cost / turn": column.TextColumn("mean / turn", help="The total over the turns that were fitted."),
     "cache hit rate": column.TextColumn("cache hits", help="Prompt tokens read from the provider's cache, over prompt tokens sent."),
@@ -159,11 +166,14 @@ headers = {
         "first drop", help="The first turn that dropped, summarized or compressed something."),
     "failed turns": column.NumberColumn("failed", help="Turns the strategy could not fit (no prompt)."),
 }
-if presenting:  # HTML, which the presentation CSS enlarges (a data grid is a canvas)
-    st.table(styled.hide(axis="index").format(na_rep="—", thousands=","))
+if presenting:  # HTML, which the presentation CSS enlarges (a data grid is a canvas), with the grid's headers
+    short = {name: config["label"] for name, config in headers.items() if config.get("label")}
+    shown, marks = table.rename(columns=short), highlight.rename(columns=short)
+    st.table(shown.style.apply(lambda _: marks, axis=None).hide(axis="index").format(na_rep="—", thousands=","))
 else:
     st.dataframe(styled, hide_index=True, width="stretch", key="replay-verdict", placeholder="—", column_config=headers)
-st.caption("Best value of each column highlighted, for every strategy tied for it.")
+if len(result.totals) > 1:
+    st.caption("Best value of each column highlighted, for every strategy tied for it.")
 st.caption(
     f"{len(result.requests):,} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "
     f"{result.budget:,} token{'s' if result.budget != 1 else ''} · {views.rules_text(result)}"
@@ -190,13 +200,17 @@ right.plotly_chart(views.lines_figure(result, "retention"), key="replay-retentio
 st.subheader("One turn")
 views.turn_choice(state, len(result.requests))  # a link's turn, or the one shown before a page switch
 turn = st.slider("Turn", 1, len(result.requests), key="replay_turn") if len(result.requests) > 1 else 1
-plans = views.turn_plans(messages, settings, result, turn, setup)
+views.write_link(st.query_params, state)  # the turn too, before the slider first moves
+with st.spinner(f"Planning turn {turn:,} under {len(setup.strategy_entries())} strategies…"):
+    plans = views.turn_plans(messages, settings, result, turn, setup)
 st.html(charts.legend_html())  # the bars' colours, as on Compare
 # one token axis for every strategy's bars, as on Compare: side by side, lengths compare
 scale = charts.prompt_scale([plan for plan in plans.values() if not isinstance(plan, contextfit.ContextfitError)])
-columns = st.columns(min(len(plans), 3))  # four to a row squeezed the charts' axes at 1280 pixels
+per_row = min(len(plans), 3)  # four to a row squeezed the charts' axes at 1280 pixels
 for position, (label, plan) in enumerate(plans.items()):
-    with columns[position % len(columns)]:
+    if position % per_row == 0:  # a row of its own: a long caption in one cell does not push the next row's out of line
+        columns = st.columns(per_row)
+    with columns[position % per_row]:
         st.markdown(f"**{label}**")
         if isinstance(plan, contextfit.ContextfitError):
             st.error(dashboard.error_text(plan))

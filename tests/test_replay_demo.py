@@ -156,6 +156,9 @@ def test_presentation_mode_carries_over_from_compare():
     assert not at.exception
     assert any(".contextfit-lines-legend" in html.proto.body for html in at.get("html"))  # the larger CSS
     assert at.table and not at.dataframe  # HTML, which that CSS enlarges
+    # the grid's short headers and no verdict column (it came back in the HTML table, cut off at 1280)
+    shown = at.table[0].value
+    assert "verdict" not in list(shown.columns) and "failed" in list(shown.columns)
 
 
 def test_the_stored_chat_source_without_a_chat_says_how_to_make_one(tmp_path, monkeypatch):
@@ -173,3 +176,55 @@ def test_the_turns_csv_writes_dollars_out():
     rows = list(csv.DictReader(io.StringIO(views.turns_csv(_sample_replay("support_chat")))))
     assert rows and not [row for row in rows if "e-" in row["total $"] or len(row["total $"]) > 16]
     assert float(rows[-1]["total $"]) > 0
+
+
+def test_replay_of_the_compare_conversation_starts_from_compare_s_model_and_limits():
+    # Compare showed gpt-4o at 900 tokens; Replay opened at the sample's gpt-4o-mini and 1,100, saying nothing
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.session_state[views.CURRENT] = contextfit.load_conversation(sample_text("support_chat"))
+    at.session_state["kept:model"], at.session_state["kept:limit"], at.session_state["kept:reserve"] = "gpt-4o", 900, 100
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception
+    assert (at.selectbox(key="replay_model").value, at.number_input(key="replay_limit").value,
+            at.number_input(key="replay_reserve").value) == ("gpt-4o", 900, 100)
+    assert any("as on Compare strategies" in info.value for info in at.info)
+    at.number_input(key="replay_limit").set_value(1500).run()  # changed here: it stays
+    assert at.number_input(key="replay_limit").value == 1500 and not at.exception
+    at.session_state["kept:limit"] = 1200  # changed on Compare: followed
+    at.run()
+    assert at.number_input(key="replay_limit").value == 1200
+
+
+def test_a_fact_pinned_to_a_message_the_chat_lacks_is_left_out_not_the_replay():
+    at = _page("support_chat")
+    at.text_area(key="replay_facts").input('5521-774\n{"text": "AX55", "message": 99}').run()
+    assert not at.exception and not at.error
+    assert any(w.value.replace("\\", "").startswith("INVALID_SETTINGS: line 2 of the facts is pinned to message 99")
+               for w in at.warning)
+    assert "1 declared fact" in next(c.value for c in at.caption if " · prompt cache: " in c.value)
+
+
+def test_when_no_strategy_fits_any_turn_the_verdict_and_charts_say_so():
+    result = _sample_replay("roleplay", limit=1)
+    assert replay_verdict(result, "") == "No strategy could fit any turn, so none can be compared: the notes say why."
+    rows = views.totals_rows(result)
+    assert all(row["first loss (turn)"] is None for row in rows)  # a turn that sent nothing lost nothing drawn
+    for metric in ("cost", "retention"):
+        figure = views.lines_figure(result, metric)
+        assert [a.text for a in figure.layout.annotations] == [
+            "No strategy could fit any turn:<br>nothing was sent (see the notes above)."]
+    assert not [trace for trace in views.lines_figure(result, "retention").data if trace.mode == "markers"]
+
+
+def test_one_strategy_reads_as_one():
+    at = _page("support_chat")
+    at.multiselect(key="replay_strategies").set_value(["manual"]).run()
+    at.checkbox(key="replay_stable").uncheck().run()
+    assert not at.exception
+    assert not [c for c in at.caption if c.value.startswith("Best value")]
+    assert any(m.value.endswith("to compare it with others.") for m in at.markdown)
+
+
+def test_the_turn_is_in_the_link_from_the_first_load():
+    at = _page("support_chat")
+    assert at.query_params["turn"] in (["21"], "21")

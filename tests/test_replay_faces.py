@@ -112,7 +112,7 @@ def test_cli_replay_writes_dollars_as_the_page_does(tmp_path):
     text = out.getvalue()
     row = next(line for line in text.splitlines() if line.startswith("truncate"))
     assert "e-0" not in text and row.split()[1:3] == ["$0.000001800", "$0.000001800"]
-    assert "Only truncate was replayed: pass --strategy all to compare it with them." in text
+    assert "Only truncate was replayed: pass --strategy all to compare it with others." in text
 
 
 def test_cli_replay_reports_bad_input(tmp_path, capsys):

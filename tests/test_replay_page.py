@@ -448,7 +448,7 @@ def test_the_verdict_says_when_strategies_tie_or_only_one_was_replayed():
     at.checkbox(key="replay_stable").uncheck().run()
     assert not at.exception
     assert any(markdown.value == "Only truncate was replayed: choose more strategies in the sidebar to compare it "
-               "with them." for markdown in at.markdown)
+               "with others." for markdown in at.markdown)
 
 
 def test_the_turn_axis_reads_whole_turns_with_separators():

@@ -469,6 +469,12 @@ def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
     )
 
 
+def pin_refusal(index: int, message: Any, count: int) -> InvalidSettings:
+    """The error for ``facts[index]`` pinned to ``message``, which a conversation of ``count`` messages does not hold."""
+    return InvalidSettings(f"facts[{index}] is pinned to message {message!r}, which the conversation does not hold "
+                           f"(it has {count} messages: give an index from 0 to {count - 1}, or a message's id).")
+
+
 def _no_cache_notes(turns: Mapping[str, Sequence[TurnResult]], rule: str, minimum: int, provider: str) -> list[str]:
     """A line per set of strategies that never read from the cache although a request was long
     enough: why (a rate of 0.0% said nothing of it).
@@ -829,10 +835,7 @@ class _Walker:
             if fact.message is not None:
                 first[index] = pinned_position(fact, self.ids)
                 if first[index] is None:  # a replay holds the whole conversation: the message is not in it
-                    raise InvalidSettings(
-                        f"facts[{index}] is pinned to message {fact.message!r}, which the conversation does not hold "
-                        f"(it has {len(self.ids)} messages: give an index from 0 to {len(self.ids) - 1}, or a "
-                        f"message's id).")
+                    raise pin_refusal(index, fact.message, len(self.ids))
         for position, text in enumerate(self.texts):
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:

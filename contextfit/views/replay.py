@@ -16,15 +16,15 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import plotly.graph_objects as go
 
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..engine.plan_settings import PlanSettings, settings_for
-from ..engine.replay import DECLARED, Replay, replay, variants
-from ..engine.survival import declared_facts, fact_from_line
+from ..engine.replay import DECLARED, Replay, pin_refusal, replay, variants
+from ..engine.survival import declared_facts, fact_from_line, message_ids, pinned_position
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
@@ -112,6 +112,26 @@ def usable_facts(facts: Sequence[Any]) -> tuple[tuple[Any, ...], list[InvalidSet
         kept.append(fact)
         positions.append(position)
     return tuple(kept), errors
+
+
+def held_pins(setup: ReplaySetup, messages: Sequence[dict]) -> tuple[ReplaySetup, list[InvalidSettings]]:
+    """``setup`` without the facts pinned to a message ``messages`` does not hold, and an error
+    for each, named as ``facts[i]`` (a replay refuses such a pin whole, and the page lost its replay).
+
+    >>> setup = ReplaySetup("gpt-4o", 8000, 1000, facts=("AX55", {"text": "AX55", "message": 9}, {"message": 0}))
+    >>> kept, errors = held_pins(setup, [{"role": "user", "content": "AX55"}])
+    >>> kept.facts, [str(error)[:40] for error in errors]
+    (('AX55', {'message': 0}), ['facts[1] is pinned to message 9, which t'])
+    """
+    ids = message_ids(list(messages))
+    kept, errors = [], []
+    for position, fact in enumerate(setup.facts):
+        pinned = fact.get("message") if isinstance(fact, Mapping) else None
+        if pinned is not None and pinned_position(declared_facts([fact])[0], ids) is None:
+            errors.append(pin_refusal(position, pinned, len(ids)))
+            continue
+        kept.append(fact)
+    return (replace(setup, facts=tuple(kept)) if errors else setup), errors
 
 
 def json_line_notes(text: str | None) -> list[str]:
@@ -249,6 +269,43 @@ def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: 
     result = run(messages, settings, setup, progress)
     state[_RESULT] = (digest, result)
     return result
+
+
+def compare_choices(state: Mapping[str, Any], models: Sequence[str]) -> tuple[str, int, int] | None:
+    """The model, context limit and reserve the Compare page shows (what it keeps across pages),
+    when it has shown them all and they are usable; else ``None``.
+
+    >>> compare_choices({"kept:model": "gpt-4o", "kept:limit": 900, "kept:reserve": 100}, ["gpt-4o"])
+    ('gpt-4o', 900, 100)
+    >>> compare_choices({"kept:model": "gpt-4o", "kept:limit": 900}, ["gpt-4o"]) is None
+    True
+    """
+    model, limit, reserve = (state.get(f"kept:{key}") for key in ("model", "limit", "reserve"))
+    if model not in models or type(limit) is not int or type(reserve) is not int or not 0 <= reserve < limit:
+        return None
+    return model, limit, reserve
+
+
+def follow_compare(state: MutableMapping[str, Any], choices: tuple[str, int, int] | None) -> str | None:
+    """Replaying the Compare page's conversation: take Compare's model, limit and reserve when
+    they changed since this page last took them (a demo sets them there, then opens Replay),
+    and say so; the user's own edits here stay while Compare's stay the same.
+
+    >>> state = {"replay_model": "gpt-4o-mini", "replay_limit": 1100, "replay_reserve": 300}
+    >>> follow_compare(state, ("gpt-4o", 900, 100))
+    'Model and limits as on Compare strategies: gpt-4o, a 900-token limit, a 100-token reserve.'
+    >>> state["replay_limit"] = 2000  # changed here
+    >>> follow_compare(state, ("gpt-4o", 900, 100)), state["replay_limit"]
+    (None, 2000)
+    """
+    if choices is None or state.get("replay_compare_seen") == choices:
+        return None
+    state["replay_compare_seen"] = choices
+    model, limit, reserve = choices
+    if (state.get("replay_model"), state.get("replay_limit"), state.get("replay_reserve")) == choices:
+        return None
+    state["replay_model"], state["replay_limit"], state["replay_reserve"] = choices
+    return f"Model and limits as on Compare strategies: {model}, a {limit:,}-token limit, a {reserve:,}-token reserve."
 
 
 def restore(state: MutableMapping[str, Any]) -> None:
@@ -518,7 +575,7 @@ def totals_rows(result: Replay) -> list[dict[str, Any]]:
             "cache hit rate": f"{totals.cache_hit_rate:.1%}" if sent else "—",
             "tokens sent": totals.tokens_sent if sent else None,
             "retention": "—" if totals.retention is None or not sent else f"{totals.retention:.1%}",
-            "first loss (turn)": totals.first_loss_turn,
+            "first loss (turn)": totals.first_loss_turn if sent else None,
             "first drop (turn)": totals.first_drop_turn,
             "failed turns": totals.failed_turns,
         })
@@ -611,8 +668,9 @@ def series(result: Replay, label: str) -> dict[str, list[Any]]:
             spent += turn.cost.total
         out["cost"].append(spent if priced and turn.error is None else None)  # a failed turn: a gap
         out["cache"].append(turn.cache_read / turn.prompt_tokens if turn.prompt_tokens else None)
-        out["retention"].append(turn.retention)
-        out["lost"].append(turn.lost)
+        fitted = turn.error is None  # a turn that sent nothing is a gap, not a loss drawn at 0%
+        out["retention"].append(turn.retention if fitted else None)
+        out["lost"].append(turn.lost if fitted else [])
     return out
 
 
@@ -685,8 +743,12 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
                      title={"text": title, "font": {"size": 14}, "x": 0, "y": 0.98},
                      margin={"l": 10, "r": 10, "t": 36, "b": 10})
     if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
-        empty = _EMPTY_UNDER_THE_RULE if metric == "retention" and result.fact_rule != DECLARED else _EMPTY.get(
-            metric, ("Nothing to draw.",))
+        if all(totals.failed_turns == totals.turns for totals in result.totals.values()):
+            empty = _NOTHING_FITTED
+        elif metric == "retention" and result.fact_rule != DECLARED:
+            empty = _EMPTY_UNDER_THE_RULE
+        else:
+            empty = _EMPTY.get(metric, ("Nothing to draw.",))
         lines = [html.escape(line.format(model=result.model)) for line in empty]
         figure.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
                               font={"size": 13})
@@ -698,6 +760,8 @@ _EMPTY = {
     "cost": ("No prices for {model}", "in the catalog: no cost."),
     "retention": ("No fact in force at any turn.",),
 }
+#: Any chart when no strategy could fit any turn (it said "No prices for gpt-4o" beside a price source).
+_NOTHING_FITTED = ("No strategy could fit any turn:", "nothing was sent (see the notes above).")
 #: The empty retention chart under the default entity rule: no entity recurred (a chat in a script
 #: without capitals, say), so the user's own facts are the way on.
 _EMPTY_UNDER_THE_RULE = ("No fact in force at any turn:", "type the facts to follow",
@@ -777,16 +841,17 @@ def verdict_text(result: Replay) -> str:
 
     >>> from contextfit.engine.replay import replay
     >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
-    'Only truncate was replayed: choose more strategies in the sidebar to compare it with them.'
+    'Only truncate was replayed: choose more strategies in the sidebar to compare it with others.'
     """
     return replay_verdict(result, "choose more strategies in the sidebar")
 
 
 __all__ = [
     "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "chat_stem", "choose_chat",
+    "compare_choices", "follow_compare",
     "csv_dollars", "conversation_input",
     "current_conversation", "fact_notes", "facts_error_text", "facts_from_text", "facts_to_text", "follow",
-    "json_line_notes", "usable_facts",
+    "held_pins", "json_line_notes", "usable_facts",
     "from_link", "keep", "line_style", "lines_figure", "lines_legend_html", "link_of", "names_text", "replay_json",
     "restore", "rules_text", "run", "series", "stored_input", "turn_choice", "stored_setup", "totals_rows", "turn_plans", "turn_summary", "turns_csv", "verdict_text", "write_link",
 ]

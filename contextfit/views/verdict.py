@@ -213,7 +213,7 @@ def replay_verdict(result: Any, more: str) -> str:
     >>> from contextfit.engine.replay import replay
     >>> chat = [{"role": "user", "content": "Hi"}]
     >>> replay_verdict(replay(chat, model="gpt-4o", strategies=["truncate"]), "pass --strategy all")
-    'Only truncate was replayed: pass --strategy all to compare it with them.'
+    'Only truncate was replayed: pass --strategy all to compare it with others.'
     >>> replay_verdict(replay(chat, model="gpt-4o", strategies=["truncate", "manual"]), "")
     'Cheapest: all equal ($0.00002000) · best retention: no fact in force · best cache: all equal (0.0%)'
 
@@ -221,9 +221,11 @@ def replay_verdict(result: Any, more: str) -> str:
     "Cheapest: truncate, manual and vector-recall ($0.006875)".
     """
     if len(result.totals) == 1:
-        return f"Only {next(iter(result.totals))} was replayed: {more} to compare it with them."
+        return f"Only {next(iter(result.totals))} was replayed: {more} to compare it with others."
     winners = result.winners()
     totals = [t for t in result.totals.values() if t.failed_turns < t.turns]
+    if not totals:
+        return "No strategy could fit any turn, so none can be compared: the notes say why."
     of = {t.strategy: t for t in totals}
     costs = [t.total_cost for t in totals if t.total_cost is not None]
     kept_facts = [t.retention for t in totals if t.retention is not None]
