@@ -9,7 +9,7 @@ import contextfit
 from contextfit.engine.pipeline import BUILTIN_STRATEGIES
 from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
 from contextfit.serving.store_cache import shared_store
-from contextfit.views import charts, dashboard, presentation
+from contextfit.views import block_chart, budget_bar, charts, dashboard, presentation
 from contextfit.views import replay as views
 from contextfit.views.audits import list_audited_chats
 from contextfit.views.compare_state import reserve_below, reserve_max
@@ -192,10 +192,10 @@ for note in [*result.notes, *views.fact_notes(result)]:
     st.warning(dashboard.plain(note))
 st.html(views.lines_legend_html(result))
 left, right = st.columns(2)
-left.plotly_chart(views.lines_figure(result, "prompt"), key="replay-prompt", width="stretch")
-right.plotly_chart(views.lines_figure(result, "cost"), key="replay-cost", width="stretch")
-left.plotly_chart(views.lines_figure(result, "cache"), key="replay-cache", width="stretch")
-right.plotly_chart(views.lines_figure(result, "retention"), key="replay-retention", width="stretch")
+left.plotly_chart(views.lines_figure(result, "prompt", presenting), key="replay-prompt", width="stretch")
+right.plotly_chart(views.lines_figure(result, "cost", presenting), key="replay-cost", width="stretch")
+left.plotly_chart(views.lines_figure(result, "cache", presenting), key="replay-cache", width="stretch")
+right.plotly_chart(views.lines_figure(result, "retention", presenting), key="replay-retention", width="stretch")
 
 st.subheader("One turn")
 views.turn_choice(state, len(result.requests))  # a link's turn, or the one shown before a page switch
@@ -204,6 +204,7 @@ views.write_link(st.query_params, state)  # the turn too, before the slider firs
 with st.spinner(f"Planning turn {turn:,} under {len(setup.strategy_entries())} strategies…"):
     plans = views.turn_plans(messages, settings, result, turn, setup)
 st.html(charts.legend_html())  # the bars' colours, as on Compare
+st.html(budget_bar.CSS + block_chart.CSS)  # the bars are Compare's, in HTML: presentation mode enlarges them
 # one token axis for every strategy's bars, as on Compare: side by side, lengths compare
 scale = charts.prompt_scale([plan for plan in plans.values() if not isinstance(plan, contextfit.ContextfitError)])
 per_row = min(len(plans), 3)  # four to a row squeezed the charts' axes at 1280 pixels
@@ -218,6 +219,6 @@ for position, (label, plan) in enumerate(plans.items()):
         numbers = views.turn_summary(result, label, turn)
         st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
         st.caption(f"cost {numbers['cost']}")
-        st.plotly_chart(charts.budget_figure(plan, token_scale=scale), key=f"replay-turn-{label}", width="stretch")
+        st.html(budget_bar.budget_html(plan, token_scale=scale))
         if numbers["lost"]:  # under the chart: a long list wraps without moving it out of line with its row
             st.caption(f"lost: {dashboard.plain(numbers['lost_text'])}")

@@ -708,12 +708,13 @@ def lines_legend_html(result: Replay) -> str:
             + "".join(items) + "</div>")
 
 
-def lines_figure(result: Replay, metric: str) -> go.Figure:
+def lines_figure(result: Replay, metric: str, large: bool = False) -> go.Figure:
     """One line per strategy over the turns: ``prompt``, ``cost``, ``cache`` or ``retention``
     (retention marks with an × the turns where a fact was lost, the facts in the hover).
 
     The hover is unified: a turn's box lists every strategy, so lines that lie on each other
-    (strategies that sent the same) are all named. The legend is :func:`lines_legend_html`."""
+    (strategies that sent the same) are all named. The legend is :func:`lines_legend_html`.
+    ``large``: for presentation mode (page CSS cannot enlarge a plotly chart's text)."""
     title, unit = _TITLES[metric]
     data: list[dict[str, Any]] = []
     for label in result.turns:
@@ -739,9 +740,11 @@ def lines_figure(result: Replay, metric: str) -> go.Figure:
     xaxis: dict[str, Any] = {"title": {"text": "turn"}, "tickformat": ",d", "hoverformat": ",d"}
     if len(result.requests) <= 10:
         xaxis["dtick"] = 1
-    figure = _figure(data, legend=False, xaxis=xaxis, yaxis=yaxis, height=320, hovermode="x unified",
-                     title={"text": title, "font": {"size": 14}, "x": 0, "y": 0.98},
-                     margin={"l": 10, "r": 10, "t": 36, "b": 10})
+    figure = _figure(data, legend=False, xaxis=xaxis, yaxis=yaxis, height=440 if large else 320, hovermode="x unified",
+                     title={"text": title, "font": {"size": 20 if large else 14}, "x": 0, "y": 0.98},
+                     margin={"l": 10, "r": 10, "t": 44 if large else 36, "b": 10},
+                     **({"font": {"family": "Inter, system-ui, sans-serif", "size": 16},
+                         "hoverlabel": {"font": {"size": 16}, "align": "left", "namelength": -1}} if large else {}))
     if not any(value is not None for trace in data for value in trace["y"]):  # an empty plot says why
         if all(totals.failed_turns == totals.turns for totals in result.totals.values()):
             empty = _NOTHING_FITTED
