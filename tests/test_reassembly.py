@@ -193,16 +193,20 @@ def test_a_replay_with_a_lorebook_answers_what_fresh_plans_answer():
             assert row.prompt_tokens == fresh.prompt_tokens, (label, position)
 
 
-def test_the_session_memos_stay_bounded():
+def test_the_session_memos_stay_bounded(monkeypatch):
     from contextfit.engine import session as session_module
 
+    monkeypatch.setattr(session_module, "KNOWN_SLACK", 4)  # a small slack, so 40 edits pass it many times
     session = FitSession(_chat(3))
-    for turn in range(40):  # every turn, an edit: the old message's entries are no longer sent
-        session.edit(0, {"role": "user", "content": f"Tell me of the wolf, take {turn}."})
-        session.plan("truncate", **SETTINGS_KW)
-    slack = session_module.KNOWN_SLACK
-    assert len(session._filled.blocks) <= 2 * len(session) + slack
-    assert all(len(known) <= 2 * 40 + slack for known in session._known.values())
+    grown = []
+    for turn in range(40):  # every turn, an edit: the old message's block and its entries are no longer sent
+        session.edit(0, {"role": "user", "content": f"Tell me of the wolf, take {turn}." + " wolf" * turn})
+        plan = session.plan("truncate", **SETTINGS_KW)
+        assert plan.to_dict() == contextfit.plan_prompt(session.messages, **SETTINGS_KW).to_dict()
+        grown.append(max(map(len, session._known.values())))
+    blocks = len(plan.blocks) + 4  # the blocks of a plan (its entries too), and the slack
+    assert len(session._filled.blocks) <= 2 * len(session) + 4
+    assert max(grown) <= 2 * blocks + 4 and max(grown) < 40  # without pruning: one more entry per edit
 
 
 def test_activation_reads_only_as_far_back_as_it_scans():
