@@ -230,3 +230,11 @@ def test_one_strategy_reads_as_one():
 def test_the_turn_is_in_the_link_from_the_first_load():
     at = _page("support_chat")
     assert at.query_params["turn"] in (["21"], "21")
+
+
+def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
+    # the role-play sample's default rule finds a fact at one turn of twelve; "all equal (100.0%)" read as every turn
+    result = _sample_replay("roleplay")
+    in_force = sum(1 for row in result.turns["truncate"] if row.facts)
+    assert 0 < in_force < len(result.requests)
+    assert f"(100.0%, at the {in_force} of {len(result.requests)} turns with a fact in force)" in replay_verdict(result, "")

@@ -241,8 +241,13 @@ def replay_verdict(result: Any, more: str) -> str:
 
     percent, failed = "{:.1%}".format, "—"  # failed: every turn of every strategy
     cheapest = said(winners["cheapest"], lambda t: t.total_cost, costs, money, "no prices" if totals else failed)
-    retention = said(winners["bestRetention"], lambda t: t.retention, kept_facts, percent,
-                     "no fact in force" if totals else failed)
+    # a fact is in force from its first mention on (the same turns under every strategy): a share over a
+    # few turns read as if it held at all of them
+    rows = next(iter(result.turns.values()), [])
+    in_force = sum(1 for row in rows if row.facts)
+    over = f", at the {in_force:,} of {len(rows):,} turns with a fact in force" if 0 < in_force < len(rows) else ""
+    retention = said(winners["bestRetention"], lambda t: t.retention, kept_facts,
+                     lambda value: percent(value) + over, "no fact in force" if totals else failed)
     cache = said(winners["bestCache"], lambda t: t.cache_hit_rate, cached, percent, failed)
     return f"Cheapest: {cheapest} · best retention: {retention} · best cache: {cache}"
 
