@@ -159,8 +159,9 @@ def test_presentation_mode_carries_over_from_compare():
     # the grid's short headers and no verdict column (it came back in the HTML table, cut off at 1280)
     shown = at.table[0].value
     assert "verdict" not in list(shown.columns) and "failed" in list(shown.columns)
-    sizes = {json.loads(chart.proto.spec)["layout"]["font"]["size"] for chart in at.get("plotly_chart")}
-    assert sizes == {16}  # the line charts' text too (page CSS cannot reach into a plotly chart)
+    layouts = [json.loads(chart.proto.spec)["layout"] for chart in at.get("plotly_chart")]
+    assert {layout["font"]["size"] for layout in layouts} == {16}  # the line charts' text too (page CSS cannot reach)
+    assert {layout[axis]["tickfont"]["size"] for layout in layouts for axis in ("xaxis", "yaxis")} == {15}
 
 
 def test_the_stored_chat_source_without_a_chat_says_how_to_make_one(tmp_path, monkeypatch):

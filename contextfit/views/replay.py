@@ -740,6 +740,10 @@ def lines_figure(result: Replay, metric: str, large: bool = False) -> go.Figure:
     xaxis: dict[str, Any] = {"title": {"text": "turn"}, "tickformat": ",d", "hoverformat": ",d"}
     if len(result.requests) <= 10:
         xaxis["dtick"] = 1
+    if large:  # each axis's own sizes: the dashboard's chart theme sets them over the layout's font
+        for axis in (xaxis, yaxis):
+            axis.update(tickfont={"size": 15})
+            axis["title"] = {**axis["title"], "font": {"size": 16}}
     figure = _figure(data, legend=False, xaxis=xaxis, yaxis=yaxis, height=440 if large else 320, hovermode="x unified",
                      title={"text": title, "font": {"size": 20 if large else 14}, "x": 0, "y": 0.98},
                      margin={"l": 10, "r": 10, "t": 44 if large else 36, "b": 10},
