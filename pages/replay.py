@@ -98,6 +98,8 @@ with st.sidebar:
                                                      suggested.response_reserve)
     if lowered:
         notes.warning(lowered)
+    if (beyond := views.window_note(model, int(limit))):
+        notes.warning(beyond)
     reserve = st.number_input("Response reserve", min_value=0, max_value=reserve_max(int(limit)), step=128,
                               key="replay_reserve", help="Room kept free for the answer; it stays below the limit.")
     state.setdefault("replay_strategies", list(BUILTIN_STRATEGIES))  # set here, not as the widgets' defaults:

@@ -239,3 +239,13 @@ def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
     in_force = sum(1 for row in result.turns["truncate"] if row.facts)
     assert 0 < in_force < len(result.requests)
     assert f"(100.0%, at the {in_force} of {len(result.requests)} turns with a fact in force)" in replay_verdict(result, "")
+
+
+def test_a_limit_past_the_model_s_window_is_said():
+    at = _page("support_chat")
+    at.selectbox(key="replay_model").select("gpt-4o").run()
+    at.number_input(key="replay_limit").set_value(1_000_000).run()
+    assert not at.exception
+    assert any("is more than gpt-4o takes (128,000)" in w.value for w in at.warning)
+    at.number_input(key="replay_limit").set_value(128_000).run()
+    assert not [w for w in at.warning if "is more than" in w.value]

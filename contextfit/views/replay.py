@@ -308,6 +308,22 @@ def follow_compare(state: MutableMapping[str, Any], choices: tuple[str, int, int
     return f"Model and limits as on Compare strategies: {model}, a {limit:,}-token limit, a {reserve:,}-token reserve."
 
 
+def window_note(model: str, limit: int) -> str | None:
+    """A note when the chosen context limit passes the model's own window (the replay plans to the
+    limit it is given, which the provider would refuse).
+
+    >>> window_note("gpt-4o", 1_000_000)
+    'The context limit, 1,000,000 tokens, is more than gpt-4o takes (128,000): the replay plans to it all the same, as a what-if.'
+    >>> window_note("gpt-4o", 128_000) is None
+    True
+    """
+    window = get_model(model).context_limit
+    if limit <= window:
+        return None
+    return (f"The context limit, {limit:,} tokens, is more than {model} takes ({window:,}): the replay plans to it "
+            "all the same, as a what-if.")
+
+
 def restore(state: MutableMapping[str, Any]) -> None:
     """Put back the Replay choices Streamlit dropped while another page was shown
     (:func:`keep` copied them under keys no widget owns).
@@ -855,7 +871,7 @@ def verdict_text(result: Replay) -> str:
 
 __all__ = [
     "TURN_COLUMNS", "ProgressBar", "ReplaySetup", "approximate_note", "cached_run", "chat_stem", "choose_chat",
-    "compare_choices", "follow_compare",
+    "compare_choices", "follow_compare", "window_note",
     "csv_dollars", "conversation_input",
     "current_conversation", "fact_notes", "facts_error_text", "facts_from_text", "facts_to_text", "follow",
     "held_pins", "json_line_notes", "usable_facts",
