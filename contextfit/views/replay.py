@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from ..engine.pipeline import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..engine.plan_settings import PlanSettings, settings_for
 from ..engine.replay import DECLARED, Replay, pin_refusal, replay, variants
-from ..engine.survival import declared_facts, fact_from_line, message_ids, pinned_position
+from ..engine.survival import declared_facts, fact_from_line, facts_that_check, message_ids, pinned_position
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
@@ -88,30 +88,15 @@ def usable_facts(facts: Sequence[Any]) -> tuple[tuple[Any, ...], list[InvalidSet
     """The facts a replay can follow, and an error for each one it cannot, named as
     ``facts[i]`` of ``facts`` (:func:`facts_error_text` names its line): a fact that
     does not check (a /regex/ that does not compile, an unknown key) or repeats an
-    earlier one is left out, so one bad line does not take the whole replay away.
+    earlier one is left out (:func:`~contextfit.engine.survival.facts_that_check`),
+    so one bad line does not take the whole replay away.
 
     >>> kept, errors = usable_facts(["ORD-7731", "/([a-z/", "ORD-7731", "courier"])
     >>> kept, [str(error)[:53] for error in errors]
     (('ORD-7731', 'courier'), ['facts[1] is written as a /regex/ but does not compile', 'facts[2] repeats facts[0]; give each fact once.'])
     """
-    try:
-        declared_facts(facts)
-        return tuple(facts), []
-    except InvalidSettings:
-        pass
-    kept: list[Any] = []
-    positions: list[int] = []  # where each kept fact stands in ``facts``
-    errors = []
-    for position, fact in enumerate(facts):
-        try:
-            declared_facts([*kept, fact])
-        except InvalidSettings as error:  # its indices are the candidates': say them as the caller's
-            where = [*positions, position]
-            errors.append(InvalidSettings(re.sub(r"facts\[(\d+)\]", lambda m: f"facts[{where[int(m[1])]}]", str(error))))
-            continue
-        kept.append(fact)
-        positions.append(position)
-    return tuple(kept), errors
+    positions, errors = facts_that_check(facts)
+    return tuple(facts[position] for position in positions), errors
 
 
 def held_pins(setup: ReplaySetup, messages: Sequence[dict]) -> tuple[ReplaySetup, list[InvalidSettings]]:
