@@ -136,7 +136,10 @@ def test_a_lorebook_plan_reuses_the_blocks_it_made(monkeypatch):
     from contextfit.engine import analysis, assembly
 
     session = FitSession(_chat(12))
-    session.plan("truncate", **SETTINGS_KW)
+    session.plan("truncate", **SETTINGS_KW)  # a first plan keeps no copies: most plans are appended to
+    for more in ("And the river?", "And the castle?"):  # made again: it remembers what it made (the analysis,
+        session.extend([{"role": "user", "content": more}])  # once a turn has read every block)
+        session.plan("truncate", **SETTINGS_KW)
     filled, added = [], []
     inner_fill, inner_add = assembly._filled, analysis.Facts._add
     monkeypatch.setattr(assembly, "_filled", lambda *args: filled.append(1) or inner_fill(*args))
@@ -258,3 +261,17 @@ def test_a_plan_made_for_one_turn_walks_plainly():
     assert session.held()["walks"] == 0
     session.plan("truncate", model="gpt-4o", context_limit=900, response_reserve=100)  # no lorebook: carried
     assert session.held()["walks"] == 1
+
+
+def test_an_appended_to_plan_keeps_no_memo_of_its_blocks():
+    """Appends analyse each block once: a memo would only slow the first fit of a long chat."""
+    session = FitSession(_chat(30))
+    session.plan("truncate", model="gpt-4o", context_limit=900, response_reserve=100)
+    session.fit(contextfit.token_counter("gpt-4o"), 800)
+    session.append({"role": "user", "content": "More?"})
+    session.plan("truncate", model="gpt-4o", context_limit=900, response_reserve=100)
+    assert session._known == {} and session._filled.blocks == {}  # nor of the messages it assembled
+    session.plan("truncate", **SETTINGS_KW)  # a lorebook's plan, made again each turn: from the second on,
+    session.append({"role": "user", "content": "And the wolf?"})  # its blocks are remembered
+    session.plan("truncate", **SETTINGS_KW)
+    assert sum(map(len, session._known.values())) >= len(session) and session._filled.blocks

@@ -118,14 +118,9 @@ class _Lineage:
         known = self._facts.pop(state, [])
         n = len(messages)
         base = max((facts for facts in known if facts.n <= n), key=lambda facts: facts.n, default=None)
-        learnt = self._known.get(state)
-        if learnt is None:
-            learnt = self._known[state] = {}
-            while len(self._known) > COUNTERS_KEPT:
-                del self._known[next(iter(self._known))]
-        elif len(learnt) > 2 * n + KNOWN_SLACK:  # entries of blocks no longer sent (old lorebook entries)
-            learnt = self._known[state] = {ident: entry for ident, entry in map(_entry_of(learnt), messages)
-                                           if entry is not None}
+        # Only a plan assembled again at every turn meets its blocks again: an appended-to one
+        # analyses each block once, and a memo would cost its first fit (a fifth more) for nothing.
+        learnt = None if self._carry else self._learnt(state, messages)
         if base is None:
             facts = facts_for(messages, counting, count_all, learnt)  # type: ignore[arg-type]
         elif base.n == n:
@@ -141,6 +136,19 @@ class _Lineage:
         if count_all:
             view.count_all()
         return view
+
+    def _learnt(self, state: Any, messages: Sequence[dict]) -> Known:
+        """The session's :data:`~contextfit.engine.analysis.Known` for a counter, rid of the
+        entries of blocks no longer sent (old lorebook entries) once it has grown past the slack."""
+        learnt = self._known.get(state)
+        if learnt is None:
+            learnt = self._known[state] = {}
+            while len(self._known) > COUNTERS_KEPT:
+                del self._known[next(iter(self._known))]
+        elif len(learnt) > 2 * len(messages) + KNOWN_SLACK:
+            learnt = self._known[state] = {ident: entry for ident, entry in map(_entry_of(learnt), messages)
+                                           if entry is not None}
+        return learnt
 
 
 def _entry_of(known: Known) -> Callable[[dict], tuple[int, tuple | None]]:
@@ -354,8 +362,12 @@ class FitSession:
             made = self._filled.blocks
             if len(made) > 2 * n + KNOWN_SLACK:  # blocks of messages edited away
                 self._filled.blocks = {id(m): made[id(m)] for m in messages if id(m) in made}
-            # its errors first (a bad model, then a bad card); the blocks of messages seen before are taken as made
-            prepared = prepare(messages, settings, self._filled, previous)
+            # its errors first (a bad model, then a bad card). A plan that will be made again after each
+            # append (a lorebook's) takes the blocks of messages seen before as made, and keeps them from
+            # its first assembly on; one appended to keeps no copies (told before its card is read: after a
+            # first assembly, by being made again).
+            again = previous is not None or settings.lorebook is not None
+            prepared = prepare(messages, settings, self._filled if again else None, previous)
             card = as_card(settings.character) if settings.lorebook is None else None
             appendable = settings.lorebook is None and (card is None or card.character_book is None)
             planned = _Planned(
