@@ -22,11 +22,15 @@ turn, and the load average before and after (the machine is shared). Budget: ``-
 less a 4,000-token reserve, so the later turns must cut.
 
 Then, the project's other reading of "cold" (a fresh process is cold), per
-run in two fresh Python processes that read the chat from a JSON file:
+run in three fresh Python processes that read the chat from a JSON file:
 
 * ``fresh cold fit``: ``import contextfit`` and one ``plan_prompt`` of the
   whole chat with ``truncate`` (the vocabulary loaded on the way);
-* ``fresh replay``: ``import contextfit`` and the whole replay.
+* ``fresh replay``: ``import contextfit`` and the whole replay;
+* ``start-up``: ``import contextfit`` and a fit of the first two messages
+  (the vocabulary loaded): what both sides pay before their work. The bench
+  prints its share of the cold fit, and what 3x the cold fit leaves the
+  replay's work per turn after that start-up, against what it takes.
 
 Each is timed from the interpreter's start, less the reading of the JSON
 file: wall seconds (measured by the parent) and CPU seconds (the child's
@@ -210,6 +214,8 @@ reading_cpu, reading_wall = time.process_time() - cpu, time.perf_counter() - wal
 import contextfit
 if sys.argv[1] == "cold":
     contextfit.plan_prompt(job["messages"], context_strategy="truncate", **job["settings"])
+elif sys.argv[1] == "startup":  # what both sides pay before their work: the import and the vocabulary
+    contextfit.plan_prompt(job["messages"][:2], context_strategy="truncate", **job["settings"])
 else:
     contextfit.replay(job["messages"], strategies=job["strategies"], **job["settings"])
 print(json.dumps({"cpu": time.process_time() - reading_cpu, "reading_wall": reading_wall}))
@@ -217,7 +223,8 @@ print(json.dumps({"cpu": time.process_time() - reading_cpu, "reading_wall": read
 
 
 def _fresh(kind: str, path: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of one fresh process doing ``kind`` (``cold`` or ``replay``)."""
+    """Wall and CPU seconds of one fresh process doing ``kind`` (``cold``, ``replay``, or ``startup``:
+    the import and a fit of the first two messages, which loads the vocabulary)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = perf_counter()
     done = subprocess.run([sys.executable, "-c", _FRESH, kind, str(path)], cwd=ROOT, env=env, capture_output=True,
@@ -230,7 +237,8 @@ def _fresh(kind: str, path: Path) -> tuple[float, float]:
 
 
 def measure_fresh(messages: list[dict], settings: dict, runs: int, strategies=STRATEGIES) -> dict[str, Any]:
-    """Per run: a fresh process's cold fit of the whole chat, then a fresh process's replay; their ratios."""
+    """Per run: a fresh process's cold fit of the whole chat, then a fresh process's replay; their ratios;
+    then a fresh process's start-up alone (what both sides pay before their work)."""
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "job.json"
@@ -240,8 +248,10 @@ def measure_fresh(messages: list[dict], settings: dict, runs: int, strategies=ST
             before = os.getloadavg()
             cold_wall, cold_cpu = _fresh("cold", path)
             replay_wall, replay_cpu = _fresh("replay", path)
+            startup_wall, startup_cpu = _fresh("startup", path)
             rows.append({"cold_wall": cold_wall, "cold_cpu": cold_cpu, "replay_wall": replay_wall,
-                         "replay_cpu": replay_cpu, "ratio_wall": replay_wall / cold_wall,
+                         "replay_cpu": replay_cpu, "startup_wall": startup_wall, "startup_cpu": startup_cpu,
+                         "ratio_wall": replay_wall / cold_wall,
                          "ratio_cpu": replay_cpu / cold_cpu, "load_before": [round(x, 2) for x in before],
                          "load_after": [round(x, 2) for x in os.getloadavg()]})
     return {"runs": rows, "median_ratio_wall": statistics.median(row["ratio_wall"] for row in rows),
@@ -296,18 +306,38 @@ def report(result: dict[str, Any]) -> str:
         lines += [
             "fresh processes (import contextfit, the vocabulary loaded on the way; the JSON file's reading left out):",
             "| run | cold fit: wall (s) | cold fit: CPU (s) | replay: wall (s) | replay: CPU (s) | wall ratio | "
-            "CPU ratio | load average before | after |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "CPU ratio | start-up alone: CPU (s) | load average before | after |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for number, row in enumerate(fresh["runs"], start=1):
             lines.append(f"| {number} | {row['cold_wall']:.3f} | {row['cold_cpu']:.3f} | {row['replay_wall']:.3f} | "
                          f"{row['replay_cpu']:.3f} | {row['ratio_wall']:.2f}x | {row['ratio_cpu']:.2f}x | "
-                         f"{row['load_before']} | {row['load_after']} |")
+                         f"{row.get('startup_cpu', float('nan')):.3f} | {row['load_before']} | {row['load_after']} |")
         for reading in ("wall", "cpu"):
             ratio = fresh[f"median_ratio_{reading}"]
             lines.append(f"median ratio, fresh replay / fresh cold fit ({reading.upper() if reading == 'cpu' else reading}): "
                          f"{ratio:.2f}x; target <= {result['target']:.0f}x: {'meets' if ratio <= result['target'] else 'MISSES'}")
+        lines.extend(_startup_lines(fresh["runs"], result["turns"], result["target"]))
     return "\n".join(lines)
+
+
+def _startup_lines(runs: list[dict[str, Any]], turns: int, target: float) -> list[str]:
+    """What the fresh readings are made of: the start-up both sides pay (the import, the vocabulary),
+    each side's work after it, and what the target leaves the replay's work per turn."""
+    if not all("startup_cpu" in row for row in runs):
+        return []
+    startup = statistics.median(row["startup_cpu"] for row in runs)
+    cold = statistics.median(row["cold_cpu"] for row in runs)
+    replay = statistics.median(row["replay_cpu"] for row in runs)
+    allowed = target * cold - startup  # the replay pays the same start-up
+    return [
+        f"start-up alone (import contextfit, the vocabulary loaded, a 2-message fit), CPU median: {startup:.3f} s, "
+        f"{startup / cold:.0%} of the fresh cold fit; the cold fit's work after it {cold - startup:.3f} s, the "
+        f"replay's {replay - startup:.3f} s ({(replay - startup) / turns * 1000:.2f} ms per turn)",
+        f"{target:.0f}x the fresh cold fit leaves the replay's work {allowed:.3f} s after its start-up: "
+        f"{allowed / turns * 1000:.2f} ms per turn, against {(replay - startup) / turns * 1000:.2f} measured "
+        f"({(replay - startup) / max(allowed, 1e-9):.2f}x too much)",
+    ]
 
 
 def _tree_run(tree: Path, turns: int, limit: int, fresh: bool, chat: str = "synthetic") -> dict[str, Any]:

@@ -38,6 +38,11 @@ def test_the_replay_bench_prints_both_readings_of_cold_and_each_strategy():
     assert run["ratio_cpu"] == run["replay_cpu"] / run["cold_cpu"]
     assert "fresh replay / fresh cold fit (wall)" in text and "fresh replay / fresh cold fit (CPU)" in text
     assert str(run["load_before"]) in text
+    # the start-up both sides pay, and what the target leaves the replay's work per turn
+    assert 0 < run["startup_cpu"] and f"| {run['startup_cpu']:.3f} |" in text
+    allowed = 3 * run["cold_cpu"] - run["startup_cpu"]
+    assert f"3x the fresh cold fit leaves the replay's work {allowed:.3f} s after its start-up: " \
+           f"{allowed / 3 * 1000:.2f} ms per turn" in text
     line = next(line for line in text.splitlines() if line.startswith("CPU per fit in the cold replay"))
     assert all(f"{name} " in line for name in bench_replay.STRATEGIES)
     assert set(result["runs"][0]["cpu_per_strategy"]) == set(bench_replay.STRATEGIES)
