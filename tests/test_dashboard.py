@@ -355,6 +355,13 @@ def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     assert [(r["id"], r["reason"], r["tokens"]) for r in dashboard.audit_rows(audit)] == [
         (b.id, b.reason, b.tokens) for b in expected.blocks
     ]
+    # its title says how many messages were sent: the chat holds the echo's reply too
+    from contextfit.serving.store import open_store
+
+    chat = open_store(store).get_chat(chat_id)
+    sent = len(conversation.messages)
+    assert len(chat.messages) == sent + 1
+    assert chat.title == f"summarize · {sent} messages sent · {setup.model}"
 
 
 def test_the_audit_page_says_when_there_is_nothing_yet(tmp_path, monkeypatch):

@@ -410,7 +410,9 @@ def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, stor
     from ..serving.generation import send_conversation
 
     settings = plan_settings(setup).replace(context_strategy=strategy).to_json()
-    title = f"{strategy} · {len(conversation.messages)} messages · {setup.model}"
+    # what was sent: the stored chat holds the reply too, one message more
+    sent = len(conversation.messages)
+    title = f"{strategy} · {sent:,} {'message' if sent == 1 else 'messages'} sent · {setup.model}"
     result = send_conversation(conversation, model=setup.model, settings=settings, title=title, provider="echo", store=store)
     return result.audit.chat_id
 
