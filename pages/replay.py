@@ -38,8 +38,9 @@ st.caption(
 views.restore(state)  # the choices Streamlit dropped while another page was shown
 models = [info.id for info in contextfit.list_models()]
 current = views.current_conversation(state, read)
-for note in views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
-                            [sample.key for sample in SAMPLES], current is not None):  # a reload or a link, once
+linked = views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
+                         [sample.key for sample in SAMPLES], current is not None, views.compare_sample(state))
+for note in linked:  # what a reload or a link could not bring, once per session
     st.warning(note)
 notes = st.container()  # what the sidebar's choices need said, drawn above the replay
 stored_chat = state.pop("replay_chat", None)  # set by the Audit page's "Replay under other settings"

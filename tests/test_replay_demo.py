@@ -280,3 +280,37 @@ def test_usable_facts_keeps_and_refuses_as_checking_one_at_a_time_did():
         facts = tuple(rng.choice(pool) for _ in range(rng.randint(0, 9)))
         kept, errors = views.usable_facts(facts)
         assert (list(kept), [str(error) for error in errors]) == _one_at_a_time(facts), facts
+
+
+def test_a_reload_of_compares_sample_opens_it_without_a_warning():
+    # F5 on Replay showing Compare's conversation, the role-play sample, said it "was pasted or
+    # uploaded ... in another session" and fell back to a sample without saying it was the same one
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()  # Compare first: its sample
+    at.switch_page("pages/replay.py").run()
+    assert at.radio(key="replay_source").value == "Current conversation"
+    at.number_input(key="replay_limit").set_value(3000).run()
+    link = dict(at.query_params)
+    assert link["source"] == "current:roleplay" and link["limit"] == "3000"
+    reloaded = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)  # a new session: Compare has not run
+    for key, value in link.items():
+        reloaded.query_params[key] = value
+    reloaded.switch_page("pages/replay.py").run()
+    assert not reloaded.exception and not _link_notes(reloaded)
+    assert reloaded.radio(key="replay_source").value == "Sample"
+    assert reloaded.selectbox(key="replay_sample").value == "roleplay"
+    assert reloaded.number_input(key="replay_limit").value == 3000
+
+
+def test_a_link_to_compares_sample_shows_it_where_compare_shows_another():
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    at.query_params["source"] = "current:coding_agent"
+    at.run()  # Compare shows its default sample, the role-play
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and not _link_notes(at)
+    assert at.radio(key="replay_source").value == "Sample"
+    assert at.selectbox(key="replay_sample").value == "coding_agent"
+
+
+def _link_notes(at: AppTest) -> list[str]:
+    """The page's warnings about its link (the replay's own notes, such as the cache's, aside)."""
+    return [w.value for w in at.warning if "link" in w.value or "pasted" in w.value]

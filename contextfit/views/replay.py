@@ -389,7 +389,8 @@ def link_of(state: Mapping[str, Any]) -> dict[str, str]:
     {'source': 'sample:support_chat', 'model': 'gpt-4o', 'limit': '1100', 'reserve': '300', 'strategies': 'truncate', 'stable': '0', 'facts': 'ORD-7731', 'turn': '4'}
     """
     kind = _SOURCES.get(state.get("replay_source"))
-    chosen = {"sample": state.get("replay_sample"), "chat": state.get("replay_chat_choice"), "current": None}.get(kind)
+    chosen = {"sample": state.get("replay_sample"), "chat": state.get("replay_chat_choice"),
+              "current": compare_sample(state)}.get(kind)
     link = {
         "source": kind if chosen is None else f"{kind}:{chosen}",
         "model": state.get("replay_model"),
@@ -403,6 +404,19 @@ def link_of(state: Mapping[str, Any]) -> dict[str, str]:
     if link["facts"] is not None and len(link["facts"]) > _LINKED_FACTS:
         link["facts"] = None
     return {key: value for key, value in link.items() if value}
+
+
+def compare_sample(state: Mapping[str, Any]) -> str | None:
+    """The built-in sample the Compare page shows as it is (not combined with a file), else ``None``:
+    a link to "Current conversation" names it, so a reload (a new session, where Compare has
+    not run) still opens that conversation.
+
+    >>> compare_sample({CURRENT_KEY: "sample:roleplay"}), compare_sample({CURRENT_KEY: "paste:1f2e:0"})
+    ('roleplay', None)
+    """
+    key = state.get(CURRENT_KEY)
+    found = re.fullmatch(r"sample:([\w-]+)", key) if isinstance(key, str) else None
+    return found.group(1) if found else None
 
 
 def write_link(params: MutableMapping[str, Any], state: Mapping[str, Any]) -> None:
@@ -424,11 +438,24 @@ def write_link(params: MutableMapping[str, Any], state: Mapping[str, Any]) -> No
 
 
 def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models: Sequence[str],
-              names: Sequence[str], samples: Sequence[str], has_current: bool = True) -> list[str]:
+              names: Sequence[str], samples: Sequence[str], has_current: bool = True,
+              current_sample: str | None = None) -> list[str]:
     """Put a link's choices (:func:`link_of`) into the page's widgets, once per session: the
     values a link may not hold are left out, with a note each. ``has_current``: whether the
     session holds a conversation of the Compare page (a link's ``source=current`` cannot
-    bring one: it was pasted in another session).
+    bring one: it was pasted in another session); ``current_sample``: the sample it is, if
+    one (:func:`compare_sample`).
+
+    A link to Compare's conversation when that was a sample (``source=current:roleplay``)
+    opens the sample where this session's Compare shows another conversation, or none yet
+    (a reload): the same conversation, nothing to say.
+
+    >>> state = {}
+    >>> from_link(state, {"source": "current:roleplay", "limit": "3000"}, ["gpt-4o"], ["truncate"],
+    ...           ["roleplay"], has_current=False)
+    []
+    >>> state["replay_source"], state["replay_sample"], state["replay_limit"]
+    ('Sample', 'roleplay', 3000)
 
     >>> state = {}
     >>> from_link(state, {"source": "sample:support_chat", "limit": "1100", "strategies": "truncate,nope",
@@ -462,6 +489,9 @@ def from_link(state: MutableMapping[str, Any], params: Mapping[str, Any], models
     elif kind == "chat" and chosen:
         state["replay_source"], state["replay_chat_choice"] = "Stored chat", chosen
         identity = f"chat:{chosen}"
+    elif kind == "current" and chosen and chosen in samples and not (has_current and current_sample == chosen):
+        state["replay_source"], state["replay_sample"] = "Sample", chosen  # Compare's sample, Compare not showing it
+        identity = f"sample:{chosen}"
     elif kind == "current" and has_current:
         state["replay_source"] = "Current conversation"
     elif kind == "current":  # a reload, or a shared link: the pasted conversation stayed in the old session
