@@ -54,22 +54,22 @@ for key, value in compare_state.query_of(state).items():
 for note in notes:
     st.warning(note)
 
-with st.sidebar:
+with st.sidebar:  # the number boxes: value=None, so an emptied one holds None (settle gives it its default)
     st.header("Model and budget")
     model = st.selectbox("Model", models, key="model", help="From the catalog; the tokenizer follows the model.")
-    limit = st.number_input("Context limit", min_value=1, max_value=compare_state.MAX_LIMIT, step=256, key="limit",
-                            help="The model's whole window, prompt and response together.")
-    reserve = st.number_input("Response reserve", min_value=0, max_value=compare_state.reserve_max(limit), step=128,
-                              key="reserve", help="Room kept free for the answer; the prompt's budget is the limit "
+    limit = st.number_input("Context limit", min_value=1, max_value=compare_state.MAX_LIMIT, value=None, step=256,
+                            key="limit", help="The model's whole window, prompt and response together.")
+    reserve = st.number_input("Response reserve", min_value=0, max_value=compare_state.reserve_max(limit), value=None,
+                              step=128, key="reserve", help="Room kept free for the answer; the prompt's budget is the limit "
                               "minus this, so it stays below the limit.")
     strategies = st.multiselect("Strategies", names, key="strategies",
                                 help="Each one fits the same conversation; they are shown side by side.")
     with st.expander("Strategy options"):
         summary_tokens = st.number_input("Summary size (tokens)", min_value=0, max_value=compare_state.MAX_SUMMARY_TOKENS,
-                                         step=32, key="summary_tokens",
+                                         value=None, step=32, key="summary_tokens",
                                          help="summarize: the summary's maximum size; 0 chooses a tenth of the budget.")
         relevance_window = st.number_input("Relevance query window", min_value=1, max_value=compare_state.MAX_RELEVANCE_WINDOW,
-                                           key="relevance_window",
+                                           value=None, key="relevance_window",
                                            help="vector-recall: how many recent messages lorebook and memory are compared with.")
         user_name = st.text_input("User name", key="user_name", max_chars=compare_state.MAX_USER_NAME,
                                   help="Fills {{user}} in cards, lorebooks and chats.")

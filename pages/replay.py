@@ -92,8 +92,11 @@ with st.sidebar:
     if source == "Current conversation":  # Compare's conversation, as Compare shows it
         if (followed := views.follow_compare(state, views.compare_choices(state, models))):
             notes.info(followed)
+    for note in views.refill_limits(state, suggested):  # value=None: an emptied box holds None, not the minimum
+        notes.warning(note)
     model = st.selectbox("Model", models, key="replay_model")
-    limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, step=256, key="replay_limit")
+    limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, value=None, step=256,
+                            key="replay_limit")
     # a reserve at or above the limit is lowered, as on Compare (the engine would refuse it, in its own words)
     state["replay_reserve"], lowered = reserve_below(int(limit), int(state.get("replay_reserve", 0)),
                                                      suggested.response_reserve)
@@ -101,7 +104,7 @@ with st.sidebar:
         notes.warning(lowered)
     if (beyond := views.window_note(model, int(limit))):
         notes.warning(beyond)
-    reserve = st.number_input("Response reserve", min_value=0, max_value=reserve_max(int(limit)), step=128,
+    reserve = st.number_input("Response reserve", min_value=0, max_value=reserve_max(int(limit)), value=None, step=128,
                               key="replay_reserve", help="Room kept free for the answer; it stays below the limit.")
     state.setdefault("replay_strategies", list(BUILTIN_STRATEGIES))  # set here, not as the widgets' defaults:
     state.setdefault("replay_stable", True)  # a link or a page switch sets them too

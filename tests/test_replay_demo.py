@@ -314,3 +314,26 @@ def test_a_link_to_compares_sample_shows_it_where_compare_shows_another():
 def _link_notes(at: AppTest) -> list[str]:
     """The page's warnings about its link (the replay's own notes, such as the cache's, aside)."""
     return [w.value for w in at.warning if "link" in w.value or "pasted" in w.value]
+
+
+def test_an_emptied_number_box_goes_back_to_the_suggestion_on_both_pages():
+    # clearing the context limit to type another made it 1, lowered the reserve to 0 and filled
+    # the page with errors (the box read as its minimum)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()  # Compare, the role-play sample
+    at.number_input(key="limit").set_value(5000).run()
+    at.number_input(key="limit").set_value(None).run()
+    assert not at.exception and not at.error
+    assert at.number_input(key="limit").value == 2200 and at.number_input(key="reserve").value == 400
+    assert any("context limit box was emptied: back to 2,200" in w.value for w in at.warning)
+    at.number_input(key="reserve").set_value(None).run()
+    assert at.number_input(key="reserve").value == 400 and at.number_input(key="limit").value == 2200
+    at.number_input(key="summary_tokens").set_value(None).run()  # the options go back to their defaults
+    assert not at.exception and at.number_input(key="summary_tokens").value == 0
+    at.switch_page("pages/replay.py").run()
+    at.number_input(key="replay_limit").set_value(3000).run()
+    at.number_input(key="replay_limit").set_value(None).run()
+    assert not at.exception and not at.error
+    assert at.number_input(key="replay_limit").value == 2200 and at.number_input(key="replay_reserve").value == 400
+    assert any("context limit box was emptied: back to 2,200" in w.value for w in at.warning)
+    at.number_input(key="replay_reserve").set_value(None).run()
+    assert not at.exception and at.number_input(key="replay_reserve").value == 400

@@ -249,6 +249,10 @@ def settle(
             if pending.limit is not None and pending.reserve is None:
                 state["reserve"] = default_reserve(state["limit"], state["reserve"])
     state["url_pending"] = None
+    if state["limit"] is None or state["reserve"] is None:  # a box emptied (the options' go back to DEFAULTS above)
+        suggested = suggested or suggest(model)
+        notes.extend(refill(state, {"limit": ("context limit", int(suggested.context_limit)),
+                                    "reserve": ("response reserve", int(suggested.response_reserve))}))
     state["limit"] = _whole_in(state["limit"], 1, MAX_LIMIT, 1)
     reserve = _whole_in(state["reserve"], 0, MAX_LIMIT, 0)
     if reserve >= state["limit"]:
@@ -258,6 +262,25 @@ def settle(
     state["reserve"] = reserve
     for key in KEPT:
         state[kept(key)] = state[key]
+    return notes
+
+
+def refill(state: MutableMapping[str, Any], defaults: Mapping[str, tuple[str, int]]) -> list[str]:
+    """Give each number box the user emptied (its widget, made with ``value=None``, then holds
+    ``None``; its clear button does that) its default, with a note: ``defaults`` maps the
+    widgets' keys to what a note calls them and their default (the conversation's
+    suggestion). An emptied box used to read as its minimum: clearing the context limit
+    to type another made it 1 and lowered the reserve to 0.
+
+    >>> state = {"limit": None, "reserve": 400}
+    >>> refill(state, {"limit": ("context limit", 2200), "reserve": ("response reserve", 400)}), state["limit"]
+    (["The context limit box was emptied: back to 2,200, this conversation's suggestion."], 2200)
+    """
+    notes = []
+    for key, (name, default) in defaults.items():
+        if key in state and state[key] is None:
+            state[key] = default
+            notes.append(f"The {name} box was emptied: back to {default:,}, this conversation's suggestion.")
     return notes
 
 

@@ -31,7 +31,7 @@ from ..serving.store import Store
 from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
-from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query
+from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query, refill
 from .dashboard import error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 from .verdict import BEST_STYLE, replay_verdict, rules_text
@@ -320,6 +320,20 @@ def restore(state: MutableMapping[str, Any]) -> None:
     for key in KEPT:
         if key not in state and kept(key) in state:
             state[key] = state[kept(key)]
+
+
+def refill_limits(state: MutableMapping[str, Any], suggested: Any) -> list[str]:
+    """The limit and reserve boxes the user emptied get the conversation's suggestion
+    (``suggested``: its ``context_limit`` and ``response_reserve``), a note each
+    (:func:`~contextfit.views.compare_state.refill`).
+
+    >>> from types import SimpleNamespace as S
+    >>> state = {"replay_limit": 3000, "replay_reserve": None}
+    >>> refill_limits(state, S(context_limit=2200, response_reserve=400)), state["replay_reserve"]
+    (["The response reserve box was emptied: back to 400, this conversation's suggestion."], 400)
+    """
+    return refill(state, {"replay_limit": ("context limit", int(suggested.context_limit)),
+                          "replay_reserve": ("response reserve", int(suggested.response_reserve))})
 
 
 def keep(state: MutableMapping[str, Any]) -> None:
