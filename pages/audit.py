@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from contextfit.views import bands, charts, dashboard
-from contextfit.views.audits import list_audited_chats, load_audit_plan
+from contextfit.views.audits import chat_label, list_audited_chats, load_audit_plan
 from contextfit.serving.store_cache import shared_store
 from contextfit.views.frame import in_frame
 
@@ -24,7 +24,7 @@ if not chats:
     st.info("No generation yet. Use “Send with echo provider” on Compare strategies, or the HTTP API (contextfit serve).")
     st.stop()
 
-labels = {chat.id: f"{chat.title or chat.id} — {chat.audit_status}" for chat in chats}
+labels = {chat.id: chat_label(chat, status=True) for chat in chats}
 chosen = st.session_state.pop("audit_chat", None)
 ids = list(labels)
 chat_id = st.selectbox("Chat", ids, index=ids.index(chosen) if chosen in ids else 0, format_func=labels.get)

@@ -145,7 +145,7 @@ for done, (column, chart_column, details, (name, plan)) in enumerate(zip(columns
                           help="Store this conversation as a chat, generate with the offline echo provider under this "
                           "strategy, and open its audit."):
             with st.spinner("Generating…"):
-                state.audit_chat = dashboard.send_with_echo(conversation, setup, name)
+                state.audit_chat = dashboard.send_with_echo(conversation, setup, name, name=source.name[:80])
             st.switch_page("pages/audit.py")
         for note in plan.diagnostics:
             if note["code"] not in ("RELEVANCE", "ORPHAN_TOOL_RESULT"):

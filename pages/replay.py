@@ -11,7 +11,7 @@ from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
 from contextfit.serving.store_cache import shared_store
 from contextfit.views import block_chart, budget_bar, charts, dashboard, presentation
 from contextfit.views import replay as views
-from contextfit.views.audits import list_audited_chats
+from contextfit.views.audits import chat_label, list_audited_chats
 from contextfit.views.compare_state import reserve_below, reserve_max
 from contextfit.views.frame import in_frame
 
@@ -66,7 +66,7 @@ with st.sidebar:
     else:
         chats = list_audited_chats()
         ids = [chat.id for chat in chats]
-        labels = {chat.id: chat.title or chat.id for chat in chats}
+        labels = {chat.id: chat_label(chat) for chat in chats}
         if (missing := views.choose_chat(state, ids, labels)):  # a link's or a deleted chat: said, not swapped
             notes.warning(missing)
         if not ids:  # said in the page too: the sidebar's line alone left the page blank
@@ -117,6 +117,8 @@ with st.sidebar:
                               '{"text": "ORD-7731", "message": 3} (pinned to a message). Empty: the default entity rule '
                               "(numbers, identifiers, quoted strings, names, code symbols the latest user "
                               "message shares with an earlier one).")
+    if (unlinked := views.unlinked_facts(facts_text)):
+        st.caption(unlinked)
 views.keep(state)
 views.write_link(st.query_params, state)  # the URL names this replay: a reload or a link opens it again
 
@@ -178,7 +180,7 @@ if presenting:  # HTML, which the presentation CSS enlarges (a data grid is a ca
     st.table(shown.style.apply(lambda _: marks, axis=None).hide(axis="index").format(na_rep="—", thousands=","))
 else:
     st.dataframe(styled, hide_index=True, width="stretch", key="replay-verdict", placeholder="—", column_config=headers)
-if len(result.totals) > 1:
+if len(result.totals) > 1 and highlight.ne("").to_numpy().any():  # nothing fitted: nothing is highlighted
     st.caption("Best value of each column highlighted, for every strategy tied for it.")
 st.caption(
     f"{len(result.requests):,} turn{'s' if len(result.requests) != 1 else ''} · {result.model} · budget "
@@ -214,13 +216,16 @@ st.html(budget_bar.CSS + block_chart.CSS)  # the bars are Compare's, in HTML: pr
 # one token axis for every strategy's bars, as on Compare: side by side, lengths compare
 scale = charts.prompt_scale([plan for plan in plans.values() if not isinstance(plan, contextfit.ContextfitError)])
 per_row = min(len(plans), 3)  # four to a row squeezed the charts' axes at 1280 pixels
-for position, (label, plan) in enumerate(plans.items()):
+failed_all, failed = views.turn_errors(plans, turn)
+if failed_all:
+    st.error(failed_all)
+for position, (label, plan) in enumerate(plans.items() if failed_all is None else ()):
     if position % per_row == 0:  # a row of its own: a long caption in one cell does not push the next row's out of line
         columns = st.columns(per_row)
     with columns[position % per_row]:
         st.markdown(f"**{label}**")
-        if isinstance(plan, contextfit.ContextfitError):
-            st.error(dashboard.error_text(plan))
+        if label in failed:
+            st.error(failed[label])
             continue
         numbers = views.turn_summary(result, label, turn)
         st.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")

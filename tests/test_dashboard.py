@@ -358,10 +358,14 @@ def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     # its title says how many messages were sent: the chat holds the echo's reply too
     from contextfit.serving.store import open_store
 
-    chat = open_store(store).get_chat(chat_id)
-    sent = len(conversation.messages)
-    assert len(chat.messages) == sent + 1
-    assert chat.title == f"summarize · {sent} messages sent · {setup.model}"
+    # its title names the conversation, the strategy and the model; a selector adds the messages it holds
+    # now (the echo's reply too: the title counted them at sending, one short) and when it was made
+    assert open_store(store).get_chat(chat_id).title == f"summarize · {setup.model}"
+    named = dashboard.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
+    chats = {chat.id: chat for chat in contextfit.audit.list_audited_chats(store)}
+    label = contextfit.audit.chat_label(chats[named])
+    assert label.startswith(f"coding_agent · summarize · {setup.model} · {len(conversation.messages) + 1} messages · ")
+    assert contextfit.audit.chat_label(chats[chat_id]) != label and label[-8:].count(":") == 2
 
 
 def test_the_audit_page_says_when_there_is_nothing_yet(tmp_path, monkeypatch):

@@ -102,7 +102,7 @@ def test_a_link_whose_conversation_is_not_here_keeps_its_other_choices():
     assert any("with the link's other choices" in warning.value for warning in at.warning)
 
 
-def test_when_nothing_fits_the_table_rates_nothing():
+def test_when_nothing_fits_the_page_says_so_once():
     at = _page("roleplay")
     at.number_input(key="replay_limit").set_value(1).run()
     assert not at.exception
@@ -113,6 +113,12 @@ def test_when_nothing_fits_the_table_rates_nothing():
     assert any("no turn could be fitted; at turn 1:" in warning.value for warning in at.warning)
     cost = views.lines_figure(_sample_replay("roleplay", limit=1), "cost")
     assert all(value is None for trace in cost.data for value in trace.y)  # no $0 line drawn for what was not sent
+    # the empty charts show no axes (-1 to 4 "US dollars"), the caption claims no highlight, and the
+    # "One turn" view says once, naming the turn, what eight equal boxes said without it
+    assert cost.layout.xaxis.visible is False and cost.layout.yaxis.visible is False
+    assert not any("highlighted" in caption.value for caption in at.caption)
+    turn = at.slider(key="replay_turn").value
+    assert [error.value.split(":")[0] for error in at.error] == [f"No strategy can fit turn {turn}"]
 
 
 def test_a_cache_that_never_hits_is_explained():
@@ -237,8 +243,11 @@ def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
     # the role-play sample's default rule finds a fact at one turn of twelve; "all equal (100.0%)" read as every turn
     result = _sample_replay("roleplay")
     in_force = sum(1 for row in result.turns["truncate"] if row.facts)
-    assert 0 < in_force < len(result.requests)
-    assert f"(100.0%, at the {in_force} of {len(result.requests)} turns with a fact in force)" in replay_verdict(result, "")
+    assert (in_force, len(result.requests)) == (1, 12)
+    assert "(100.0%, at the one turn of 12 with a fact in force)" in replay_verdict(result, "")  # not "the 1 of 12 turns"
+    support = _sample_replay("support_chat")
+    assert (sum(1 for row in support.turns["truncate"] if row.facts), len(support.requests)) == (7, 21)
+    assert "at the 7 turns of 21 with a fact in force)" in replay_verdict(support, "")
 
 
 def test_a_limit_past_the_model_s_window_is_said():
@@ -337,3 +346,14 @@ def test_an_emptied_number_box_goes_back_to_the_suggestion_on_both_pages():
     assert any("context limit box was emptied: back to 2,200" in w.value for w in at.warning)
     at.number_input(key="replay_reserve").set_value(None).run()
     assert not at.exception and at.number_input(key="replay_reserve").value == 400
+
+
+def test_facts_too_long_for_the_link_are_said_to_stay_out_of_it():
+    # a 3,000-character fact left the URL, and a reload opened the replay without it, unsaid
+    at = _page("roleplay")
+    at.text_area(key="replay_facts").set_value("Mara Quill " * 300).run()
+    assert not at.exception and "facts" not in at.query_params
+    assert any("too long for the page's address" in caption.value for caption in at.sidebar.caption)
+    at.text_area(key="replay_facts").set_value("Mara Quill").run()
+    assert at.query_params["facts"] in ("Mara Quill", ["Mara Quill"])
+    assert not any("too long for the page's address" in caption.value for caption in at.sidebar.caption)

@@ -429,7 +429,8 @@ def test_a_reserve_at_or_above_the_limit_is_lowered_and_said_as_on_compare():
     assert at.number_input(key="replay_reserve").value == 250 and "budget 750 tokens" in _turns(at)
     at.number_input(key="replay_limit").set_value(1).run()  # the widget's extreme: no prompt can be built
     assert not at.exception
-    assert at.error and all(error.value.startswith("TOKEN_BUDGET_EXCEEDED") for error in at.error)  # each plan's
+    assert [error.value.split(": ", 2)[:2] for error in at.error] == [  # once for every plan, naming the turn
+        [f"No strategy can fit turn {at.slider(key='replay_turn').value}", "TOKEN_BUDGET_EXCEEDED"]]
     assert at.number_input(key="replay_reserve").value == 0
     assert any("no turn could be fitted" in warning.value for warning in at.warning)
 

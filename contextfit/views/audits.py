@@ -43,6 +43,22 @@ def list_audited_chats(store: Store | str | None = None) -> list[ChatSummary]:
     return sorted(chats, key=lambda chat: chat.audit_finished_at or "", reverse=True)
 
 
+def chat_label(chat: ChatSummary, status: bool = False) -> str:
+    """How a selector names a stored chat: its title (or id), its messages now, and when it was
+    created, to the second (two chats sent from one sample under one strategy had equal
+    titles); ``status``: the audit's status after a dash.
+
+    >>> chat = ChatSummary("chat_1", "roleplay · summarize · gpt-4o", "gpt-4o", 29,
+    ...                    "2026-12-04T15:31:02.417Z", "2026-12-04T15:31:02.900Z", "completed")
+    >>> chat_label(chat), chat_label(chat, status=True)
+    ('roleplay · summarize · gpt-4o · 29 messages · 2026-12-04 15:31:02', 'roleplay · summarize · gpt-4o · 29 messages · 2026-12-04 15:31:02 — completed')
+    """
+    count = f"{chat.message_count:,} message{'' if chat.message_count == 1 else 's'}"
+    when = chat.created_at[:19].replace("T", " ")
+    label = " · ".join(part for part in (chat.title or chat.id, count, when) if part)
+    return f"{label} — {chat.audit_status}" if status and chat.audit_status else label
+
+
 def load_audit(chat_id: str, store: Store | str | None = None) -> PromptContextAudit:
     """The latest audit of a chat; raises ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND``."""
     return _store(store).get_audit(chat_id)

@@ -403,16 +403,17 @@ def error_text(error: ContextfitError, message: str | None = None) -> str:
         f" (at {plain(where)})" if where else "")
 
 
-def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, store: Any = None) -> str:
+def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, store: Any = None,
+                   name: str | None = None) -> str:
     """Store the conversation as a chat, generate once with the offline ``echo``
     provider under ``strategy`` and the user's choices, and return the chat id
-    (its audit is then on the Audit page)."""
+    (its audit is then on the Audit page). The chat's title is ``name`` (what the
+    conversation is called: a sample's key, a file's name), the strategy and the model;
+    the selectors add its message count and time (:func:`~contextfit.views.audits.chat_label`)."""
     from ..serving.generation import send_conversation
 
     settings = plan_settings(setup).replace(context_strategy=strategy).to_json()
-    # what was sent: the stored chat holds the reply too, one message more
-    sent = len(conversation.messages)
-    title = f"{strategy} · {sent:,} {'message' if sent == 1 else 'messages'} sent · {setup.model}"
+    title = " · ".join(part for part in (name, strategy, setup.model) if part)
     result = send_conversation(conversation, model=setup.model, settings=settings, title=title, provider="echo", store=store)
     return result.audit.chat_id
 

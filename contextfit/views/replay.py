@@ -433,6 +433,21 @@ def compare_sample(state: Mapping[str, Any]) -> str | None:
     return found.group(1) if found else None
 
 
+def unlinked_facts(facts: str | None) -> str | None:
+    """What the page says when the facts are too long for its address (:func:`link_of` leaves
+    them out): a reload or a shared link would open the replay without them, unsaid.
+
+    >>> unlinked_facts("ORD-7731") is None
+    True
+    >>> print(unlinked_facts("x" * 3000))
+    These facts (3,000 characters) are too long for the page's address (1,000 at most): a reload or a shared link opens the replay without them. Keep them elsewhere to paste them again.
+    """
+    if not facts or len(facts) <= _LINKED_FACTS:
+        return None
+    return (f"These facts ({len(facts):,} characters) are too long for the page's address ({_LINKED_FACTS:,} at "
+            "most): a reload or a shared link opens the replay without them. Keep them elsewhere to paste them again.")
+
+
 def write_link(params: MutableMapping[str, Any], state: Mapping[str, Any]) -> None:
     """Make the URL's query parameters (``params``: ``st.query_params``) name the page's
     choices, writing only what changed (each write updates the browser's address).
@@ -804,7 +819,27 @@ def lines_figure(result: Replay, metric: str, large: bool = False) -> go.Figure:
         lines = [html.escape(line.format(model=result.model)) for line in empty]
         figure.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
                               font={"size": 13})
+        figure.update_xaxes(visible=False)  # axes of nothing (-1 to 4 "US dollars") read as data
+        figure.update_yaxes(visible=False)
     return figure
+
+
+def turn_errors(plans: Mapping[str, Any], turn: int) -> tuple[str | None, dict[str, str]]:
+    """What the "One turn" view says of the strategies that could not fit ``turn``: one
+    sentence when none could, for the same reason (eight equal boxes said it eight times,
+    without the turn), else one per strategy; each names the turn.
+
+    >>> from contextfit.errors import TokenBudgetExceeded
+    >>> refused = TokenBudgetExceeded(294, 1, "The protected context alone needs 294 tokens.")
+    >>> turn_errors({"truncate": refused, "summarize": refused}, 12)[0]
+    'No strategy can fit turn 12: TOKEN_BUDGET_EXCEEDED: The protected context alone needs 294 tokens.'
+    >>> turn_errors({"truncate": refused, "manual": object()}, 3)[1]
+    {'truncate': 'Turn 3 does not fit: TOKEN_BUDGET_EXCEEDED: The protected context alone needs 294 tokens.'}
+    """
+    texts = {label: error_text(plan) for label, plan in plans.items() if isinstance(plan, ContextfitError)}
+    if texts and len(texts) == len(plans) and len(set(texts.values())) == 1:
+        return f"No strategy can fit turn {turn:,}: {next(iter(texts.values()))}", {}
+    return None, {label: f"Turn {turn:,} does not fit: {text}" for label, text in texts.items()}
 
 
 #: What an empty chart says instead, a line each (two columns of a 1280-pixel window are narrow).

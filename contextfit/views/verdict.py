@@ -245,7 +245,8 @@ def replay_verdict(result: Any, more: str) -> str:
     # few turns read as if it held at all of them
     rows = next(iter(result.turns.values()), [])
     in_force = sum(1 for row in rows if row.facts)
-    over = f", at the {in_force:,} of {len(rows):,} turns with a fact in force" if 0 < in_force < len(rows) else ""
+    held = "the one turn" if in_force == 1 else f"the {in_force:,} turns"  # "at the 1 of 12 turns" read oddly
+    over = f", at {held} of {len(rows):,} with a fact in force" if 0 < in_force < len(rows) else ""
     retention = said(winners["bestRetention"], lambda t: t.retention, kept_facts,
                      lambda value: percent(value) + over, "no fact in force" if totals else failed)
     cache = said(winners["bestCache"], lambda t: t.cache_hit_rate, cached, percent, failed)
