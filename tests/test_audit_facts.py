@@ -104,3 +104,22 @@ def test_the_audit_page_shows_the_facts(tmp_path, monkeypatch):
     shown = at.dataframe[0].value
     assert list(shown["name"]) == ["ORD-7731", "/zenith\\s+express/i", "the courier message"]
     assert list(shown["status"]) == ["lost", "verbatim", "lost"]
+
+
+def test_a_fact_the_character_card_holds_is_in_force_from_the_first_turn():
+    # "Mara Quill", the role-play character's name, was said to be in no message and checked at no
+    # turn, though the card that holds it is sent with every request
+    from contextfit.inputs.samples import sample_text
+
+    conversation = contextfit.load_conversation(sample_text("roleplay"))
+    assert not any("Mara Quill" in (m.get("content") or "") for m in conversation.messages)
+    result = contextfit.replay(conversation, model="gpt-4o", context_limit=2200, response_reserve=400,
+                               strategies=["truncate"], facts=["Mara Quill", "never said"])
+    rows = result.turns["truncate"]
+    assert [[(s.name, s.status) for s in row.facts] for row in rows] == [[("Mara Quill", "verbatim")]] * len(rows)
+    # the audit of a generation: the card is among the blocks sent
+    plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=2200, response_reserve=400)
+    kept = [block.message for block in plan.blocks if block.included]
+    assert fact_report(declared_facts(["Mara Quill"]), conversation.messages, kept) == [
+        {"name": "Mara Quill", "status": "verbatim"}]
+    assert fact_report(declared_facts(["Mara Quill"]), conversation.messages, conversation.messages) == []

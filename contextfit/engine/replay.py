@@ -57,8 +57,8 @@ from .plan_settings import FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .session import FitSession
 from .survival import (
-    IN_SUMMARY, LOST, MAX_NAME, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts, entities,
-    message_ids, pinned_position, pinned_status, shortened,
+    IN_SUMMARY, LOST, MAX_NAME, STANDING, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts,
+    entities, message_ids, pinned_position, pinned_status, shortened,
 )
 
 DECLARED = "declared"
@@ -836,7 +836,10 @@ class _Walker:
                 first[index] = pinned_position(fact, self.ids)
                 if first[index] is None:  # a replay holds the whole conversation: the message is not in it
                     raise pin_refusal(index, fact.message, len(self.ids))
-        for position, text in enumerate(self.texts):
+        # the character card and persona: sent with every request, so what they say is in force from the first
+        # (the character's name was said to be in no message, and checked at no turn)
+        standing = [text for block, text in zip(self.last.blocks, self.last.texts) if msg.kind_of(block) in STANDING]
+        for position, text in chain(zip(repeat(0), standing), enumerate(self.texts)):
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:
                     first[index] = position

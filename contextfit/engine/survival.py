@@ -16,7 +16,8 @@ A fact is declared as
   message its conversation does not hold (an audit's chat may grow to it).
 
 A text or regex fact is in force from the first turn whose conversation so far
-contains it. At each turn it is **present** when a sent block holds it —
+contains it: in its messages, or in the character card or persona, which every
+request sends (in force from the first turn). At each turn it is **present** when a sent block holds it —
 verbatim in a message (``verbatim``), or in a summary line that quotes it
 (``summary``) — and **lost** otherwise.
 
@@ -57,6 +58,8 @@ from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key,
 VERBATIM = "verbatim"
 IN_SUMMARY = "summary"
 LOST = "lost"
+#: Blocks every request sends (protected, before the history): a fact they hold is in force from the first turn.
+STANDING = frozenset({msg.CHARACTER, msg.PERSONA})
 #: The longest fact name or replay label: each turn's row repeats it, so a long one multiplies the answer's size.
 MAX_NAME = 80
 
@@ -441,7 +444,8 @@ def pinned_status(wanted: str, plain: Iterable[tuple[Any, bool]], summaries: Ite
 
 def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[dict]) -> list[dict[str, str]]:
     """``{"name", "status"}`` of each declared fact in force in ``messages``
-    (a text or regex one that a message holds, a pinned message that exists),
+    (a text or regex one that a message, or the card or persona among ``kept``, holds;
+    a pinned message that exists),
     as ``kept`` (the blocks sent) carries it — what a generation's audit records.
 
     >>> chat = [{"role": "user", "content": "My order is ORD-7."}, {"role": "user", "content": "Hi"}]
@@ -452,7 +456,9 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
         return []
     finder = FactFinder(facts)
     ids = message_ids(messages)
-    said = frozenset().union(*(finder.found_in(msg.message_text(m)) for m in messages if isinstance(m, dict)))
+    standing = [block for block in kept if msg.kind_of(block) in STANDING]  # the card and persona: always sent
+    said = frozenset().union(*(finder.found_in(msg.message_text(m)) for m in [*messages, *standing]
+                               if isinstance(m, dict)))
     summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
     plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
     in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))
