@@ -357,3 +357,17 @@ def test_facts_too_long_for_the_link_are_said_to_stay_out_of_it():
     at.text_area(key="replay_facts").set_value("Mara Quill").run()
     assert at.query_params["facts"] in ("Mara Quill", ["Mara Quill"])
     assert not any("too long for the page's address" in caption.value for caption in at.sidebar.caption)
+
+
+def test_a_strategy_keeps_its_line_colour_whichever_others_are_replayed():
+    # taking summarize out turned vector-recall orange and manual green
+    def colours(strategies):
+        setup = views.ReplaySetup("gpt-4o", 2200, 400, strategies, stable_prefix=True)
+        messages, settings = views.conversation_input(contextfit.load_conversation(sample_text("roleplay")), setup)
+        result = views.run(messages, settings, setup)
+        return {trace.name: trace.line.color for trace in views.lines_figure(result, "prompt").data}
+
+    every, fewer = colours(ALL), colours(("vector-recall", "manual", "truncate"))
+    assert {name: every[name] for name in fewer} == fewer
+    assert every["truncate+stable_prefix"] == every["truncate"]  # the variant is its strategy's line, dotted
+    assert len({every[name] for name in ALL}) == len(ALL)

@@ -249,10 +249,10 @@ def test_a_fact_the_replay_refuses_is_named_by_its_line_in_the_box():
 
 def test_a_line_that_looks_like_json_but_is_not_is_said_to_be_read_as_text():
     at = replay_page_of(CHAT)
-    at.text_area(key="replay_facts").input("{'text': 'ORD-7731'}").run()
+    at.text_area(key="replay_facts").input("{'text': 'ORD-7731'}\n{\"text\": \"Mara\"\n{{char}}").run()
     assert not at.exception and not at.error
-    assert any(w.startswith("Line 1 of the facts starts and ends like a JSON object but is not valid JSON")
-               for w in _warnings(at))
+    said = [w for w in _warnings(at) if "is written like a JSON object but is not valid JSON" in w]
+    assert [w.split(" of the facts")[0] for w in said] == ["Line 1", "Line 2"]  # a line cut short too; {{char}} is text
 
 
 def test_the_verdict_table_and_the_lost_facts_read_as_typed():

@@ -123,16 +123,24 @@ def json_line_notes(text: str | None) -> list[str]:
     """A note for each line of the facts box written like a JSON object that does not parse
     (it is looked for as text, which was silent).
 
-    >>> json_line_notes('ORD-7731\\n{"text": \\'x\\'}')
-    ['Line 2 of the facts starts and ends like a JSON object but is not valid JSON (keys and strings take double quotes), so it is looked for as text.']
+    >>> lines = ["ORD-7731", "{'text': 'x'}", '{"text": "Mara"', "{{char}}"]
+    >>> for note in json_line_notes(chr(10).join(lines)):
+    ...     print(note)
+    Line 2 of the facts is written like a JSON object but is not valid JSON (keys and strings take double quotes, and it ends with }), so it is looked for as text.
+    Line 3 of the facts is written like a JSON object but is not valid JSON (keys and strings take double quotes, and it ends with }), so it is looked for as text.
     """
     notes = []
     for number, line in enumerate((text or "").splitlines(), 1):
         line = line.strip()
-        if line.startswith("{") and line.endswith("}") and isinstance(fact_from_line(line), str):
-            notes.append(f"Line {number} of the facts starts and ends like a JSON object but is not valid JSON "
-                         "(keys and strings take double quotes), so it is looked for as text.")
+        # ends like an object, or starts with a key (one cut short: '{"text": "Mara"'); "{{char}}" is text
+        shaped = line.startswith("{") and (line.endswith("}") and not line.startswith("{{") or _KEY_FIRST.match(line))
+        if shaped and isinstance(fact_from_line(line), str):
+            notes.append(f"Line {number} of the facts is written like a JSON object but is not valid JSON (keys and "
+                         "strings take double quotes, and it ends with }), so it is looked for as text.")
     return notes
+
+
+_KEY_FIRST = re.compile(r'\{\s*"')
 
 
 def facts_error_text(error: ContextfitError, facts_text: str | None) -> str:
@@ -749,9 +757,30 @@ _HOVER = {"prompt": "%{y:,} tokens", "cost": "$%{y:,.6~g}", "cache": "%{y:.1%}",
 
 
 def line_style(result: Replay, label: str) -> dict[str, Any]:
-    """The colour and dash of a strategy's line: a dotted line for a stable_prefix variant."""
-    color = LINE_COLORS[list(result.turns).index(label) % len(LINE_COLORS)]
-    return {"color": color, "dash": "dot" if "stable_prefix" in label else "solid", "width": 2}
+    """The colour and dash of a strategy's line. A built-in strategy keeps its colour whichever
+    others are replayed (removing one recoloured the rest), and its stable_prefix variant takes
+    it too, dotted; any other label takes one of the colours left, in the replay's order.
+
+    >>> from types import SimpleNamespace as S
+    >>> result = S(turns={"vector-recall": [], "truncate+stable_prefix": [], "mine": []})
+    >>> [line_style(result, label)["color"] for label in result.turns] == [
+    ...     LINE_COLORS[2], LINE_COLORS[0], LINE_COLORS[len(BUILTIN_STRATEGIES)]]
+    True
+    """
+    base = _built_in(label)
+    if base is not None:
+        color = LINE_COLORS[BUILTIN_STRATEGIES.index(base)]
+    else:
+        others = [name for name in result.turns if _built_in(name) is None]
+        spare = LINE_COLORS[len(BUILTIN_STRATEGIES):]
+        color = spare[others.index(label) % len(spare)]
+    return {"color": color, "dash": "dot" if label.endswith("+stable_prefix") else "solid", "width": 2}
+
+
+def _built_in(label: str) -> str | None:
+    """The built-in strategy a label is, alone or with stable_prefix only (the page's labels), else ``None``."""
+    base, _, options = label.partition("+")
+    return base if base in BUILTIN_STRATEGIES and options in ("", "stable_prefix") else None
 
 
 def lines_legend_html(result: Replay) -> str:
