@@ -60,8 +60,8 @@ with st.sidebar:  # the number boxes: value=None, so an emptied one holds None (
     limit = st.number_input("Context limit", min_value=1, max_value=compare_state.MAX_LIMIT, value=None, step=256,
                             key="limit", help="The model's whole window, prompt and response together.")
     reserve = st.number_input("Response reserve", min_value=0, max_value=compare_state.reserve_max(limit), value=None,
-                              step=128, key="reserve", help="Room kept free for the answer; the prompt's budget is the limit "
-                              "minus this, so it stays below the limit.")
+                              step=128, key="reserve", help="Room kept free for the answer; the prompt's budget is "
+                              "the limit minus this, so it stays below the limit.")
     strategies = st.multiselect("Strategies", names, key="strategies",
                                 help="Each one fits the same conversation; they are shown side by side.")
     with st.expander("Strategy options"):
