@@ -123,3 +123,40 @@ def test_a_fact_the_character_card_holds_is_in_force_from_the_first_turn():
     assert fact_report(declared_facts(["Mara Quill"]), conversation.messages, kept) == [
         {"name": "Mara Quill", "status": "verbatim"}]
     assert fact_report(declared_facts(["Mara Quill"]), conversation.messages, conversation.messages) == []
+
+
+def test_a_fact_written_with_a_macro_is_looked_for_as_the_prompt_says_it():
+    # "{{char}}" typed as a fact was lost at every turn, everything sent: the prompt says "Mara Quill"
+    from contextfit.engine.pipeline import macro_names
+    from contextfit.inputs.samples import sample_text
+
+    conversation = contextfit.load_conversation(sample_text("roleplay"))
+    result = contextfit.replay(conversation, model="gpt-4o", context_limit=100_000, response_reserve=400,
+                               strategies=["truncate"], facts=["{{char}}", "{{user}}'s map"])
+    states = {(s.name, s.status) for row in result.turns["truncate"] for s in row.facts}
+    assert ("{{char}}", "verbatim") in states and not any(status == "lost" for _, status in states)
+    assert result.facts[0].name == "{{char}}" and result.facts[0].text == "Mara Quill"
+    # a generation's audit fills them in too, in the facts and in the messages
+    plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=100_000, response_reserve=400)
+    kept = [block.message for block in plan.blocks if block.included]
+    names = macro_names(contextfit.engine.plan_settings.settings_for(conversation, None, {"model": "gpt-4o"})[1])
+    assert names["char"] == "Mara Quill"
+    audit = audit_from_plan(plan, chat_id="c", provider="echo", facts=declared_facts(["{{char}}"]),
+                            messages=conversation.messages, names=names)
+    assert audit.to_dict()["facts"] == [{"name": "{{char}}", "status": "verbatim"}]
+    unfilled = audit_from_plan(plan, chat_id="c", provider="echo", facts=declared_facts(["{{char}}"]),
+                               messages=conversation.messages)
+    assert unfilled.to_dict()["facts"] == [{"name": "{{char}}", "status": "lost"}]  # as before, without the names
+
+
+def test_a_generation_fills_the_macros_of_its_facts(store):
+    chat = [{"role": "user", "content": "Where is {{char}}?"}, {"role": "assistant", "content": "Here."},
+            {"role": "user", "content": "Good."}]
+    settings = {"charName": "Mara Quill", "userName": "Kael", "facts": ["{{char}}", "Kael", "{{user}}"]}
+    with TestClient(create_app(store, {"echo": EchoProvider()}), base_url=LOCAL) as client:
+        created = client.post("/api/v2/chats", json={"messages": chat, "settings": settings})
+        assert created.status_code == 201, created.text
+        response = client.post(f"/api/v2/chats/{created.json()['id']}/generate")
+        assert response.status_code == 200, response.text
+        # "{{char}}" is in force (a message says it) and sent as "Mara Quill"; no message says the user's name
+        assert response.json()["audit"]["facts"] == [{"name": "{{char}}", "status": "verbatim"}]

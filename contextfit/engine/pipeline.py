@@ -19,7 +19,7 @@ from typing import Any
 from . import plugins
 from . import results as r
 from ..tokens import reasoning, tool_defs
-from .assembly import Assembly, Filled, assemble
+from .assembly import Assembly, Filled, as_card, assemble
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .analysis import build_view
@@ -234,6 +234,21 @@ def assembled(messages: Sequence[dict], settings: PlanSettings, filled: Filled |
         overrides=settings.overrides,
         filled=filled,
     )
+
+
+def macro_names(settings: PlanSettings) -> dict[str, str]:
+    """What ``{{user}}`` and ``{{char}}`` stand for under ``settings``, as assembly fills them in
+    (:func:`~contextfit.engine.assembly.fill_macros`): a fact written ``{{char}}`` is looked for
+    as the prompt says it.
+
+    >>> macro_names(PlanSettings("gpt-4o", user_name="Kael", character={"name": "Mara Quill", "description": "A guide."}))
+    {'user': 'Kael', 'char': 'Mara Quill'}
+    >>> macro_names(PlanSettings("gpt-4o"))
+    {'user': 'User', 'char': 'Assistant'}
+    """
+    card = as_card(settings.character)
+    return {"user": DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
+            "char": settings.char_name or (card.name if card is not None else "Assistant")}
 
 
 def prepare(

@@ -52,13 +52,14 @@ from ..tokens.prices import RequestCost
 from ..tokens.template import trace
 from . import prompt_cache as pc
 from .fitting import Analyse
-from .pipeline import BUILTIN_STRATEGIES, Prepared, fit_prepared
+from .assembly import fill_macros
+from .pipeline import BUILTIN_STRATEGIES, Prepared, fit_prepared, macro_names
 from .plan_settings import FIELDS, PlanSettings, settings_for
 from .results import FitResult
 from .session import FitSession
 from .survival import (
     IN_SUMMARY, LOST, MAX_NAME, STANDING, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts,
-    entities, message_ids, pinned_position, pinned_status, shortened,
+    entities, filled_facts, message_ids, pinned_position, pinned_status, shortened,
 )
 
 DECLARED = "declared"
@@ -688,8 +689,8 @@ class _Walker:
         self.messages = messages
         self.settings = settings
         self.requests = requests
-        self.facts = facts
-        self.finder = FactFinder(facts) if facts else None
+        self.facts = facts  # filled in below, once the settings are checked
+        self.finder: FactFinder | None = None
         # A replay is a sequence of appends: the session assembles and analyses
         # only each turn's new messages, and every strategy fits the same blocks.
         self.session = FitSession()
@@ -703,7 +704,11 @@ class _Walker:
         self.rule = pc.cache_rule(self.info.provider)
         self.minimum = pc.cache_minimum(self.info)
         self.ids = message_ids(messages)
-        self.texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
+        # facts and texts as the prompt says them: {{char}} and {{user}} filled in
+        names = macro_names(settings)
+        self.facts = filled_facts(facts, names)
+        self.finder = FactFinder(self.facts) if facts else None
+        self.texts = [fill_macros(msg.message_text(m), names) if isinstance(m, dict) else "" for m in messages]
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)

@@ -17,7 +17,8 @@ A fact is declared as
 
 A text or regex fact is in force from the first turn whose conversation so far
 contains it: in its messages, or in the character card or persona, which every
-request sends (in force from the first turn). At each turn it is **present** when a sent block holds it —
+request sends (in force from the first turn). ``{{char}}`` and ``{{user}}`` in a
+fact's text and in the messages are read as the prompt fills them in. At each turn it is **present** when a sent block holds it —
 verbatim in a message (``verbatim``), or in a summary line that quotes it
 (``summary``) — and **lost** otherwise.
 
@@ -54,6 +55,7 @@ from typing import Any
 from ..errors import InvalidSettings
 from ..inputs import messages as msg
 from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key, regex_shaped
+from .assembly import fill_macros
 
 VERBATIM = "verbatim"
 IN_SUMMARY = "summary"
@@ -372,6 +374,17 @@ def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
     return Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message), name is not None
 
 
+def filled_facts(facts: Sequence[Fact], names: Mapping[str, str]) -> list[Fact]:
+    """``facts`` with ``{{user}}`` and ``{{char}}`` in their texts filled in as the prompt fills them
+    (``names``: :func:`~contextfit.engine.pipeline.macro_names`); each keeps its name. A fact typed
+    ``{{char}}`` was looked for as written, and lost at every turn: the prompt says the name.
+
+    >>> [f.to_dict() for f in filled_facts(declared_facts(["{{char}}'s map", "/{{user}}/"]), {"char": "Mara"})]
+    [{'name': "{{char}}'s map", 'text': "Mara's map"}, {'name': '/{{user}}/', 'regex': '/{{user}}/'}]
+    """
+    return [replace(fact, text=fill_macros(fact.text, names)) if fact.text is not None else fact for fact in facts]
+
+
 class FactFinder:
     """Finds declared facts in texts, with one regex time budget for a whole replay.
 
@@ -442,11 +455,13 @@ def pinned_status(wanted: str, plain: Iterable[tuple[Any, bool]], summaries: Ite
     return IN_SUMMARY if quoted else LOST
 
 
-def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[dict]) -> list[dict[str, str]]:
+def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[dict],
+                names: Mapping[str, str] | None = None) -> list[dict[str, str]]:
     """``{"name", "status"}`` of each declared fact in force in ``messages``
     (a text or regex one that a message, or the card or persona among ``kept``, holds;
     a pinned message that exists),
-    as ``kept`` (the blocks sent) carries it — what a generation's audit records.
+    as ``kept`` (the blocks sent) carries it — what a generation's audit records. ``names``: what
+    ``{{user}}`` and ``{{char}}`` stand for (:func:`filled_facts`), in the facts and the messages alike.
 
     >>> chat = [{"role": "user", "content": "My order is ORD-7."}, {"role": "user", "content": "Hi"}]
     >>> fact_report(declared_facts(["ORD-7", "/ORD-[0-9]+/", "absent", {"message": 0}]), chat, chat[1:])
@@ -454,11 +469,15 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
     """
     if not facts:
         return []
+    if names:
+        facts = filled_facts(facts, names)
     finder = FactFinder(facts)
     ids = message_ids(messages)
     standing = [block for block in kept if msg.kind_of(block) in STANDING]  # the card and persona: always sent
-    said = frozenset().union(*(finder.found_in(msg.message_text(m)) for m in [*messages, *standing]
-                               if isinstance(m, dict)))
+    texts = [msg.message_text(m) for m in messages if isinstance(m, dict)]
+    if names:  # as the prompt says them
+        texts = [fill_macros(text, names) for text in texts]
+    said = frozenset().union(*map(finder.found_in, [*texts, *map(msg.message_text, standing)]))
     summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
     plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
     in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))

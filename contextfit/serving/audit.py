@@ -177,10 +177,11 @@ class PromptContextAudit:
 
 def audit_from_plan(
     plan: PromptPlan, *, chat_id: str, provider: str, generation_id: str | None = None,
-    facts: Sequence[Fact] = (), messages: Sequence[dict] = (),
+    facts: Sequence[Fact] = (), messages: Sequence[dict] = (), names: Mapping[str, str] | None = None,
 ) -> PromptContextAudit:
     """A ``pending`` audit of ``plan``: every block, the final provider messages, the interceptors' reports,
-    and whether each of the must-survive ``facts`` in force in ``messages`` (the chat planned) is still sent."""
+    and whether each of the must-survive ``facts`` in force in ``messages`` (the chat planned) is still sent
+    (``names``: what ``{{user}}`` and ``{{char}}`` stand for, :func:`~contextfit.engine.survival.fact_report`)."""
     return PromptContextAudit(
         generation_id=generation_id or new_generation_id(),
         chat_id=chat_id,
@@ -198,7 +199,7 @@ def audit_from_plan(
         provider_system=plan.provider_system,
         interceptor_diagnostics=[d for d in plan.diagnostics if d.get("code") in INTERCEPTOR_CODES],
         prompt_tokens_estimate=plan.prompt_tokens_estimate,
-        facts=fact_report(facts, messages, plan.fit.kept) if facts and plan.fit is not None else [],
+        facts=fact_report(facts, messages, plan.fit.kept, names) if facts and plan.fit is not None else [],
     )
 
 

@@ -38,7 +38,7 @@ from . import native_count
 from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_plan, refused_audit
 from ..errors import GenerationCancelled, GenerationInterrupted, ProviderError, TokenBudgetExceeded
 from ..jsonpath import replace_lone_surrogates
-from ..engine.pipeline import PromptPlan, plan_prompt
+from ..engine.pipeline import PromptPlan, macro_names, plan_prompt
 from .sessions import chat_sessions
 from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
@@ -287,7 +287,8 @@ async def generate(
         )
         await to_thread.run_sync(store.record_audit, audit)
         raise
-    audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name, facts=request.facts, messages=chat.messages)
+    audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name, facts=request.facts, messages=chat.messages,
+                            names=macro_names(request.settings))
     counters = native_count.configured() if native is None else native
     counted: list[dict] = []
     seq = None
