@@ -21,7 +21,8 @@ st.html(charts.legend_html())
 chats = list_audited_chats()
 st.caption("Chats and audits in " + dashboard.plain(shared_store().engine.url.render_as_string(hide_password=True)))
 if not chats:
-    st.info("No generation yet. Use “Send with echo provider” on Compare strategies, or the HTTP API (contextfit serve).")
+    st.info("No generation yet. Use a strategy's “Send” button on Compare strategies (the offline echo provider), "
+            "or the HTTP API (contextfit serve).")
     st.stop()
 
 labels = {chat.id: chat_label(chat, status=True) for chat in chats}

@@ -96,6 +96,7 @@ fits = st.empty()  # says so when every block fits, with the Squeeze button
 progress = st.progress(0.0, text="Counting tokens and fitting…")
 plans: dict[str, contextfit.PromptPlan | contextfit.ContextfitError] = {}
 chart_slots = {}
+error_slots = {}  # a failed strategy's box, made one line when every strategy failed alike
 columns = st.columns(len(strategies))
 # The charts get a row of their own, so they line up across the strategies whatever the text above them
 # takes (a long name or caption wraps in a narrow column); what to do with each plan goes below them.
@@ -110,7 +111,8 @@ for done, (column, chart_column, details, (name, plan)) in enumerate(zip(columns
     with column:
         st.subheader(name)
         if isinstance(plan, contextfit.ContextfitError):
-            st.error(dashboard.error_text(plan))
+            error_slots[name] = st.empty()
+            error_slots[name].error(dashboard.error_text(plan))
             continue
         numbers = dashboard.headline(plan)
         st.metric("Prompt tokens", f"{numbers['prompt_tokens']:,}",
@@ -151,6 +153,10 @@ for done, (column, chart_column, details, (name, plan)) in enumerate(zip(columns
             if note["code"] not in ("RELEVANCE", "ORPHAN_TOOL_RESULT"):
                 st.caption(f"{note['code']}: " + dashboard.plain(note.get("message", "")))
 progress.empty()
+if (common := dashboard.common_failure(plans)) is not None:  # said once, above the columns
+    fits.error(f"No strategy can fit this conversation: {common}")
+    for slot in error_slots.values():
+        slot.caption("Does not fit (see above).")
 if compare_state.everything_fits(plans):
     whole = next(plan for plan in plans.values() if isinstance(plan, contextfit.PromptPlan))
     squeezed = compare_state.squeeze_limit(whole)

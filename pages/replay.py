@@ -71,8 +71,9 @@ with st.sidebar:
             notes.warning(missing)
         if not ids:  # said in the page too: the sidebar's line alone left the page blank
             st.info("No stored chat yet.")
-            notes.info("No chat is stored yet: a chat is stored when it is generated, with “Send with echo "
-                       "provider” on Compare strategies or the HTTP API (contextfit serve). Its audits then "
+            notes.info("No chat is stored yet: a chat is stored when it is generated, with a strategy's “Send” "
+                       "button on Compare strategies (the offline echo provider) or the HTTP API (contextfit "
+                       "serve). Its audits then "
                        "offer “Replay under other settings”. Meanwhile, pick a sample under Source.")
             st.stop()
         chat_id = st.selectbox("Chat", ids, format_func=labels.get, key="replay_chat_choice")

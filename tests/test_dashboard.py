@@ -303,11 +303,14 @@ def test_a_pasted_conversation_is_compared():
     assert any("400-token budget" in caption.value for caption in at.caption)
 
 
-def test_an_impossible_budget_is_shown_per_strategy():
+def test_an_impossible_budget_is_said_once_above_the_strategies():
+    # five equal TOKEN_BUDGET_EXCEEDED boxes stood side by side
     at = app().run()
     at.sidebar.number_input(key="reserve").set_value(2150).run()
     assert not at.exception
-    assert len(at.error) == 5 and all("TOKEN_BUDGET_EXCEEDED" in e.value for e in at.error)
+    assert [e.value.split(": ")[:2] for e in at.error] == [
+        ["No strategy can fit this conversation", "TOKEN_BUDGET_EXCEEDED"]]
+    assert sum(caption.value == "Does not fit (see above)." for caption in at.caption) == 5
 
 
 def test_a_pasted_lorebook_with_catastrophic_regex_keys_is_compared_with_a_note():

@@ -110,7 +110,8 @@ def test_when_nothing_fits_the_page_says_so_once():
     assert set(table["cache hit rate"]) == {"—"} and set(table["retention"]) == {"—"}
     assert table["tokens sent"].isna().all()
     assert any("budget 0 tokens" in caption.value or "budget 1 token ·" in caption.value for caption in at.caption)
-    assert any("no turn could be fitted; at turn 1:" in warning.value for warning in at.warning)
+    failed = [warning.value for warning in at.warning if "no turn could be fitted; at turn 1:" in warning.value]
+    assert len(failed) == 1 and " and clear-tool-results+stable\\_prefix, no turn" in failed[0]  # listed as said
     cost = views.lines_figure(_sample_replay("roleplay", limit=1), "cost")
     assert all(value is None for trace in cost.data for value in trace.y)  # no $0 line drawn for what was not sent
     # the empty charts show no axes (-1 to 4 "US dollars"), the caption claims no highlight, and the
@@ -175,7 +176,7 @@ def test_the_stored_chat_source_without_a_chat_says_how_to_make_one(tmp_path, mo
     at = _page("support_chat")
     at.sidebar.radio(key="replay_source").set_value("Stored chat").run()
     assert not at.exception
-    assert any("Send with echo provider" in info.value and "pick a sample" in info.value for info in at.info)
+    assert any("“Send” button on Compare strategies" in info.value and "pick a sample" in info.value for info in at.info)
 
 
 def test_the_turns_csv_writes_dollars_out():

@@ -36,7 +36,7 @@ def test_turns_that_no_strategy_can_fit_are_named_in_the_notes():
                                strategies=["truncate", "summarize"])
     failed = [note for note in result.notes if "could not be fitted" in note]
     assert len(failed) == 1  # one note for the strategies that failed the same turns
-    assert "turn 1 of 2" in failed[0] and "truncate, summarize" in failed[0]
+    assert "turn 1 of 2" in failed[0] and "Under truncate and summarize," in failed[0]
     assert "The protected context alone needs 108 tokens but the budget is 60" in failed[0]
 
 

@@ -494,7 +494,7 @@ def _no_cache_notes(turns: Mapping[str, Sequence[TurnResult]], rule: str, minimu
         groups.setdefault((why, shared if why == "short" else 0), []).append(label)
     notes = []
     for (why, shared), labels in groups.items():
-        who = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+        who = _and_list(labels)
         if why == "short":
             reason = (f"no request shares the {minimum:,} tokens {provider} caches from with the one before it "
                       f"(at most {shared:,}).")
@@ -517,7 +517,7 @@ def _failure_notes(turns: Mapping[str, Sequence[TurnResult]]) -> list[str]:
     >>> rows = [TurnResult(1, 0, "a", None, 0, 0, 0, 0, 0, 0, 0, 1, None, (), **error),
     ...         TurnResult(2, 2, "a", 5, 1, 0, 0, 0, 0, 0, 0, 1, None, ())]
     >>> _failure_notes({"a": rows, "b": rows, "c": rows[1:]})
-    ['Under a, b, turn 1 of 2 could not be fitted (no prompt: no cost, nothing cached, its facts count as lost): The protected context alone needs 9 tokens.']
+    ['Under a and b, turn 1 of 2 could not be fitted (no prompt: no cost, nothing cached, its facts count as lost): The protected context alone needs 9 tokens.']
     """
     groups: dict[tuple[int, ...], list[str]] = {}
     for label, rows in turns.items():
@@ -529,12 +529,17 @@ def _failure_notes(turns: Mapping[str, Sequence[TurnResult]]) -> list[str]:
         rows = turns[labels[0]]
         message = next(row.error_message or row.error for row in rows if row.error is not None)
         if len(failed) == len(rows):  # the first turn's words (another turn's protected context is another size)
-            notes.append(f"Under {', '.join(labels)}, no turn could be fitted; at turn {failed[0]}: {message}")
+            notes.append(f"Under {_and_list(labels)}, no turn could be fitted; at turn {failed[0]}: {message}")
         else:
             which = f"turn{'s' if len(failed) > 1 else ''} {_turn_list(failed)} of {len(rows)}"
-            notes.append(f"Under {', '.join(labels)}, {which} could not be fitted (no prompt: no cost, nothing cached, "
+            notes.append(f"Under {_and_list(labels)}, {which} could not be fitted (no prompt: no cost, nothing cached, "
                          f"its facts count as lost): {message}")
     return notes
+
+
+def _and_list(labels: Sequence[str]) -> str:
+    """Labels as a sentence lists them: ``a``, ``a and b``, ``a, b and c``."""
+    return labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
 
 
 def _turn_list(turns: Sequence[int], most: int = 6) -> str:

@@ -403,6 +403,22 @@ def error_text(error: ContextfitError, message: str | None = None) -> str:
         f" (at {plain(where)})" if where else "")
 
 
+def common_failure(plans: Mapping[str, Any]) -> str | None:
+    """The error text every strategy failed with, when each did and for the same reason (a
+    budget nothing fits: five equal boxes side by side said it five times), else ``None``.
+
+    >>> from contextfit.errors import TokenBudgetExceeded
+    >>> refused = TokenBudgetExceeded(294, 1, "The protected context alone needs 294 tokens.")
+    >>> common_failure({"truncate": refused, "summarize": refused})
+    'TOKEN_BUDGET_EXCEEDED: The protected context alone needs 294 tokens.'
+    >>> common_failure({"truncate": refused, "manual": object()}) is None
+    True
+    """
+    texts = {error_text(plan) for plan in plans.values() if isinstance(plan, ContextfitError)}
+    failed = sum(isinstance(plan, ContextfitError) for plan in plans.values())
+    return next(iter(texts)) if plans and failed == len(plans) and len(texts) == 1 else None
+
+
 def send_with_echo(conversation: Conversation, setup: Setup, strategy: str, store: Any = None,
                    name: str | None = None) -> str:
     """Store the conversation as a chat, generate once with the offline ``echo``

@@ -32,7 +32,7 @@ from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
 from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query, refill
-from .dashboard import error_text, file_stem, setup_for, spreadsheet_cell
+from .dashboard import common_failure, error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 from .verdict import BEST_STYLE, replay_verdict, rules_text
 from .verdict import money as dollars
@@ -865,10 +865,11 @@ def turn_errors(plans: Mapping[str, Any], turn: int) -> tuple[str | None, dict[s
     >>> turn_errors({"truncate": refused, "manual": object()}, 3)[1]
     {'truncate': 'Turn 3 does not fit: TOKEN_BUDGET_EXCEEDED: The protected context alone needs 294 tokens.'}
     """
-    texts = {label: error_text(plan) for label, plan in plans.items() if isinstance(plan, ContextfitError)}
-    if texts and len(texts) == len(plans) and len(set(texts.values())) == 1:
-        return f"No strategy can fit turn {turn:,}: {next(iter(texts.values()))}", {}
-    return None, {label: f"Turn {turn:,} does not fit: {text}" for label, text in texts.items()}
+    common = common_failure(plans)
+    if common is not None:
+        return f"No strategy can fit turn {turn:,}: {common}", {}
+    return None, {label: f"Turn {turn:,} does not fit: {error_text(plan)}" for label, plan in plans.items()
+                  if isinstance(plan, ContextfitError)}
 
 
 #: What an empty chart says instead, a line each (two columns of a 1280-pixel window are narrow).
