@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from contextfit.views import bands, charts, dashboard
-from contextfit.views.audits import chat_label, list_audited_chats, load_audit_plan
+from contextfit.views.audits import (AUDIT_CHOICE, AUDIT_KEPT, AUDIT_PARAM, chat_label, choose_audit_chat,
+                                     list_audited_chats, load_audit_plan)
 from contextfit.serving.store_cache import shared_store
 from contextfit.views.frame import in_frame
 
@@ -26,9 +27,12 @@ if not chats:
     st.stop()
 
 labels = {chat.id: chat_label(chat, status=True) for chat in chats}
-chosen = st.session_state.pop("audit_chat", None)
 ids = list(labels)
-chat_id = st.selectbox("Chat", ids, index=ids.index(chosen) if chosen in ids else 0, format_func=labels.get)
+choose_audit_chat(st.session_state, ids, st.query_params.to_dict())  # the one sent, or chosen before, or linked
+chat_id = st.selectbox("Chat", ids, format_func=labels.get, key=AUDIT_CHOICE)
+st.session_state[AUDIT_KEPT] = chat_id  # a page switch drops the widget's value
+if st.query_params.get(AUDIT_PARAM) != chat_id:
+    st.query_params[AUDIT_PARAM] = chat_id  # a reload opens the same chat
 audit, plan = load_audit_plan(chat_id)
 if st.button("Replay under other settings", key="audit-replay",
              help="This chat turn by turn under other strategies, limits or models, on the Replay page (writes nothing)."):

@@ -367,8 +367,9 @@ def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     named = dashboard.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
     chats = {chat.id: chat for chat in contextfit.audit.list_audited_chats(store)}
     label = contextfit.audit.chat_label(chats[named])
-    assert label.startswith(f"coding_agent · summarize · {setup.model} · {len(conversation.messages) + 1} messages · ")
-    assert contextfit.audit.chat_label(chats[chat_id]) != label and label[-8:].count(":") == 2
+    when, _, rest = label.partition(" · ")
+    assert rest == f"coding_agent · summarize · {setup.model} · {len(conversation.messages) + 1} messages"
+    assert len(when) == 14 and when.count(":") == 2 and contextfit.audit.chat_label(chats[chat_id]) != label
 
 
 def test_the_audit_page_says_when_there_is_nothing_yet(tmp_path, monkeypatch):
@@ -426,3 +427,25 @@ def test_one_strategy_alone_has_a_verdict_and_no_diff():
     assert not at.exception and not at.error
     assert list(table_with(at, "prompt cost")["strategy"]) == ["summarize"]
     assert not any(box.key in ("diff-a", "diff-b") for box in at.selectbox)
+
+
+def test_the_audit_page_keeps_the_chat_chosen_across_a_page_switch_and_a_reload(tmp_path, monkeypatch):
+    # it showed the newest chat after every visit elsewhere, and after a reload
+    store = str(tmp_path / "chats.db")
+    monkeypatch.setenv("CONTEXTFIT_DB", store)
+    conversation = load_sample("coding_agent")
+    setup = dashboard.suggested_setup(conversation)
+    older = dashboard.send_with_echo(conversation, setup, "truncate", store=store, name="coding_agent")
+    newer = dashboard.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
+    at = app().run()
+    at.switch_page("pages/audit.py").run()
+    assert at.selectbox(key="audit_chat_choice").value == newer
+    at.selectbox(key="audit_chat_choice").set_value(older).run()
+    assert at.query_params["chat"] in (older, [older])
+    at.switch_page("pages/compare.py").run()
+    at.switch_page("pages/audit.py").run()
+    assert not at.exception and at.selectbox(key="audit_chat_choice").value == older
+    reloaded = app()
+    reloaded.query_params["chat"] = older
+    reloaded.switch_page("pages/audit.py").run()
+    assert not reloaded.exception and reloaded.selectbox(key="audit_chat_choice").value == older
