@@ -12,7 +12,7 @@ from contextfit.serving.store_cache import shared_store
 from contextfit.views import block_chart, budget_bar, charts, dashboard, presentation
 from contextfit.views import replay as views
 from contextfit.views.audits import chat_label, list_audited_chats
-from contextfit.views.compare_state import reserve_below, reserve_max
+from contextfit.views.compare_state import keep_reserve_below, reserve_max
 from contextfit.views.frame import in_frame
 
 in_frame()
@@ -99,8 +99,8 @@ with st.sidebar:
     limit = st.number_input("Context limit", min_value=1, max_value=views.MAX_LIMIT, value=None, step=256,
                             key="replay_limit")
     # a reserve at or above the limit is lowered, as on Compare (the engine would refuse it, in its own words)
-    state["replay_reserve"], lowered = reserve_below(int(limit), int(state.get("replay_reserve", 0)),
-                                                     suggested.response_reserve)
+    state.setdefault("replay_reserve", 0)
+    lowered = keep_reserve_below(state, "replay_limit", "replay_reserve", lambda: int(suggested.response_reserve))
     if lowered:
         notes.warning(lowered)
     if (beyond := views.window_note(model, int(limit))):

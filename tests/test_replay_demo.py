@@ -372,3 +372,26 @@ def test_a_strategy_keeps_its_line_colour_whichever_others_are_replayed():
     assert {name: every[name] for name in fewer} == fewer
     assert every["truncate+stable_prefix"] == every["truncate"]  # the variant is its strategy's line, dotted
     assert len({every[name] for name in ALL}) == len(ALL)
+
+
+def test_a_reserve_lowered_for_a_tiny_limit_comes_back_with_the_limit():
+    # limit 1 lowered the reserve to 0; putting the limit back left it at 0, unsaid (Compare and Replay)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()
+    for page, limit, reserve in ((None, "limit", "reserve"), ("pages/replay.py", "replay_limit", "replay_reserve")):
+        if page:
+            at.switch_page(page).run()
+        at.number_input(key=limit).set_value(2200).run()
+        at.number_input(key=reserve).set_value(400).run()
+        at.number_input(key=limit).set_value(1).run()
+        assert at.number_input(key=reserve).value == 0
+        at.number_input(key=limit).set_value(300).run()  # still too small for 400: it stays lowered
+        assert at.number_input(key=reserve).value == 0
+        at.number_input(key=limit).set_value(1000).run()
+        assert not at.exception and at.number_input(key=reserve).value == 400
+        assert any("Response reserve back to 400" in warning.value for warning in at.warning)
+        at.number_input(key=limit).set_value(1).run()
+        at.number_input(key=limit).set_value(300).run()
+        at.number_input(key=reserve).set_value(100).run()  # the user's own choice since: it stays
+        at.number_input(key=limit).set_value(2000).run()
+        assert at.number_input(key=reserve).value == 100
+        assert not any("back to" in warning.value for warning in at.warning)

@@ -155,6 +155,37 @@ def reserve_below(limit: int, reserve: int, suggested: int) -> tuple[int, str | 
                    f"({limit:,}), or nothing is left for the prompt. Raise the limit for a bigger reserve.")
 
 
+def keep_reserve_below(state: MutableMapping[str, Any], limit_key: str, reserve_key: str,
+                       suggested: Callable[[], int]) -> str | None:
+    """:func:`reserve_below` on the widgets' values in ``state``, remembering a reserve it lowered:
+    once the limit leaves room for it again, and while the user has not chosen another, it comes
+    back (setting the limit to 1 lowered the reserve to 0, and putting the limit back left it
+    there, unsaid). ``suggested()``: the reserve to lower to. Returns the note to show, if any.
+
+    >>> state = {"limit": 1, "reserve": 400}
+    >>> keep_reserve_below(state, "limit", "reserve", lambda: 400), state["reserve"]
+    ('Response reserve lowered from 400 to 0: it must stay below the context limit (1), or nothing is left for the prompt. Raise the limit for a bigger reserve.', 0)
+    >>> state["limit"] = 2200
+    >>> keep_reserve_below(state, "limit", "reserve", lambda: 400), state["reserve"]
+    ('Response reserve back to 400: it fits below the context limit (2,200) again.', 400)
+    """
+    memo = f"lowered:{reserve_key}"
+    limit, reserve = int(state[limit_key]), int(state[reserve_key])
+    wanted, lowered_to = state.get(memo) or (None, None)
+    if wanted is not None and reserve != lowered_to:  # the user chose another reserve since
+        wanted = None
+        state.pop(memo, None)
+    if wanted is not None and wanted < limit:
+        state[reserve_key] = wanted
+        state.pop(memo, None)
+        return f"Response reserve back to {wanted:,}: it fits below the context limit ({limit:,}) again."
+    fixed, note = reserve_below(limit, reserve, suggested()) if reserve >= limit else (reserve, None)
+    if note is not None:
+        state[memo] = (reserve if wanted is None else wanted, fixed)  # lowered twice: the first reserve comes back
+        state[reserve_key] = fixed
+    return note
+
+
 def reserve_max(limit: int) -> int:
     """The largest reserve the widget accepts under ``limit``: the prompt keeps at least one token.
 
@@ -243,6 +274,7 @@ def settle(
         state["limits_for"] = (input_key, model)
         suggested = suggest(model)
         state["limit"], state["reserve"] = int(suggested.context_limit), int(suggested.response_reserve)
+        state.pop("lowered:reserve", None)  # a reserve lowered for another conversation or model does not come back
         if pending is not None:  # the link's limits, for the first conversation of the session
             state["limit"] = pending.limit or state["limit"]
             state["reserve"] = pending.reserve if pending.reserve is not None else state["reserve"]
@@ -254,12 +286,11 @@ def settle(
         notes.extend(refill(state, {"limit": ("context limit", int(suggested.context_limit)),
                                     "reserve": ("response reserve", int(suggested.response_reserve))}))
     state["limit"] = _whole_in(state["limit"], 1, MAX_LIMIT, 1)
-    reserve = _whole_in(state["reserve"], 0, MAX_LIMIT, 0)
-    if reserve >= state["limit"]:
-        suggested = suggested or suggest(model)
-        reserve, note = reserve_below(state["limit"], reserve, int(suggested.response_reserve))
-        notes.append(note)
-    state["reserve"] = reserve
+    state["reserve"] = _whole_in(state["reserve"], 0, MAX_LIMIT, 0)
+    lowered = keep_reserve_below(state, "limit", "reserve",
+                                 lambda: int((suggested or suggest(model)).response_reserve))
+    if lowered:
+        notes.append(lowered)
     for key in KEPT:
         state[kept(key)] = state[key]
     return notes

@@ -378,6 +378,7 @@ def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: An
     if fresh:  # facts belong to a conversation, and so does the turn shown (a new one shows its last)
         state["replay_facts"] = facts
         state.pop("replay_turn", None)
+        state.pop("lowered:replay_reserve", None)  # a reserve lowered for another conversation does not come back
     state["replay_setup_for"] = conversation_key
 
 
