@@ -43,8 +43,9 @@ KEPT = ("replay_source", "replay_sample", "replay_chat_choice", "replay_model", 
         "replay_strategies", "replay_stable", "replay_facts", "replay_turn")
 #: The strategies whose ``stable_prefix`` variant the page adds.
 STABLE_CAPABLE = ("truncate", "summarize", "clear-tool-results")
-#: Okabe–Ito colours, one per strategy line (cycled).
-LINE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+#: Okabe–Ito colours, one per strategy line: the built-ins' first, in their order (truncate's blue and
+#: clear-tool-results' sky blue read alike: black instead; vermillion is the bars' reserve), then the rest.
+LINE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#000000", "#56B4E9", "#D55E00", "#F0E442")
 
 
 @dataclass(frozen=True, slots=True)
