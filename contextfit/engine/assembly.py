@@ -62,6 +62,16 @@ def fill_macros(text: str, names: Mapping[str, str]) -> str:
     return _MACRO.sub(swap, text) if "{{" in text or "<" in text else text
 
 
+def macro_values(user_name: str, char_name: str | None, card: Any = None) -> dict[str, str]:
+    """What ``{{user}}`` and ``{{char}}`` stand for: the user's name, and the character's
+    (``char_name``, else the card's name, else "Assistant").
+
+    >>> macro_values("Ann", None), macro_values("Ann", "Seraphina")["char"]
+    ({'user': 'Ann', 'char': 'Assistant'}, 'Seraphina')
+    """
+    return {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
+
+
 def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
     """A copy of a chat message with macros filled in its text and a stable id
     (``m<position>`` in the caller's list when it has none of its own)."""
@@ -214,7 +224,7 @@ def assemble(
         if known.get(name) is None:  # parsed cards and lorebooks were checked when read, as were those met before
             msg.refuse_lone_surrogates(value, name)
     card = _read(filled, "character", character, as_card, known["character"])
-    names = {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
+    names = macro_values(user_name, char_name, card)
     diagnostics: list[dict] = []
     visible = []
     hidden = 0
@@ -363,7 +373,7 @@ def appended_blocks(
     ...                 overrides={"m7": {"pinned": True}})
     [{'role': 'user', 'content': 'I am Ann', 'meta': {'id': 'm7', 'pinned': True}}]
     """
-    names = {"user": user_name, "char": char_name or "Assistant"}
+    names = macro_values(user_name, char_name)
     blocks = [_filled(message, names, first + number) for number, message in enumerate(messages)]
     return apply_overrides(blocks, overrides or {})
 

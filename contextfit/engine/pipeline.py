@@ -19,7 +19,7 @@ from typing import Any
 from . import plugins
 from . import results as r
 from ..tokens import reasoning, tool_defs
-from .assembly import Assembly, Filled, as_card, assemble
+from .assembly import Assembly, Filled, as_card, assemble, macro_values
 from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from .analysis import build_view
@@ -246,9 +246,8 @@ def macro_names(settings: PlanSettings) -> dict[str, str]:
     >>> macro_names(PlanSettings("gpt-4o"))
     {'user': 'User', 'char': 'Assistant'}
     """
-    card = as_card(settings.character)
-    return {"user": DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
-            "char": settings.char_name or (card.name if card is not None else "Assistant")}
+    return macro_values(DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
+                        settings.char_name, as_card(settings.character))
 
 
 def prepare(

@@ -155,6 +155,16 @@ def reserve_below(limit: int, reserve: int, suggested: int) -> tuple[int, str | 
                    f"({limit:,}), or nothing is left for the prompt. Raise the limit for a bigger reserve.")
 
 
+def lowered_key(reserve_key: str) -> str:
+    """The session key under which :func:`keep_reserve_below` remembers a reserve it lowered
+    (a new conversation pops it: a reserve lowered for another does not come back).
+
+    >>> lowered_key("reserve")
+    'lowered:reserve'
+    """
+    return f"lowered:{reserve_key}"
+
+
 def keep_reserve_below(state: MutableMapping[str, Any], limit_key: str, reserve_key: str,
                        suggested: Callable[[], int]) -> str | None:
     """:func:`reserve_below` on the widgets' values in ``state``, remembering a reserve it lowered:
@@ -169,7 +179,7 @@ def keep_reserve_below(state: MutableMapping[str, Any], limit_key: str, reserve_
     >>> keep_reserve_below(state, "limit", "reserve", lambda: 400), state["reserve"]
     ('Response reserve back to 400: it fits below the context limit (2,200) again.', 400)
     """
-    memo = f"lowered:{reserve_key}"
+    memo = lowered_key(reserve_key)
     limit, reserve = int(state[limit_key]), int(state[reserve_key])
     wanted, lowered_to = state.get(memo) or (None, None)
     if wanted is not None and reserve != lowered_to:  # the user chose another reserve since
@@ -274,7 +284,7 @@ def settle(
         state["limits_for"] = (input_key, model)
         suggested = suggest(model)
         state["limit"], state["reserve"] = int(suggested.context_limit), int(suggested.response_reserve)
-        state.pop("lowered:reserve", None)  # a reserve lowered for another conversation or model does not come back
+        state.pop(lowered_key("reserve"), None)  # a reserve lowered for another conversation or model does not come back
         if pending is not None:  # the link's limits, for the first conversation of the session
             state["limit"] = pending.limit or state["limit"]
             state["reserve"] = pending.reserve if pending.reserve is not None else state["reserve"]

@@ -31,7 +31,7 @@ from ..serving.store import Store
 from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .charts import _figure
-from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, query_value, read_query, refill
+from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, lowered_key, query_value, read_query, refill
 from .dashboard import common_failure, error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 from .verdict import BEST_STYLE, replay_verdict, rules_text
@@ -379,7 +379,7 @@ def follow(state: MutableMapping[str, Any], conversation_key: Any, suggested: An
     if fresh:  # facts belong to a conversation, and so does the turn shown (a new one shows its last)
         state["replay_facts"] = facts
         state.pop("replay_turn", None)
-        state.pop("lowered:replay_reserve", None)  # a reserve lowered for another conversation does not come back
+        state.pop(lowered_key("replay_reserve"), None)  # a reserve lowered for another conversation does not come back
     state["replay_setup_for"] = conversation_key
 
 
