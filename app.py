@@ -7,7 +7,7 @@ import streamlit as st
 
 
 def _preload():
-    """:mod:`contextfit.views.preload`, loaded from its file: imported through the package it would
+    """:mod:`contextfit.dashboard.preload`, loaded from its file: imported through the package it would
     first import the whole engine (the package's facade), which the browser would wait for. (Finding
     a top-level package imports nothing; this works from a checkout and from an installed wheel.)"""
     package = Path(importlib.util.find_spec("contextfit").submodule_search_locations[0])
@@ -35,7 +35,7 @@ if (chunks := preload.script(chunks=preload.COMPARE_CHUNKS if page.url_path == c
     st.html(chunks, unsafe_allow_javascript=True)
 
 from contextfit.tokens import fast  # noqa: E402  (after the preload: see above)
-from contextfit.views.dashboard import gc_paused  # noqa: E402
+from contextfit.dashboard.page_data import gc_paused  # noqa: E402
 
 with gc_paused():  # a run's short-lived objects are freed by reference counting; see gc_paused
     page.run()

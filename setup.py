@@ -2,7 +2,7 @@
 
 ``app.py``, ``pages/`` and ``.streamlit/config.toml`` stay at the top of the
 checkout (where ``streamlit run app.py`` and ``make run`` expect them); a built
-wheel carries copies in ``contextfit/views/app/``, which ``contextfit dashboard``
+wheel carries copies in ``contextfit/app/``, which ``contextfit dashboard``
 runs when the package is installed rather than checked out.
 """
 
@@ -21,7 +21,7 @@ class BuildWithDashboard(build_py):
         super().run()
         if self.editable_mode:  # an editable install runs the checkout's own app.py
             return
-        target = Path(self.build_lib) / "contextfit" / "views" / "app"
+        target = Path(self.build_lib) / "contextfit" / "app"
         for name in DASHBOARD:
             source, destination = HERE / name, target / name
             destination.parent.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,8 @@ _CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from contextfit import load_conversation
-from contextfit.views import charts, dashboard
+from contextfit.dashboard import charts
+from contextfit.dashboard import page_data as dashboard
 from contextfit.inputs.samples import SAMPLES, sample_text
 from dataclasses import replace
 

@@ -269,7 +269,7 @@ def stitched(turns: int, root: Path = FIXTURES) -> Conversation | None:
     chats = [chat for path in fixture_paths(root) for chat in _records(path)]
     if not chats:
         return None
-    from contextfit.engine.replay import request_positions
+    from contextfit.replay.run import request_positions
 
     messages: list[dict] = [{"role": "system", "content": "You are a helpful assistant. Use the tools when they help."}]
     for number in range(100_000):

@@ -34,7 +34,7 @@ Two more measurements (issue 14), each with the load average beside it:
 (an export or ``git worktree add /tmp/before main`` of another commit), the
 runs of the two trees alternating, so before and after are measured in one
 run under the same load. A *chart* is a plotly chart drawn or an HTML budget
-bar or block chart (``contextfit.views.budget_bar``, ``block_chart``), so the
+bar or block chart (``contextfit.dashboard.budget_bar``, ``block_chart``), so the
 counts of trees that draw them either way compare (eleven on Compare).
 
 Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the

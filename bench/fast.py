@@ -14,7 +14,7 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
 * ``contextfit truncate lazy cold``: ``count_excluded=False`` into 128k;
 * ``contextfit truncate cold 128k``: every block counted, into 128k: the cold
   fit the session's refit is compared with;
-* ``contextfit session refit x20 128k``: a :class:`~contextfit.engine.session.FitSession`
+* ``contextfit session refit x20 128k``: a :class:`~contextfit.pipeline.session.FitSession`
   that fitted the chat without its last 20 messages (untimed), then 20 times
   ``append(message)`` and ``fit(counter, 128k)``; each refit is a twentieth of it.
   ``contextfit session plan refit x5 128k`` does the same with ``plan("truncate")``
@@ -89,7 +89,7 @@ _PLAN = {"model": "gpt-4o", "context_limit": FIXED_BUDGET + 4_000, "response_res
 
 def _session(messages: list[dict], appended: int, plan: bool = False) -> tuple[Any, Any, list[dict]]:
     """A session that fitted (or planned) the chat but its last ``appended`` messages, cold before that."""
-    from contextfit.engine.session import FitSession
+    from contextfit.pipeline.session import FitSession
 
     counter = fresh_counter()
     session = FitSession(messages[:-appended])

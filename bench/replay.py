@@ -64,8 +64,8 @@ from time import perf_counter, process_time
 from typing import Any
 
 import contextfit
-from contextfit.engine import replay as replay_module
-from contextfit.engine.replay import request_positions
+from contextfit.replay import run as replay_module
+from contextfit.replay.run import request_positions
 from contextfit.tokens.tokenizers import Tokenizer
 
 from .conversations import FIXTURES, stitched, synthetic

@@ -36,14 +36,14 @@ from .errors import (
     UnknownProvider,
     UnknownStrategy,
 )
-from .engine.fitting import shift_context
+from .fitting.host import shift_context
 from .inputs.formats import CharacterCard, Conversation, detect_format, load_conversation, load_conversation_file
 from .inputs.lorebook import Lorebook, LorebookEntry, activate, lorebook_blocks, parse_world_info
 from .tokens.models import ModelInfo, get_model, list_models, load_models_file, register_model, reload_models
-from .engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
-from .engine.plan_settings import PlanSettings
-from .engine.session import FitSession
-from .engine.plugins import (
+from .pipeline.plan import PlanBlock, PromptPlan, TokenizerInfo, compare_strategies, plan_prompt
+from .pipeline.settings import PlanSettings
+from .pipeline.session import FitSession
+from .fitting.registry import (
     ContextStrategyRegistry,
     InterceptorRegistry,
     _builtins,
@@ -52,10 +52,10 @@ from .engine.plugins import (
     register_interceptor,
     registry,
 )
-from .engine.replay import Replay, replay
-from .engine.relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
-from .engine.results import Decision, FitResult
-from .engine.strategies import ContextStrategy, Proposal
+from .replay.run import Replay, replay
+from .fitting.relevance import EmbeddingRelevance, LexicalRelevance, RelevanceScorer
+from .fitting.results import Decision, FitResult
+from .fitting.strategies import ContextStrategy, Proposal
 from .tokens.tokenizers import Tokenizer, TokenizerProfile, get_tokenizer, profiles
 
 _builtins(registry)
@@ -64,7 +64,7 @@ __version__ = "0.1.0"
 
 # Loaded on first use: they pull in SQLAlchemy, httpx and FastAPI.
 _LAZY = {
-    "audit": None,  # the module contextfit.views.audits (reads audits through the store)
+    "audit": None,  # the module contextfit.serving.audits (reads audits through the store)
     "Store": "serving.store",
     "open_store": "serving.store",
     "generate": "serving.generation",

@@ -1,4 +1,4 @@
-from contextfit.views.cli import main
+from contextfit.cli import main
 import sys
 
 sys.exit(main())

@@ -5,11 +5,11 @@ import json
 import pandas as pd
 import streamlit as st
 
-from contextfit.views import bands, charts, dashboard
-from contextfit.views.audits import (AUDIT_CHOICE, AUDIT_KEPT, AUDIT_PARAM, chat_label, choose_audit_chat,
+from contextfit.dashboard import bands, charts, page_data as dashboard
+from contextfit.serving.audits import (AUDIT_CHOICE, AUDIT_KEPT, AUDIT_PARAM, chat_label, choose_audit_chat,
                                      list_audited_chats, load_audit_plan)
 from contextfit.serving.store_cache import shared_store
-from contextfit.views.frame import in_frame
+from contextfit.dashboard.frame import in_frame
 
 in_frame()
 

@@ -5,10 +5,8 @@ from functools import partial
 import streamlit as st
 
 import contextfit
-from contextfit.views import (
-    block_chart, breakdown, budget_bar, charts, compare_state, dashboard, diff, fate_grid, presentation, report, source_panel, verdict,
-)
-from contextfit.views.frame import in_frame
+from contextfit.dashboard import block_chart, breakdown, budget_bar, charts, compare_state, page_data as dashboard, diff, fate_grid, presentation, report, source_panel, verdict
+from contextfit.dashboard.frame import in_frame
 
 in_frame()
 

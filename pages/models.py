@@ -5,10 +5,10 @@ import streamlit as st
 
 import contextfit
 from contextfit.tokens import fast
-from contextfit.views.catalog import price_row, price_rows
+from contextfit.dashboard.catalog import price_row, price_rows
 from contextfit.serving.store_cache import shared_store
-from contextfit.views import bands, calibration
-from contextfit.views.frame import in_frame
+from contextfit.dashboard import bands, calibration
+from contextfit.dashboard.frame import in_frame
 
 in_frame()
 

@@ -4,8 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.views import dashboard
-from contextfit.views.frame import in_frame
+from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard.frame import in_frame
 
 in_frame()
 

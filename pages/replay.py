@@ -6,14 +6,14 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.engine.pipeline import BUILTIN_STRATEGIES
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.inputs.samples import SAMPLES, get_sample, sample_text
 from contextfit.serving.store_cache import shared_store
-from contextfit.views import block_chart, budget_bar, charts, dashboard, presentation
-from contextfit.views import replay as views
-from contextfit.views.audits import chat_label, list_audited_chats
-from contextfit.views.compare_state import keep_reserve_below, reserve_max
-from contextfit.views.frame import in_frame
+from contextfit.dashboard import block_chart, budget_bar, charts, page_data as dashboard, presentation
+from contextfit.dashboard import replay as views
+from contextfit.serving.audits import chat_label, list_audited_chats
+from contextfit.dashboard.compare_state import keep_reserve_below, reserve_max
+from contextfit.dashboard.frame import in_frame
 
 in_frame()
 

@@ -1,4 +1,4 @@
-"""Reads the Compare page's HTML charts (contextfit.views.budget_bar, contextfit.views.block_chart) back into numbers, for tests."""
+"""Reads the Compare page's HTML charts (contextfit.dashboard.budget_bar, contextfit.dashboard.block_chart) back into numbers, for tests."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from test_replay import _fact_chat
 
 import contextfit
-from contextfit.engine.survival import declared_facts, fact_report
+from contextfit.replay.facts import declared_facts, fact_report
 from contextfit.serving.api import create_app
 from contextfit.serving.audit import PromptContextAudit, audit_from_plan
 from contextfit.serving.generation import check_chat_settings
@@ -127,7 +127,7 @@ def test_a_fact_the_character_card_holds_is_in_force_from_the_first_turn():
 
 def test_a_fact_written_with_a_macro_is_looked_for_as_the_prompt_says_it():
     # "{{char}}" typed as a fact was lost at every turn, everything sent: the prompt says "Mara Quill"
-    from contextfit.engine.pipeline import macro_names
+    from contextfit.pipeline.plan import macro_names
     from contextfit.inputs.samples import sample_text
 
     conversation = contextfit.load_conversation(sample_text("roleplay"))
@@ -139,7 +139,7 @@ def test_a_fact_written_with_a_macro_is_looked_for_as_the_prompt_says_it():
     # a generation's audit fills them in too, in the facts and in the messages
     plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=100_000, response_reserve=400)
     kept = [block.message for block in plan.blocks if block.included]
-    names = macro_names(contextfit.engine.plan_settings.settings_for(conversation, None, {"model": "gpt-4o"})[1])
+    names = macro_names(contextfit.pipeline.settings.settings_for(conversation, None, {"model": "gpt-4o"})[1])
     assert names["char"] == "Mara Quill"
     audit = audit_from_plan(plan, chat_id="c", provider="echo", facts=declared_facts(["{{char}}"]),
                             messages=conversation.messages, names=names)

@@ -18,7 +18,8 @@ from contextfit.tokens import band_terms
 from contextfit.tokens.chat_counter import token_counter
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import get_tokenizer
-from contextfit.views import bands, charts, cli, dashboard
+from contextfit.dashboard import bands, charts, page_data as dashboard
+from contextfit import cli
 
 SAMPLE = REPO / "contextfit" / "data" / "samples" / "support_chat.json"
 APPROXIMATE = ["claude-sonnet-4", "gemini-2.5-pro", "claude-opus-4-7"]
@@ -284,7 +285,7 @@ def test_the_budget_gauge_and_each_bar_show_the_band():
 
 
 def test_the_verdict_cell_reads_about_the_estimate_up_to_the_upper_bound():
-    from contextfit.views import verdict
+    from contextfit.dashboard import verdict
 
     plan = plan_for("claude-sonnet-4", context_limit=1_100, response_reserve=300)
     row = verdict.verdict_row("truncate", plan)

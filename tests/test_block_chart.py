@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.views import block_chart, charts, fate_grid
+from contextfit.dashboard import block_chart, charts, fate_grid
 
 CHAT = [{"role": "system", "content": "Be brief."}] + [
     {"role": "user" if i % 2 else "assistant",

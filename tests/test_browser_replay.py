@@ -14,8 +14,8 @@ from test_browser import (  # noqa: E402,F401  (fixtures and helpers)
 
 import contextfit  # noqa: E402
 from contextfit.inputs.samples import SAMPLES, sample_text  # noqa: E402
-from contextfit.views import dashboard  # noqa: E402
-from contextfit.views import replay as views  # noqa: E402
+from contextfit.dashboard import page_data as dashboard  # noqa: E402
+from contextfit.dashboard import replay as views  # noqa: E402
 
 
 def test_replay_page_draws_lines_verdict_and_a_turn(page, server):  # noqa: F811
@@ -124,7 +124,7 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
         assert text.evaluate("element => element.scrollWidth <= element.clientWidth"), label
     # the files name the conversation (a demo's second replay saved over the first's "replay-gpt-4o-turns.csv")
     from contextfit.inputs.samples import SAMPLES
-    from contextfit.views.dashboard import file_stem
+    from contextfit.dashboard.page_data import file_stem
 
     with page.expect_download() as info:
         page.locator('[data-testid="stDownloadButton"] button').filter(has_text="Turns (CSV)").first.click()

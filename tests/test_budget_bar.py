@@ -9,10 +9,10 @@ import pytest
 
 import contextfit
 from budget_support import BudgetBar
-from contextfit.views import budget_bar, charts
-from contextfit.views.bands import band_text
+from contextfit.dashboard import budget_bar, charts
+from contextfit.dashboard.bands import band_text
 from contextfit.inputs.samples import load_sample
-from contextfit.engine.plan_settings import conversation_model
+from contextfit.pipeline.settings import conversation_model
 
 
 def plans_for(key="support_chat", **settings):

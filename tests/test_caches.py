@@ -59,7 +59,7 @@ def _warm_everything() -> None:
     http._ssl_context()
     from contextfit.serving.sessions import chat_sessions
     from contextfit.serving.store import Chat
-    from contextfit.views import dashboard
+    from contextfit.dashboard import page_data as dashboard
 
     chat_sessions().session_for(Chat("chat_warm", None, None, {}, history, "t0", "t0"))  # the API's sessions
     dashboard.session_for(contextfit.load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}'))

@@ -13,9 +13,9 @@ from test_session import _fit
 from test_walk import _outcome, growth
 
 import contextfit
-from contextfit.engine import relevance
-from contextfit.engine.session import FitSession
-from contextfit.engine.strategies import recall, summarize
+from contextfit.fitting import relevance
+from contextfit.pipeline.session import FitSession
+from contextfit.fitting.strategies import recall, summarize
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 import contextfit
-from contextfit.views import charts
+from contextfit.dashboard import charts
 from contextfit.inputs.samples import load_sample
-from contextfit.engine.plan_settings import conversation_model
+from contextfit.pipeline.settings import conversation_model
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 

@@ -9,9 +9,9 @@ from conftest import shared_path
 from conversations import groups, link_ids, protected_indices
 
 import contextfit
-from contextfit.engine import results as r
+from contextfit.fitting import results as r
 from contextfit.inputs.formats import load_conversation
-from contextfit.engine.settings import plan_options
+from contextfit.pipeline.setting_names import plan_options
 
 OUTPUT = "def handler(request):\n    return compute(request.body)\n" * 40  # ~600 tokens of file text
 
@@ -43,12 +43,12 @@ def cleared_sources(result) -> list[int]:
 
 def test_it_is_a_builtin_the_dashboard_compares_by_default():
     assert "clear-tool-results" in contextfit.registry.names()
-    assert "clear-tool-results" in contextfit.engine.pipeline.BUILTIN_STRATEGIES
+    assert "clear-tool-results" in contextfit.pipeline.plan.BUILTIN_STRATEGIES
 
 
 def test_the_coding_agent_sample_shows_it_at_work():
     from contextfit.inputs.samples import load_sample
-    from contextfit.views import dashboard
+    from contextfit.dashboard import page_data as dashboard
 
     sample = load_sample("coding_agent")
     plans = dashboard.plan_all(sample, dashboard.suggested_setup(sample))

@@ -13,9 +13,9 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.engine.strategies import ContextStrategy
+from contextfit.fitting.strategies import ContextStrategy
 from contextfit.inputs.samples import load_sample, sample_text
-from contextfit.views import compare_state, dashboard
+from contextfit.dashboard import compare_state, page_data as dashboard
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 MODELS = [info.id for info in contextfit.list_models()]

@@ -13,8 +13,8 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.views import charts as chart_views
-from contextfit.views import block_chart, dashboard, source_panel, verdict
+from contextfit.dashboard import charts as chart_views
+from contextfit.dashboard import block_chart, page_data as dashboard, source_panel, verdict
 from contextfit.inputs.samples import SAMPLES, load_sample
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")

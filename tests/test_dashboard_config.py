@@ -82,6 +82,6 @@ def test_the_app_websocket_opens_only_for_loopback_host_names(dashboard_port, ho
 
 
 def test_the_theme_colour_comes_from_the_charts_palette():
-    from contextfit.views.charts import FATE_COLORS
+    from contextfit.dashboard.charts import FATE_COLORS
 
     assert CONFIG["theme"]["primaryColor"] in FATE_COLORS.values()

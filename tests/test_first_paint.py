@@ -17,7 +17,7 @@ from conftest import REPO
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
-from contextfit.views import preload
+from contextfit.dashboard import preload
 
 # Runs app.py once through AppTest in a fresh interpreter and prints, for every element the run sends,
 # its type and what was imported at that moment.
@@ -31,7 +31,7 @@ def enqueue(self, delta_type, element_proto, *args, **kwargs):
     body = getattr(element_proto, "body", "") if delta_type == "html" else ""
     sent.append({"type": delta_type, "preload": "contextfit-preload" in body, "budget": any(f'class="contextfit-{name}"' in body for name in ("budget", "blocks", "matrix")),
                  "plotly_code": "PlotlyChart." in body,
-                 "pandas": "pandas" in sys.modules, "engine": "contextfit.engine.pipeline" in sys.modules})
+                 "pandas": "pandas" in sys.modules, "engine": "contextfit.pipeline.plan" in sys.modules})
     return original(self, delta_type, element_proto, *args, **kwargs)
 DeltaGenerator._enqueue = enqueue
 at = AppTest.from_file(sys.argv[1], default_timeout=120).run()

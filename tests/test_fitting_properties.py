@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.engine import results as r
-from contextfit.engine.results import InsertedBlock
-from contextfit.engine.strategies import BuiltinStrategy, Truncate
+from contextfit.fitting import results as r
+from contextfit.fitting.results import InsertedBlock
+from contextfit.fitting.strategies import BuiltinStrategy, Truncate
 from contextfit.tokens.template import render
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]

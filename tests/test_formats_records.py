@@ -10,7 +10,7 @@ from conftest import TEST_DATA, shared_path
 import contextfit
 from contextfit.inputs.formats import FileConversation, list_conversations, load_conversation
 from contextfit.limits import MAX_LISTED_CONVERSATIONS
-from contextfit.views.sources import chosen
+from contextfit.dashboard.sources import chosen
 
 
 def messages(conversation):

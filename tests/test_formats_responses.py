@@ -118,7 +118,7 @@ def test_detection_and_every_face_read_the_same_file():
 def test_the_cli_reads_a_responses_request():
     import io
 
-    from contextfit.views import cli
+    from contextfit import cli
 
     out = io.StringIO()
     assert cli.main(["fit", str(REQUEST), "--strategy", "truncate", "--json"], out) == 0

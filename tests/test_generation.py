@@ -283,7 +283,7 @@ def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data)
     assert audit == result.audit and [b.reason for b in plan.blocks] == [b.reason for b in audit.blocks]
     texts = {block.id: block.content for block in plan.blocks}
     assert texts["m0"] == "Tell me about the forest." and plan.prompt_tokens == audit.prompt_tokens
-    charts = pytest.importorskip("contextfit.views.charts")
+    charts = pytest.importorskip("contextfit.dashboard.charts")
     charts.budget_figure(plan), charts.blocks_figure(plan)  # the Compare page's charts draw an audit too
 
 

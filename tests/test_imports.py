@@ -33,9 +33,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("inputs", ("contextfit.inputs",)),
     ("tokens", ("contextfit.tokens",)),
-    ("engine", ("contextfit.engine",)),
+    ("fitting", ("contextfit.fitting",)),
+    ("pipeline", ("contextfit.pipeline",)),
+    ("replay", ("contextfit.replay",)),
     ("serving", ("contextfit.serving",)),
-    ("views", ("contextfit.views",)),
+    ("dashboard", ("contextfit.dashboard",)),
+    ("cli", ("contextfit.cli",)),
     ("facade", ("contextfit", "contextfit.__main__")),
 )
 
@@ -167,12 +170,12 @@ def test_checker_sees_a_cycle_hidden_in_a_function(tmp_path):
         tmp_path,
         {
             "__init__.py": "",
-            "engine/__init__.py": "",
-            "engine/a.py": "from . import b\n",
-            "engine/b.py": "def late():\n    from .a import thing\n",
+            "fitting/__init__.py": "",
+            "fitting/a.py": "from . import b\n",
+            "fitting/b.py": "def late():\n    from .a import thing\n",
         },
     )
-    assert cycles(import_graph(package)) == [["contextfit.engine.a", "contextfit.engine.b"]]
+    assert cycles(import_graph(package)) == [["contextfit.fitting.a", "contextfit.fitting.b"]]
 
 
 def test_checker_sees_an_upward_import(tmp_path):
@@ -181,14 +184,14 @@ def test_checker_sees_an_upward_import(tmp_path):
         {
             "__init__.py": "",
             "tokens/__init__.py": "",
-            "tokens/count.py": "import typing\nif typing.TYPE_CHECKING:\n    from ..views.charts import Figure\n",
-            "views/__init__.py": "",
-            "views/charts.py": "from contextfit.tokens import count\n",
+            "tokens/count.py": "import typing\nif typing.TYPE_CHECKING:\n    from ..dashboard.charts import Figure\n",
+            "dashboard/__init__.py": "",
+            "dashboard/charts.py": "from contextfit.tokens import count\n",
         },
     )
     graph = import_graph(package)
-    assert graph["contextfit.views.charts"] == {"contextfit.tokens.count"}
-    assert upward_imports(graph) == ["contextfit.tokens.count (tokens) imports contextfit.views.charts (views)"]
+    assert graph["contextfit.dashboard.charts"] == {"contextfit.tokens.count"}
+    assert upward_imports(graph) == ["contextfit.tokens.count (tokens) imports contextfit.dashboard.charts (dashboard)"]
 
 
 @pytest.mark.parametrize("module", ["contextfit", "contextfit.__main__"])

@@ -67,7 +67,7 @@ def installed(tmp_path_factory) -> Path:
 
 def test_the_installed_package_is_not_the_checkout(installed, tmp_path):
     where = subprocess.run(
-        [str(installed / "python"), "-c", "import contextfit, contextfit.views.cli as c; print(contextfit.__file__); print(c.dashboard_app())"],
+        [str(installed / "python"), "-c", "import contextfit, contextfit.cli as c; print(contextfit.__file__); print(c.dashboard_app())"],
         check=True, capture_output=True, text=True, cwd=tmp_path,
     ).stdout.split()
     venv = installed.parent.resolve()

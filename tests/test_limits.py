@@ -84,9 +84,9 @@ def test_the_readme_limits_tables_state_the_constants() -> None:
     from conftest import REPO
 
     from contextfit import text
-    from contextfit.engine import analysis, counting, relevance
+    from contextfit.fitting import analysis, counting, relevance
     from contextfit.tokens import tokenizers
-    from contextfit.engine.strategies import summarize
+    from contextfit.fitting.strategies import summarize
 
     section = (REPO / "README.md").read_text().split("## Limits\n", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[3].strip(): line.split("|")[2].strip() for line in section.splitlines()

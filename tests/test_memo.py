@@ -9,11 +9,11 @@ import pytest
 
 import contextfit
 from contextfit import text
-from contextfit.engine import analysis, relevance
+from contextfit.fitting import analysis, relevance
 from contextfit.tokens.chat_counter import TokenCounter
-from contextfit.engine.counting import counting_for
+from contextfit.fitting.counting import counting_for
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
-from contextfit.engine.strategies import summarize
+from contextfit.fitting.strategies import summarize
 from contextfit.tokens.tokenizers import PROFILES, Tokenizer, get_tokenizer
 
 

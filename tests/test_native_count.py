@@ -16,8 +16,9 @@ from contextfit.serving import native_count
 from contextfit.serving.generation import generate
 from contextfit.serving.providers import AnthropicProvider, EchoProvider, HttpPolicy, OpenAIProvider
 from contextfit.serving.usage import reported_prompt_tokens
-from contextfit.views import bands, cli
-from contextfit.views.calibration import calibration
+from contextfit.dashboard import bands
+from contextfit import cli
+from contextfit.dashboard.calibration import calibration
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 

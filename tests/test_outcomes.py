@@ -21,7 +21,7 @@ from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
 from contextfit.errors import GenerationCancelled, ProviderTimeout, StoreUnavailable
 from contextfit.serving.generation import generate
 from contextfit.serving.outcomes import FinishQueue, FinishRetry
-from contextfit.engine.pipeline import plan_prompt
+from contextfit.pipeline.plan import plan_prompt
 from contextfit.serving.store import open_store
 
 pytest_plugins = ["api_fixtures"]  # the database fixture: SQLite, and PostgreSQL when configured

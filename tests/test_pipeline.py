@@ -10,7 +10,7 @@ from conftest import SHARED_FIXTURES, shared_params, shared_path
 from conversations import groups
 
 import contextfit
-from contextfit.engine.assembly import fill_macros
+from contextfit.pipeline.assembly import fill_macros
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 

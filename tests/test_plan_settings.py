@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 
 import contextfit
 from contextfit import PlanSettings
-from contextfit.views import dashboard
+from contextfit.dashboard import page_data as dashboard
 from contextfit.serving.api import create_app
 from contextfit.serving.chat_json import conversation_chat
-from contextfit.views.cli import main
+from contextfit.cli import main
 from contextfit.serving.store import open_store
 
 from api_support import LOCAL

@@ -9,9 +9,9 @@ import pytest
 from conversations import word_count_counter as count
 
 import contextfit
-from contextfit.engine import plugins
-from contextfit.engine.results import InsertedBlock
-from contextfit.engine.strategies import BuiltinStrategy, Truncate
+from contextfit.fitting import registry as plugins
+from contextfit.fitting.results import InsertedBlock
+from contextfit.fitting.strategies import BuiltinStrategy, Truncate
 
 CHAT = [
     {"role": "system", "content": "You are the system prompt."},
@@ -373,8 +373,8 @@ def test_a_plugin_subclassing_a_builtin_is_checked_in_full(register, how):
 
 
 def test_only_the_package_registrations_are_trusted():
-    from contextfit.engine.fitting import is_trusted
-    from contextfit.engine.strategies import BUILTINS
+    from contextfit.fitting.host import is_trusted
+    from contextfit.fitting.strategies import BUILTINS
 
     assert all(is_trusted(contextfit.registry.get(s.name)) for s in BUILTINS)
     assert not is_trusted(Truncate()) and not is_trusted(KeepsTheCallDropsItsResult())

@@ -1,11 +1,11 @@
-"""The browser starts loading the chart and table code at the top of a run (contextfit.views.preload)."""
+"""The browser starts loading the chart and table code at the top of a run (contextfit.dashboard.preload)."""
 
 from __future__ import annotations
 
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
-from contextfit.views import preload
+from contextfit.dashboard import preload
 
 
 def test_the_installed_streamlit_has_the_chunks_and_the_script_imports_each():

@@ -8,8 +8,8 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 from contextfit.tokens import models
-from contextfit.views import cli
-from contextfit.views.catalog import dollars, price_row, price_rows
+from contextfit import cli
+from contextfit.dashboard.catalog import dollars, price_row, price_rows
 
 
 def lines_of_models_command() -> dict[str, str]:

@@ -10,8 +10,8 @@ import pytest
 from conftest import REPO
 
 import contextfit
-from contextfit.engine import plugins
-from contextfit.engine import results as r
+from contextfit.fitting import registry as plugins
+from contextfit.fitting import results as r
 
 README = (REPO / "README.md").read_text()
 

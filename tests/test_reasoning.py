@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from test_thinking import SETTINGS, THOUGHT, chats_with_reasoning, claude_chat
 
 import contextfit
-from contextfit.engine import results as r
-from contextfit.engine import session as session_module
+from contextfit.fitting import results as r
+from contextfit.pipeline import session as session_module
 from contextfit.inputs.messages import message_id
 from contextfit.inputs.formats import load_conversation
 from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
 from contextfit.tokens.template import sent_counter
-from contextfit.views import charts, dashboard
+from contextfit.dashboard import charts, page_data as dashboard
 
 
 def sent_tokens(plan) -> int:

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.engine.analysis import Facts
-from contextfit.engine.counting import counting_for
-from contextfit.engine.session import FitSession
+from contextfit.fitting.analysis import Facts
+from contextfit.fitting.counting import counting_for
+from contextfit.pipeline.session import FitSession
 from contextfit.inputs.lorebook import Lorebook, LorebookEntry, activate
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,7 +133,8 @@ SETTINGS_KW = {"model": "gpt-4o", "context_limit": 900, "response_reserve": 100,
 
 def test_a_lorebook_plan_reuses_the_blocks_it_made(monkeypatch):
     """The work of a turn: each message is filled once, and the analysis reads only new blocks."""
-    from contextfit.engine import analysis, assembly
+    from contextfit.fitting import analysis
+    from contextfit.pipeline import assembly
 
     session = FitSession(_chat(12))
     session.plan("truncate", **SETTINGS_KW)  # a first plan keeps no copies: most plans are appended to
@@ -197,7 +198,7 @@ def test_a_replay_with_a_lorebook_answers_what_fresh_plans_answer():
 
 
 def test_the_session_memos_stay_bounded(monkeypatch):
-    from contextfit.engine import session as session_module
+    from contextfit.pipeline import session as session_module
 
     monkeypatch.setattr(session_module, "KNOWN_SLACK", 4)  # a small slack, so 40 edits pass it many times
     session = FitSession(_chat(3))

@@ -8,10 +8,10 @@ import pytest
 from conftest import shared_path
 
 import contextfit
-from contextfit.engine.pipeline import plan_prompt
-from contextfit.engine.prompt_cache import anthropic_cache, automatic_cached
-from contextfit.engine.replay import replay
-from contextfit.engine.survival import declared_facts, entities
+from contextfit.pipeline.plan import plan_prompt
+from contextfit.replay.prompt_cache import anthropic_cache, automatic_cached
+from contextfit.replay.run import replay
+from contextfit.replay.facts import declared_facts, entities
 from contextfit.errors import InvalidMessages, InvalidSettings
 
 HELLO = "hello" + " hello" * 1199  # 1,200 o200k tokens: "hello", then 1,199 times " hello"
@@ -162,7 +162,7 @@ def test_facts_whose_derived_names_agree_are_told_apart_in_the_report():
     names = [fact.name for fact in result.facts]
     assert len(set(names)) == 2 and names[1].endswith("… (2)") and len(names[1]) <= 80
     assert [(state.name, state.status) for state in result.turns["truncate"][-1].facts] == [(names[0], "verbatim")]
-    from contextfit.views.replay import fact_notes
+    from contextfit.dashboard.replay import fact_notes
     assert fact_notes(result) == [f"No message holds “{names[1]}”, so no turn checks it."]
 
 
@@ -202,7 +202,7 @@ def test_a_strategy_entry_a_replay_cannot_honour_is_refused(entry, field):
 
 
 def test_a_strategy_object_and_its_own_interceptors_are_a_replay_strategy():
-    from contextfit.engine.strategies.truncate import Truncate
+    from contextfit.fitting.strategies.truncate import Truncate
 
     seen = []
 
@@ -354,7 +354,7 @@ def test_a_replay_says_why_no_turn_reads_from_the_cache():
 
 
 def test_each_anthropic_model_caches_from_its_own_documented_minimum():
-    from contextfit.engine import prompt_cache as pc
+    from contextfit.replay import prompt_cache as pc
 
     models = ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-3-5-haiku", "claude-haiku-4-5", "claude-opus-4-5",
               "claude-opus-4-6")

@@ -11,11 +11,11 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.engine.replay import TurnResult, totals_of
+from contextfit.replay.run import TurnResult, totals_of
 from contextfit.inputs.samples import sample_text
-from contextfit.views import dashboard
-from contextfit.views import replay as views
-from contextfit.views.verdict import replay_verdict
+from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import replay as views
+from contextfit.dashboard.verdict import replay_verdict
 
 ALL = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
@@ -263,7 +263,7 @@ def test_a_limit_past_the_model_s_window_is_said():
 
 def _one_at_a_time(facts):
     """The first way usable_facts worked: each fact tried after those kept, a check per prefix."""
-    from contextfit.engine.survival import declared_facts
+    from contextfit.replay.facts import declared_facts
 
     kept, positions, errors = [], [], []
     for position, fact in enumerate(facts):

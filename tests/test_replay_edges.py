@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 import contextfit
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
-from contextfit.views import dashboard
-from contextfit.views import replay as views
-from contextfit.views.cli import main
+from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import replay as views
+from contextfit.cli import main
 
 pytest_plugins = ["api_fixtures"]
 
@@ -184,7 +184,7 @@ def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
 ])
 def test_capitalized_names_and_capitals_beyond_ascii_are_entities(text, expected):
     # the rule's names were [A-Z][a-z]+ words: "Müller", "Zoë", "Élodie" were no entities at all
-    from contextfit.engine.survival import entities
+    from contextfit.replay.facts import entities
 
     assert entities(text) == expected
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
-from contextfit.views.cli import main
+from contextfit.cli import main
 
 pytest_plugins = ["api_fixtures"]
 

@@ -1,4 +1,4 @@
-"""The Replay page: its logic (contextfit.views.replay) and the page through AppTest."""
+"""The Replay page: its logic (contextfit.dashboard.replay) and the page through AppTest."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.inputs.samples import SAMPLES, sample_text
-from contextfit.views import dashboard
-from contextfit.views import replay as views
+from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import replay as views
 
 CHAT = [
     {"role": "system", "content": "You are a support agent."},

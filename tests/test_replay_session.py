@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.engine.pipeline import plan_prompt
-from contextfit.engine.replay import replay, request_positions, variants
-from contextfit.engine.survival import contains_word, entities
+from contextfit.pipeline.plan import plan_prompt
+from contextfit.replay.run import replay, request_positions, variants
+from contextfit.replay.facts import contains_word, entities
 from contextfit.inputs import messages as msg
 from contextfit.tokens.template import sent_counter, trace
 

@@ -17,9 +17,9 @@ from test_session import _fit
 from test_walk import _outcome, growth
 
 import contextfit
-from contextfit.engine.session import FitSession
-from contextfit.engine import replay as replay_module
-from contextfit.engine.relevance import LexicalRelevance
+from contextfit.pipeline.session import FitSession
+from contextfit.replay import run as replay_module
+from contextfit.fitting.relevance import LexicalRelevance
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -59,7 +59,7 @@ _TEXT = st.lists(st.sampled_from(WORDS + ["Wolves", "wolves", "x1", "rivers"]), 
 @given(_TEXT, st.lists(_TEXT, max_size=6))
 def test_lexical_relevance_gives_the_word_by_word_floats(query, documents):
     scorer = LexicalRelevance()
-    from contextfit.engine.relevance import word_counts as _bag
+    from contextfit.fitting.relevance import word_counts as _bag
 
     assert scorer.score(query, documents) == _scores_word_by_word(_bag(query), [_bag(text) for text in documents])
 
@@ -247,7 +247,7 @@ def test_the_fresh_plan_check_catches_a_wrong_inserted_count(monkeypatch):
     # block is off by one token: it is the cache prefix's own count of that block (a
     # cleared tool result, sent turn after turn; a summary changes every turn and stands
     # just before the input, never inside the prefix).
-    from contextfit.engine.results import Decisions, InsertedBlock
+    from contextfit.fitting.results import Decisions, InsertedBlock
 
     _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 640, 100)
     real = Decisions.inserted
@@ -273,7 +273,7 @@ def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
     """The default rule's search (``_Walker._said_before``) starts at the first message
     holding the entity's first word and remembers what it found: the entities in force
     are those a search of the whole earlier text finds, entities at message starts too."""
-    from contextfit.engine.survival import contains_word, entities
+    from contextfit.replay.facts import contains_word, entities
 
     chat = [{"role": "user" if k % 2 == 0 else "assistant", "content": text} for k, text in enumerate(texts)]
     result = replay_module.replay(chat, model="gpt-4o", strategies=["truncate"])
@@ -295,7 +295,7 @@ def test_the_prefilters_change_no_entity(text, prefilter):
     pattern run on every text."""
     import re
 
-    from contextfit.engine import survival
+    from contextfit.replay import facts as survival
 
     fast = survival.entities(text)
     real = getattr(survival, prefilter)
@@ -310,7 +310,7 @@ def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
     """An ASCII-only digit test would skip the number pattern on "٣٣" (Unicode digits)."""
     import re
 
-    from contextfit.engine import survival
+    from contextfit.replay import facts as survival
 
     assert survival.entities("room ٣٣ now") == ["٣٣"]
     monkeypatch.setattr(survival, "_DIGIT", re.compile("[0-9]"))
@@ -325,7 +325,7 @@ def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
 def test_contains_word_finds_what_a_scan_of_every_position_finds(text, entity, start, end):
     """survival.contains_word (overlapping occurrences too, each checked for its boundaries)
     answers as a check of every position in ``text[start:end]`` does."""
-    from contextfit.engine.survival import _word_char, contains_word
+    from contextfit.replay.facts import _word_char, contains_word
 
     stop = len(text) if end is None else min(end, len(text))
     expected = False
@@ -343,8 +343,8 @@ def test_contains_word_finds_what_a_scan_of_every_position_finds(text, entity, s
 def test_insertions_stand_where_a_count_of_each_prefix_puts_them(reasons, data):
     """proposals.insertions (a running count from the end) places each block after the kept
     messages before its position and the blocks sorted before it, as counting each prefix does."""
-    from contextfit.engine.proposals import insertions
-    from contextfit.engine.results import InsertedBlock
+    from contextfit.fitting.proposals import insertions
+    from contextfit.fitting.results import InsertedBlock
 
     befores = data.draw(st.lists(st.integers(0, len(reasons)), max_size=6))
     blocks = [InsertedBlock({"role": "system", "content": str(k)}, before, "summary", 1, ()) for k, before in enumerate(befores)]
@@ -372,7 +372,7 @@ def test_the_summary_cache_is_cleaned_now_and_then_when_other_strategies_fill_it
     clean-up counted them in its bound, so once they passed it every summarize refit rebuilt the
     whole cache: now it runs after the cache has grown by a few scan windows, and the
     summary's own entries stay as few as before."""
-    from contextfit.engine.strategies import summarize
+    from contextfit.fitting.strategies import summarize
 
     cleanups, fits, own = 0, 0, []
     inner = summarize._forget_old

@@ -29,7 +29,7 @@ from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
 from contextfit.serving.cancellation import request_cancel
 from contextfit.errors import GenerationInterrupted, SchemaTooNew
 from contextfit.serving.generation import generate
-from contextfit.engine.pipeline import plan_prompt
+from contextfit.pipeline.plan import plan_prompt
 from contextfit.serving.store import open_store
 
 pytest_plugins = ["api_fixtures"]  # the database fixture: a SQLite file, or a PostgreSQL schema of its own

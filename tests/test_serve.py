@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import contextfit.serving.api.serving
-from contextfit.views.cli import main
+from contextfit.cli import main
 
 HEADER_SECONDS = 2
 MAX_CONNECTIONS = 3

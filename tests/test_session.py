@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.engine import session as session_module
-from contextfit.engine.session import FitSession
+from contextfit.pipeline import session as session_module
+from contextfit.pipeline.session import FitSession
 
 pytest_plugins = ["api_fixtures"]  # the database fixture (SQLite, and PostgreSQL when configured)
 
@@ -228,15 +228,15 @@ def test_an_append_refits_from_the_last_analysis_without_reading_the_others(monk
     counter = contextfit.token_counter("gpt-4o")
     session.fit(counter, 500, count_excluded=False)
     analysed = []
-    original = contextfit.engine.analysis.Facts._add
+    original = contextfit.fitting.analysis.Facts._add
 
     def spy(self, messages, start, counting, count_now, stop=None):
         analysed.append((len(messages) if stop is None else stop) - start)
         return original(self, messages, start, counting, count_now, stop)
 
-    monkeypatch.setattr(contextfit.engine.analysis.Facts, "_add", spy)
+    monkeypatch.setattr(contextfit.fitting.analysis.Facts, "_add", spy)
     compared = []
-    monkeypatch.setattr(contextfit.engine.analysis, "_same_prefix", lambda *a: compared.append(1) or True)
+    monkeypatch.setattr(contextfit.fitting.analysis, "_same_prefix", lambda *a: compared.append(1) or True)
     session.append({"role": "user", "content": "one more"})
     result = session.fit(counter, 500, count_excluded=False)
     assert analysed == [1] and compared == []
@@ -313,7 +313,7 @@ def test_clear_caches_forgets_the_api_sessions():
 
 
 def test_the_dashboard_plans_through_one_session_per_conversation():
-    from contextfit.views import dashboard
+    from contextfit.dashboard import page_data as dashboard
 
     conversation = contextfit.load_conversation(
         '{"messages": [' + ",".join(f'{{"role": "user", "content": "turn {i} alpha beta"}}' for i in range(40)) + "]}")
@@ -360,8 +360,8 @@ _SHAPES = st.one_of(
 @SETTINGS
 @given(st.lists(_SHAPES, max_size=12), st.booleans())
 def test_the_short_analysis_paths_agree_with_the_general_one(messages, count_now):
-    from contextfit.engine.analysis import Facts
-    from contextfit.engine.counting import counting_for
+    from contextfit.fitting.analysis import Facts
+    from contextfit.fitting.counting import counting_for
 
     counting = counting_for(contextfit.token_counter("gpt-4o"))
     results = []
@@ -497,8 +497,8 @@ def test_a_replay_with_a_character_card_assembles_the_chat_once(monkeypatch):
 
 
 def test_trimmed_facts_are_the_facts_of_the_first_messages():
-    from contextfit.engine.analysis import facts_for
-    from contextfit.engine.counting import counting_for
+    from contextfit.fitting.analysis import facts_for
+    from contextfit.fitting.counting import counting_for
 
     chat = [{"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Look it up."},
@@ -520,9 +520,9 @@ def test_trimmed_facts_are_the_facts_of_the_first_messages():
 
 
 def test_a_trimmed_walk_is_the_walk_of_the_first_messages():
-    from contextfit.engine.analysis import FitView, facts_for
-    from contextfit.engine.counting import counting_for
-    from contextfit.engine.strategies.walk import empty_walk, extend_walk, trimmed_walk
+    from contextfit.fitting.analysis import FitView, facts_for
+    from contextfit.fitting.counting import counting_for
+    from contextfit.fitting.strategies.walk import empty_walk, extend_walk, trimmed_walk
 
     chat = [{"role": "system", "content": "Be brief."}]
     for turn in range(8):

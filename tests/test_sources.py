@@ -9,8 +9,8 @@ from conftest import TEST_DATA, shared_path
 
 import contextfit
 from contextfit.inputs.samples import load_sample
-from contextfit.views import sources
-from contextfit.views.sources import Source, UploadedBytes, combine, read_part
+from contextfit.dashboard import sources
+from contextfit.dashboard.sources import Source, UploadedBytes, combine, read_part
 
 
 def uploaded(path, name=None) -> UploadedBytes:

@@ -25,7 +25,7 @@ from conftest import REPO, SHARED_FIXTURES
 from test_readme import table
 
 import contextfit
-from contextfit.engine import results as r
+from contextfit.fitting import results as r
 
 SPEC_PLACES = tuple(dict.fromkeys((REPO.parent / "shared" / "SPEC.md", SHARED_FIXTURES.parent / "SPEC.md")))
 SPEC_PATH = next((path for path in SPEC_PLACES if path.is_file()), None)
@@ -69,7 +69,7 @@ def readme_reasons() -> dict[str, bool]:
 
 
 def declared_reasons() -> set[str]:
-    """Every reason string ``contextfit.engine.results`` defines, listed in its tuples or not."""
+    """Every reason string ``contextfit.fitting.results`` defines, listed in its tuples or not."""
     return {value for name, value in vars(r).items() if name.isupper() and isinstance(value, str) and value.islower()}
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from conversations import word_count_counter as count
 
 import contextfit
-from contextfit.engine.relevance import EmbeddingRelevance, LexicalRelevance
+from contextfit.fitting.relevance import EmbeddingRelevance, LexicalRelevance
 
 
 def user(text, **extra):
@@ -223,7 +223,7 @@ def _saliences_one_by_one(line_words, sizes, lengths, tool_line, weight, query_w
     """The candidates and saliences as the summary scored them a line at a time."""
     import math
 
-    from contextfit.engine.strategies.summarize import _QUERY_BONUS, MIN_SENTENCE_WORDS
+    from contextfit.fitting.strategies.summarize import _QUERY_BONUS, MIN_SENTENCE_WORDS
 
     eligible, salience = [], []
     for position, size in enumerate(sizes):
@@ -242,7 +242,7 @@ def _saliences_one_by_one(line_words, sizes, lengths, tool_line, weight, query_w
 def test_the_mapped_saliences_are_those_of_a_line_at_a_time(rows, weights, query):
     # The scoring runs as C-level maps; it must pick the same lines with the same floats
     # (a summary must not change with how it is computed).
-    from contextfit.engine.strategies.summarize import _saliences
+    from contextfit.fitting.strategies.summarize import _saliences
 
     line_words = [frozenset(words) for words, _, _ in rows]
     sizes = [len(words) for words in line_words]
@@ -290,7 +290,7 @@ def test_an_edited_dropped_message_changes_the_summary():
 
 
 def test_a_long_lived_chat_keeps_the_summary_cache_small():
-    from contextfit.engine.counting import counting_for
+    from contextfit.fitting.counting import counting_for
 
     chat = [STORY[0]] + [user(f"Turn {i} mentions router {i % 7} and firmware {i % 5}. Then more words.") for i in range(400)]
     counter = lambda ms: count(ms)  # noqa: E731  (one cache for this test)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from test_fitting_properties import _budget, _check, _fit
 
 import contextfit
-from contextfit.engine import results as r
+from contextfit.fitting import results as r
 from contextfit.inputs.formats import load_conversation
 
 THOUGHT = "Let me think about which file holds the handler and why it fails. " * 30

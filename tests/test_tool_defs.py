@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import contextfit
 from contextfit.tokens import images
 from contextfit.serving.audit import audit_from_plan
-from contextfit.views.charts import budget_figure
-from contextfit.views.dashboard import blocks_csv
+from contextfit.dashboard.charts import budget_figure
+from contextfit.dashboard.page_data import blocks_csv
 from contextfit.inputs.formats import load_conversation
 from contextfit.tokens.tool_defs import tool_costs
 
@@ -134,7 +134,7 @@ def test_image_and_tool_blocks_keep_the_plan_promises(tools, parts, turns, model
 
 
 def test_tool_rows_list_each_tool_largest_first_for_the_dashboard():
-    from contextfit.views.tools import tool_rows
+    from contextfit.dashboard.tools import tool_rows
 
     small = {"name": "ping", "input_schema": {"type": "object"}}
     big = {"name": "search", "description": "Search the web for pages about a topic. " * 10,

@@ -9,11 +9,11 @@ import pytest
 from conftest import shared_path
 
 import contextfit
-from contextfit.engine.plugins import ContextStrategyRegistry
+from contextfit.fitting.registry import ContextStrategyRegistry
 from contextfit.errors import TokenBudgetExceeded
 from contextfit.inputs.samples import SAMPLES, load_sample
-from contextfit.views import breakdown, diff, report, verdict
-from contextfit.views import dashboard
+from contextfit.dashboard import breakdown, diff, report, verdict
+from contextfit.dashboard import page_data as dashboard
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 

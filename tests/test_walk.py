@@ -11,12 +11,12 @@ from test_session import _fit
 from test_session import _outcome as _session_outcome
 
 import contextfit
-from contextfit.engine import fitting
-from contextfit.engine.analysis import Facts, FitView
-from contextfit.engine.counting import counting_for
-from contextfit.engine.session import FitSession
-from contextfit.engine.strategies import walk as walk_module
-from contextfit.engine.strategies.base import fill_newest, room_left, start_reasons
+from contextfit.fitting import host as fitting
+from contextfit.fitting.analysis import Facts, FitView
+from contextfit.fitting.counting import counting_for
+from contextfit.pipeline.session import FitSession
+from contextfit.fitting.strategies import walk as walk_module
+from contextfit.fitting.strategies.base import fill_newest, room_left, start_reasons
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

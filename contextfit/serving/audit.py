@@ -6,7 +6,7 @@ terminal status: ``completed``, ``failed`` or ``cancelled``. ``to_dict`` gives
 the JSON of SPEC §5. It holds contextfit's own error code and message, never
 a provider's response body or a credential.
 
-The dashboard reads stored audits through :mod:`contextfit.views.audits`.
+The dashboard reads stored audits through :mod:`contextfit.serving.audits`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..inputs import messages as msg
-from ..engine import results as r
+from ..fitting import results as r
 from .camel import camel_dict, from_camel_dict
 from ..errors import ContextfitError
-from ..engine.pipeline import PlanBlock, PromptPlan, TokenizerInfo
-from ..engine.survival import Fact, fact_report
+from ..pipeline.plan import PlanBlock, PromptPlan, TokenizerInfo
+from ..replay.facts import Fact, fact_report
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -181,7 +181,7 @@ def audit_from_plan(
 ) -> PromptContextAudit:
     """A ``pending`` audit of ``plan``: every block, the final provider messages, the interceptors' reports,
     and whether each of the must-survive ``facts`` in force in ``messages`` (the chat planned) is still sent
-    (``names``: what ``{{user}}`` and ``{{char}}`` stand for, :func:`~contextfit.engine.survival.fact_report`)."""
+    (``names``: what ``{{user}}`` and ``{{char}}`` stand for, :func:`~contextfit.replay.facts.fact_report`)."""
     return PromptContextAudit(
         generation_id=generation_id or new_generation_id(),
         chat_id=chat_id,
@@ -221,7 +221,7 @@ def refused_audit(
     """
     from ..tokens.chat_counter import token_counter
     from ..tokens.models import get_model
-    from ..engine.pipeline import resolve_limits
+    from ..pipeline.plan import resolve_limits
 
     info = get_model(model)
     limit, reserve, budget = resolve_limits(info, context_limit, response_reserve)

@@ -19,7 +19,7 @@ def camel_case(name: str) -> str:
 def camel_dict(value: Any) -> dict[str, Any]:
     """A dataclass's fields, shallow, under camelCase keys, in field order.
 
-    >>> from contextfit.engine.pipeline import TokenizerInfo
+    >>> from contextfit.pipeline.plan import TokenizerInfo
     >>> camel_dict(TokenizerInfo("o200k_base", approximate=False))
     {'profile': 'o200k_base', 'approximate': False}
     """

@@ -13,7 +13,7 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.plan_settings import conversation_parts
+from ..pipeline.settings import conversation_parts
 
 _ENTRY_FIELDS = (  # LorebookEntry attribute -> World Info key
     ("uid", "uid"), ("keys", "key"), ("secondary_keys", "keysecondary"), ("content", "content"),

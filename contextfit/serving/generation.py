@@ -38,14 +38,14 @@ from . import native_count
 from .audit import CANCELLED, COMPLETED, FAILED, PromptContextAudit, audit_from_plan, refused_audit
 from ..errors import GenerationCancelled, GenerationInterrupted, ProviderError, TokenBudgetExceeded
 from ..jsonpath import replace_lone_surrogates
-from ..engine.pipeline import PromptPlan, macro_names, plan_prompt
+from ..pipeline.plan import PromptPlan, macro_names, plan_prompt
 from .sessions import chat_sessions
 from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from .usage import reported_prompt_tokens
-from ..engine.plan_settings import DEFAULT_MODEL, PlanSettings
-from ..engine.settings import merge_settings, provider_options
-from ..engine.survival import Fact, declared_facts
+from ..pipeline.settings import DEFAULT_MODEL, PlanSettings
+from ..pipeline.setting_names import merge_settings, provider_options
+from ..replay.facts import Fact, declared_facts
 from .store import Chat, Store
 from .validation import check_messages
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from .. import environment
 from ..caches import register
-from ..engine.pipeline import PromptPlan
+from ..pipeline.plan import PromptPlan
 from ..errors import ProviderError
 from ..inputs.messages import message_text
 from ..tokens.models import get_model

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..engine.plan_settings import FIELDS
-from ..engine.replay import Replay, replay
-from ..engine.settings import BY_NAME, plan_options
+from ..pipeline.settings import FIELDS
+from ..replay.run import Replay, replay
+from ..pipeline.setting_names import BY_NAME, plan_options
 from ..errors import InvalidSettings
 from .generation import preview_request
 from .providers import Provider
@@ -27,7 +27,7 @@ def strategies_from_json(strategies: Sequence[Any] | None) -> list[Any] | None:
     a replay is fitted with the same model, limits and conversation, so ``contextLimit``
     there would be left out of the fit while the label named it, and a provider or audit
     setting (``temperature``, ``facts``) means nothing to a fit. The strategy and the label
-    are checked by :func:`~contextfit.engine.replay.variants`, as for a Python caller.
+    are checked by :func:`~contextfit.replay.run.variants`, as for a Python caller.
 
     >>> strategies_from_json(["truncate", {"strategy": "truncate", "options": {"stablePrefix": True}}])
     ['truncate', {'strategy': 'truncate', 'options': {'stable_prefix': True}}]

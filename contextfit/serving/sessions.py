@@ -1,4 +1,4 @@
-"""One :class:`~contextfit.engine.session.FitSession` per stored chat, per process.
+"""One :class:`~contextfit.pipeline.session.FitSession` per stored chat, per process.
 
 A chat gets messages appended, and every generation plans it again. Each
 request reads the chat from the database, so a write by any process (another
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..caches import register
-from ..engine.pipeline import PromptPlan, plan_prompt
-from ..engine.plan_settings import PlanSettings
-from ..engine.session import FitSession
+from ..pipeline.plan import PromptPlan, plan_prompt
+from ..pipeline.settings import PlanSettings
+from ..pipeline.session import FitSession
 
 #: Chats whose sessions one process keeps.
 MAX_CHATS = 64

@@ -80,7 +80,7 @@ class ModelInfo:
     #: Published prices (US dollars per million tokens), or None when the catalog has none.
     prices: Prices | None = None
     #: The shortest prompt prefix the provider caches for this model, where it documents one per
-    #: model (Anthropic); None: its provider's rule (``engine/prompt_cache.py``).
+    #: model (Anthropic); None: its provider's rule (``replay/prompt_cache.py``).
     cache_minimum: int | None = None
 
     def __post_init__(self) -> None:

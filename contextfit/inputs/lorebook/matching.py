@@ -46,7 +46,7 @@ import regex
 
 from contextfit.caches import register
 
-#: The diagnostics this module reports (listed with the rest in ``engine/results.py``).
+#: The diagnostics this module reports (listed with the rest in ``fitting/results.py``).
 LOREBOOK_KEY_TIMEOUT = "LOREBOOK_KEY_TIMEOUT"
 LOREBOOK_KEY_TOO_LONG = "LOREBOOK_KEY_TOO_LONG"
 LOREBOOK_SCAN_LIMITED = "LOREBOOK_SCAN_LIMITED"

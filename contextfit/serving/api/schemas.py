@@ -1,7 +1,7 @@
 """The request and response models of the HTTP API (pydantic lives here only).
 
 JSON keys are camelCase as in SPEC §5–§6. The settings model is built from
-:data:`contextfit.engine.settings.SETTINGS`, so the schema, the validation and the
+:data:`contextfit.pipeline.setting_names.SETTINGS`, so the schema, the validation and the
 package agree on one list of names.
 """
 
@@ -27,8 +27,8 @@ from ..audit import AuditBlock, PromptContextAudit
 from ..camel import camel_case
 from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
-from ...engine.pipeline import TokenizerInfo
-from ...engine.settings import SETTINGS
+from ...pipeline.plan import TokenizerInfo
+from ...pipeline.setting_names import SETTINGS
 from ..store import Chat as StoredChat
 
 MAX_MESSAGES = 10_000

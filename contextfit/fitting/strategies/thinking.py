@@ -1,0 +1,214 @@
+"""``keep_thinking``: reasoning of older turns goes before whole turns do.
+
+Providers do not need the reasoning of earlier turns: Anthropic strips the
+``thinking`` / ``redacted_thinking`` blocks of previous assistant turns
+itself and requires only those of the current tool-use turn (the assistant
+message whose ``tool_use`` the last ``tool_result`` answers); OpenAI keeps
+reasoning items only across the tool calls of one turn; DeepSeek refuses
+``reasoning_content`` sent back. The current tool-use turn is protected by
+the engine (it is in the current input's group), so what is dropped here is
+always the reasoning of older turns.
+
+``keep_thinking`` (for ``truncate``, ``summarize`` and ``clear-tool-results``):
+
+* ``None`` (default, what the providers require): when the prompt does not
+  fit, the reasoning of older assistant turns is dropped first, oldest
+  first, only as far as needed, before any turn is dropped;
+* ``False``: the reasoning of every older turn is dropped, fit or not;
+* ``True``: reasoning is kept like any other content.
+
+An assistant message without its reasoning is a ``compressed`` block
+(``meta.compressed``) in the original's place; the original is
+``summarized``, as with a cleared tool result.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from typing import Any
+
+from ...inputs import messages as msg
+from .. import results as r
+from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
+from ...errors import InvalidSettings
+from ..results import InsertedBlock
+from ...tokens.reasoning import has_reasoning, strip_reasoning
+
+
+def keep_thinking_option(options: dict) -> bool | None:
+    """The validated ``keep_thinking`` option (``None``: what the provider requires)."""
+    value = options.get("keep_thinking")
+    if value is not None and not isinstance(value, bool):
+        raise InvalidSettings(f"keep_thinking must be true, false or unset, got {value!r}.")
+    return value
+
+
+def without_reasoning(message: dict) -> dict | None:
+    """A copy of an assistant message without its reasoning, or ``None`` when it has none.
+
+    >>> without_reasoning({"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+    ...                                                     {"type": "text", "text": "Yes."}]})
+    {'role': 'assistant', 'content': [{'type': 'text', 'text': 'Yes.'}], 'meta': {'compressed': True}}
+    """
+    copy = strip_reasoning(message)
+    if copy is None:
+        return None
+    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    return copy
+
+
+def drop_old_reasoning(
+    view: FitView, budget: int, keep: bool | None, costs: list[int], replaced: dict[int, InsertedBlock], total: int
+) -> int:
+    """Drop the reasoning of unprotected assistant messages, oldest first (all of
+    it with ``keep=False``, as far as the budget needs with ``None``); fills
+    ``replaced`` and ``costs`` and returns the new total."""
+    if keep is True or (keep is None and total <= budget):
+        return total
+    protect, messages = view.protect, view.messages
+    for index in reasoning_indices(view):
+        if keep is None and total <= budget:
+            break
+        if protect[index] is not None:
+            continue
+        current = replaced[index].message if index in replaced else messages[index]
+        copy = without_reasoning(current)
+        if copy is None:
+            continue
+        tokens = view.count_block(copy)
+        if tokens >= costs[index]:
+            continue
+        total -= costs[index] - tokens
+        costs[index] = tokens
+        replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+    return total
+
+
+_SCANNED = ("reasoning", -1)  # facts.derived key: (messages scanned, assistant messages with reasoning)
+CARRY_TRIMMERS[_SCANNED[0]] = trim_scan
+
+
+def reasoning_indices(view: FitView) -> list[int]:
+    """The assistant messages that carry reasoning, oldest first. Kept in the
+    facts' ``derived`` cache, so a chat that grows by one message scans one."""
+    derived = view.facts.derived
+    scanned, found = derived.get(_SCANNED, (0, ()))  # type: ignore[misc]
+    if scanned > view.n:
+        scanned, found = 0, ()
+    if scanned < view.n:
+        roles, messages = view.facts.roles, view.messages
+        new = [index for index in range(scanned, view.n) if roles[index] == "assistant" and has_reasoning(messages[index])]
+        found = (*found, *new)
+        derived[_SCANNED] = (view.n, found)
+    return list(found)
+
+
+def drop_oldest_units(
+    view: FitView, budget: int, reasons: list[str | None], costs: list[int], replaced: dict[int, InsertedBlock], total: int
+) -> int:
+    """Truncate on top of replacements: drop the oldest unprotected units (with
+    the blocks standing for their members) until ``total`` fits; returns it.
+
+    Dropping the oldest units until the rest fits keeps the longest run of
+    recent units that fits, so this walks newest first, as
+    :func:`~contextfit.fitting.strategies.base.fill_newest` does, and stops at the
+    first unit that does not fit: the work follows what is kept, not what is
+    dropped (most of a clear-tool-results refit when the budget is a small
+    share of a long chat). A group is as old as its first member.
+    """
+    if total <= budget:
+        return total
+    protect, group_of, members = view.protect, view.facts.group_of, view.facts.members
+    over = r.OVER_BUDGET
+    reasons[:] = repeat(over, view.n)  # then the protected kept (C-level; a comprehension cost O(n) in Python)
+    for index in view.protected:
+        reasons[index] = None
+    room = budget - view.base_tokens - sum(costs[index] for index in view.protected)
+    for index in range(view.n - 1, -1, -1):
+        if protect[index] is not None:
+            continue
+        root = group_of.get(index)
+        if root is None:
+            cost = costs[index]
+            if cost > room:
+                break
+            room -= cost
+            reasons[index] = None
+        elif root == index:  # protection covers a whole group or none of it
+            unit = members[root]
+            cost = sum(costs[member] for member in unit)
+            if cost > room:
+                break
+            room -= cost
+            for member in unit:
+                reasons[member] = None
+    for index in [index for index in replaced if reasons[index] is not None]:
+        del replaced[index]
+    return budget - room
+
+
+def with_replacements(reasons: list[str | None], replaced: dict[int, InsertedBlock]) -> list[InsertedBlock]:
+    """Mark each replaced original ``summarized``; the replacements in prompt order."""
+    for index in replaced:
+        reasons[index] = r.SUMMARIZED
+    return sorted(replaced.values(), key=lambda block: block.before)
+
+
+def thin(view: FitView, budget: int, options: dict[str, Any]) -> tuple[list[int], dict[int, InsertedBlock], int] | None:
+    """Older turns' reasoning dropped as ``keep_thinking`` asks: ``(costs,
+    replaced, total)``, or ``None`` when nothing was dropped (the plain path
+    then gives the same answer)."""
+    keep = keep_thinking_option(options)
+    if keep is True:
+        return None
+    counted = view.facts.counted_total
+    if keep is None and (counted is None or view.base_tokens + counted <= budget):
+        return None  # it fits (or the caller asked not to count everything): nothing to drop
+    if not reasoning_indices(view):
+        return None
+    costs = [view.count(index) for index in range(view.n)]
+    total = view.base_tokens + sum(costs)
+    replaced: dict[int, InsertedBlock] = {}
+    total = drop_old_reasoning(view, budget, keep, costs, replaced, total)
+    return (costs, replaced, total) if replaced else None
+
+
+def fit_thinning(view: FitView, budget: int, options: dict[str, Any]):
+    """``truncate`` with ``keep_thinking``: a :class:`Proposal`, or ``None`` when no
+    reasoning was dropped (the caller's plain path then gives the same answer)."""
+    from .base import Proposal
+
+    thinned = thin(view, budget, options)
+    if thinned is None:
+        return None
+    costs, replaced, total = thinned
+    reasons: list[str | None] = [None] * view.n
+    drop_oldest_units(view, budget, reasons, costs, replaced, total)
+    return Proposal(reasons, with_replacements(reasons, replaced))
+
+
+def thinned_view(view: FitView, replaced: dict[int, InsertedBlock]) -> FitView:
+    """A view of the same fit where each replaced message stands as its
+    replacement (its tokens too): what ``summarize`` fits after ``keep_thinking``
+    dropped reasoning. Its facts are a copy: nothing reaches the cached analysis."""
+    messages = list(view.messages)
+    facts = view.facts.copy()
+    for index, block in replaced.items():
+        messages[index] = block.message
+        facts.tokens[index] = block.tokens
+    if None not in facts.tokens:
+        facts.counted_total = sum(facts.tokens)  # type: ignore[arg-type]
+    return FitView(messages, facts, view.counting)
+
+
+def merge_replacements(proposal, replaced: dict[int, InsertedBlock]):
+    """A proposal made over :func:`thinned_view` for the real view: a kept
+    replacement is sent in its original's place (the original ``summarized``);
+    a dropped or summarized one keeps the reason the strategy gave it."""
+    reasons = list(proposal.reasons)
+    kept = {index: block for index, block in replaced.items() if reasons[index] is None}
+    inserted = [*with_replacements(reasons, kept), *proposal.inserted]
+    proposal.reasons = reasons
+    proposal.inserted = sorted(inserted, key=lambda block: block.before)
+    proposal.assembled = None  # the kept messages are the real view's, not the thinned one's
+    return proposal
