@@ -4,7 +4,7 @@
 * ``floor``: tiktoken's ``encode_ordinary`` on each message's text, once; no
   fitting at all. The least any exact fitter must do.
 * ``contextfit <strategy> cold``: :func:`contextfit.shift_context` after
-  :func:`contextfit.clear_caches` (every cache empty but the loaded
+  :func:`contextfit.caches.clear_caches` (every cache empty but the loaded
   vocabulary, which the floor and LangChain use too), with the counter
   ``token_counter("gpt-4o")`` then returns; every block counted (the
   default, what the dashboard and the audit need). ``truncate lazy`` passes
@@ -98,7 +98,7 @@ def _floor_run(state: Any) -> int:
 
 
 def fresh_counter(exact: Any = None) -> Any:
-    """The ``gpt-4o`` counter after :func:`contextfit.clear_caches`: every
+    """The ``gpt-4o`` counter after :func:`contextfit.caches.clear_caches`: every
     cache contextfit holds is empty; only the loaded vocabulary (and its fast
     counting engine, loaded untimed before any run uses it) is kept, as it is
     in any process after its first fit (the floor and LangChain use it too).
@@ -106,7 +106,7 @@ def fresh_counter(exact: Any = None) -> Any:
     (bench/overhead.py)."""
     import contextfit
 
-    contextfit.clear_caches(vocabularies=False)
+    contextfit.caches.clear_caches(vocabularies=False)
     if exact is None:
         fast_counter()
         return contextfit.token_counter("gpt-4o")

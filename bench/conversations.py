@@ -19,7 +19,7 @@ Python versions for the calls used here). Its shape:
 
 The real fixtures (``../shared/fixtures`` beside the checkout, or
 ``$CONTEXTFIT_SHARED_FIXTURES``) are read with
-:func:`contextfit.load_conversation_file`; files it cannot read as a chat
+:func:`contextfit.inputs.formats.load_conversation_file`; files it cannot read as a chat
 (cards, lorebooks, token tables) are skipped.
 """
 
@@ -200,7 +200,7 @@ def fixture(path: str | Path) -> Conversation | None:
 
     path = Path(path)
     try:
-        conversation = contextfit.load_conversation_file(path)
+        conversation = contextfit.inputs.formats.load_conversation_file(path)
     except contextfit.ContextfitError:
         return None
     messages = list(conversation.messages)
@@ -269,7 +269,7 @@ def stitched(turns: int, root: Path = FIXTURES) -> Conversation | None:
     chats = [chat for path in fixture_paths(root) for chat in _records(path)]
     if not chats:
         return None
-    from contextfit.replay.run import request_positions
+    from contextfit.replays.run import request_positions
 
     messages: list[dict] = [{"role": "system", "content": "You are a helpful assistant. Use the tools when they help."}]
     for number in range(100_000):

@@ -48,7 +48,7 @@ def _fit_all(source: str) -> str:
     import contextfit
 
     conversation = contextfit.load_conversation(source)
-    plans = contextfit.compare_strategies(conversation.messages, model="gpt-4o")  # what `contextfit fit` runs
+    plans = contextfit.pipeline.plan.compare_strategies(conversation.messages, model="gpt-4o")  # what `contextfit fit` runs
     return f"{len(conversation.messages):,} messages fitted under {len(plans)} strategies"
 
 

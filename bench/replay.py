@@ -7,7 +7,7 @@ On the seeded synthetic chat (``bench/conversations.py``) cut after its
 ``--turns``-th user message, each run times, in one process:
 
 * ``cold fit``: ``plan_prompt`` of the whole conversation with ``truncate``
-  after ``contextfit.clear_caches(vocabularies=False)`` (every block counted,
+  after ``contextfit.caches.clear_caches(vocabularies=False)`` (every block counted,
   nothing cached but the loaded vocabulary) — the baseline;
 * ``replay cold``: ``contextfit.replay`` of every turn with the four
   strategies, after the same clearing (its own warm refits only);
@@ -64,8 +64,8 @@ from time import perf_counter, process_time
 from typing import Any
 
 import contextfit
-from contextfit.replay import run as replay_module
-from contextfit.replay.run import request_positions
+from contextfit.replays import run as replay_module
+from contextfit.replays.run import request_positions
 from contextfit.tokens.tokenizers import Tokenizer
 
 from .conversations import FIXTURES, stitched, synthetic
@@ -170,11 +170,11 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
     contextfit.plan_prompt(messages[:2], **settings)  # loads the vocabulary: no run times that
     load_before = os.getloadavg()
     for _ in range(runs):
-        contextfit.clear_caches(vocabularies=False)
+        contextfit.caches.clear_caches(vocabularies=False)
         with _tokenized() as counted_cold:
             cold, plan = _timed(lambda: contextfit.plan_prompt(messages, context_strategy="truncate", **settings))
         cpu_cold = _timed.cpu  # type: ignore[attr-defined]
-        contextfit.clear_caches(vocabularies=False)
+        contextfit.caches.clear_caches(vocabularies=False)
         with _per_strategy() as spent, _tokenized() as counted_replay:
             replay_cold, result = _timed(lambda: contextfit.replay(messages, strategies=list(strategies), **settings))
         cpu_replay = _timed.cpu  # type: ignore[attr-defined]

@@ -368,7 +368,7 @@ def markdown(options: Options, cases: list[Case], info: dict, found: list[dict],
         "building a fresh counter, converting the dicts to LangChain messages, stripping contextfit's own keys "
         "(`meta`, `pinned`, `id`) for LiteLLM, the first fit of a warm run, the judging. "
         "*Floor*: tiktoken `encode_ordinary` on every message's text once, no fitting. *Cold*: after "
-        "`contextfit.clear_caches(vocabularies=False)`, every cache contextfit holds empty but the loaded "
+        "`contextfit.caches.clear_caches(vocabularies=False)`, every cache contextfit holds empty but the loaded "
         "vocabulary (which the floor and LangChain use too). *Warm*: the counter fitted the chat without its last "
         "message first; the refit after that message is timed. *Lazy*: `count_excluded=False` (counts only what "
         "it keeps). LangChain: `trim_messages(" + ", ".join(f"{k}={v!r}" for k, v in LANGCHAIN_OPTIONS.items())

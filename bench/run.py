@@ -150,7 +150,7 @@ class Runner:
         self.started = perf_counter()
         import contextfit
 
-        contextfit.load_plugins()  # once per process (an entry-point scan): not part of any fit
+        contextfit.fitting.registry.load_plugins()  # once per process (an entry-point scan): not part of any fit
 
     def log(self, text: str) -> None:
         print(f"[{perf_counter() - self.started:6.1f} s] {text}", file=sys.stderr, flush=True)

@@ -120,13 +120,13 @@ def clear_caches(*, vocabularies: bool = True) -> None:
     vocabularies and fast counting engines (reloading one takes 0.1-2 s). Objects you hold keep
     working: a counter or tokenizer you kept starts over with empty caches.
     Not caches, and kept: the model catalog (it holds ``register_model``
-    registrations; :func:`contextfit.reload_models` re-reads it), registered
+    registrations; :func:`contextfit.tokens.models.reload_models` re-reads it), registered
     plugins, the process's owner id and open stores. The dashboard's own
     Streamlit caches are Streamlit's (``st.cache_resource.clear()``).
 
     >>> import contextfit
     >>> _ = contextfit.token_counter("gpt-4o")([{"role": "user", "content": "Hello"}])
-    >>> contextfit.clear_caches()
+    >>> contextfit.caches.clear_caches()
     >>> sum(entries().values())
     0
     """

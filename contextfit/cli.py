@@ -147,8 +147,8 @@ class TerminalProgress(PercentSteps):
 
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
-    from .replay.run import replay
-    from .replay.facts import fact_from_line
+    from .replays.run import replay
+    from .replays.facts import fact_from_line
     from .inputs.formats import load_conversation, load_conversation_file
 
     if args.file == "-":

@@ -40,7 +40,7 @@ conversation = source.conversation
 state[compare_state.CURRENT], state[compare_state.CURRENT_KEY] = conversation, source.key
 
 input_key = source.key
-models = [info.id for info in contextfit.list_models()]
+models = [info.id for info in contextfit.tokens.models.list_models()]
 names = contextfit.registry.names()
 # Settings survive page switches and reruns (kept outside widget state), start from the URL once per
 # session, and are repaired before the widgets are drawn: a widget never holds a value the engine refuses.

@@ -14,7 +14,7 @@ in_frame()
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")
-profiles = {profile.name: profile for profile in contextfit.profiles()}
+profiles = {profile.name: profile for profile in contextfit.tokens.tokenizers.profiles()}
 st.dataframe(
     pd.DataFrame(
         [
@@ -30,7 +30,7 @@ st.dataframe(
                 "output $/M": price_row(info)["output $/M"],
                 "source": info.source,
             }
-            for info in contextfit.list_models()
+            for info in contextfit.tokens.models.list_models()
         ]
     ),
     hide_index=True,
@@ -46,7 +46,7 @@ st.caption(
     "a row have no first-party price (open weights, retired ids). Override or add prices in your models file."
 )
 st.dataframe(
-    pd.DataFrame(price_rows(contextfit.list_models())),
+    pd.DataFrame(price_rows(contextfit.tokens.models.list_models())),
     hide_index=True,
     width="stretch",
     column_config={"source": st.column_config.LinkColumn("source")},

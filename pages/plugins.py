@@ -12,7 +12,7 @@ in_frame()
 st.title("Plugins")
 st.caption("Built-in strategies register through the same door as plugins; installed packages add more "
            "through the contextfit.plugins entry-point group.")
-errors = contextfit.load_plugins()
+errors = contextfit.fitting.registry.load_plugins()
 for error in errors:
     st.error(f"PLUGIN_ERROR: plugin {dashboard.plain(error['plugin'])} failed to load: {dashboard.plain(error['message'])}")
 st.subheader("Strategies")
@@ -22,7 +22,7 @@ st.dataframe(
     width="stretch",
 )
 st.subheader("Interceptors")
-entries = contextfit.interceptors.entries()
+entries = contextfit.fitting.registry.interceptors.entries()
 if entries:
     st.dataframe(
         pd.DataFrame([{"interceptor": e.name, "origin": e.origin, "description": e.description} for e in entries]),

@@ -36,7 +36,7 @@ st.caption(
 )
 
 views.restore(state)  # the choices Streamlit dropped while another page was shown
-models = [info.id for info in contextfit.list_models()]
+models = [info.id for info in contextfit.tokens.models.list_models()]
 current = views.current_conversation(state, read)
 linked = views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
                          [sample.key for sample in SAMPLES], current is not None, views.compare_sample(state))

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from test_replay import _fact_chat
 
 import contextfit
-from contextfit.replay.facts import declared_facts, fact_report
+from contextfit.replays.facts import declared_facts, fact_report
 from contextfit.serving.api import create_app
 from contextfit.serving.audit import PromptContextAudit, audit_from_plan
 from contextfit.serving.generation import check_chat_settings
@@ -63,7 +63,7 @@ def test_no_facts_no_report_and_old_audits_read_back():
 
 @pytest.mark.parametrize("facts", [["ok", 5], [{"text": "a", "regex": "/a/"}], [{"bogus": 1}], "text"])
 def test_bad_facts_in_chat_settings_are_refused(facts):
-    with pytest.raises(contextfit.InvalidSettings):
+    with pytest.raises(contextfit.errors.InvalidSettings):
         check_chat_settings("gpt-4o", {"facts": facts})
 
 

@@ -48,7 +48,7 @@ def test_an_estimate_is_the_unscaled_count_at_the_profile_ratio_and_never_above_
 
 def test_the_estimate_does_not_depend_on_what_was_counted_first():
     tokenizer, text = get_tokenizer("anthropic"), "A fresh text, counted in the other order 9876."
-    contextfit.clear_caches()
+    contextfit.caches.clear_caches()
     first = tokenizer.estimate(text)
     assert tokenizer.count(text) > first == tokenizer.estimate(text)
 

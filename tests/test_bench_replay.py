@@ -62,7 +62,7 @@ def test_the_stitched_fixture_chat_is_real_text_with_tool_ids_of_its_own(capsys)
     from conftest import shared_path
 
     from bench.conversations import stitched
-    from contextfit.replay.run import request_positions
+    from contextfit.replays.run import request_positions
     from contextfit.inputs.messages import link_ids
     from contextfit.tokens import reasoning
 

@@ -17,7 +17,7 @@ from contextfit.pipeline.settings import conversation_model
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    return contextfit.compare_strategies(conversation, model=conversation_model(conversation), **settings)
+    return contextfit.pipeline.plan.compare_strategies(conversation, model=conversation_model(conversation), **settings)
 
 
 def test_the_bar_shows_the_window_gauge_and_the_prompt_zoomed_in_by_shade():

@@ -1,4 +1,4 @@
-"""contextfit.clear_caches(): one function empties every cache, and no cache escapes the registry."""
+"""contextfit.caches.clear_caches(): one function empties every cache, and no cache escapes the registry."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ NOT_CACHES = {
 def _warm_everything() -> None:
     """Use every cache the package registers (from empty: an earlier test's
     memoized counts would let the warm-up skip a cache)."""
-    contextfit.clear_caches()
+    contextfit.caches.clear_caches()
     history = [{"role": "system", "content": "You are a guide."}]
     for turn in range(30):
         history.append({"role": "user", "content": f"Tell me about the shadow fangs, part {turn}. " * 3})
@@ -80,14 +80,14 @@ def test_clear_caches_empties_every_registered_cache_after_warming():
     assert {"relevance.bags", "summarize.text_units", "lorebook.regex_keys", "counting.counter_states",
             "tokenizers.vocabularies", caches.MEMOS} <= set(warm)
 
-    contextfit.clear_caches()
+    contextfit.caches.clear_caches()
 
     assert {name: size for name, size in caches.entries().items() if size} == {}
 
 
 def test_clear_caches_can_keep_the_vocabularies():
     _warm_everything()
-    contextfit.clear_caches(vocabularies=False)
+    contextfit.caches.clear_caches(vocabularies=False)
     left = {name: size for name, size in caches.entries().items() if size}
     # the loaded vocabularies and their fast counting engines (each 0.1-1.3 s to load again)
     assert set(left) == {"tokenizers.vocabularies", "tokenizers.digit_tables", "fast.counters"}
@@ -100,7 +100,7 @@ def test_a_counter_kept_across_clear_caches_starts_over_and_counts_the_same():
     result = contextfit.shift_context(chat, counter, 100, strategy="truncate")
     assert len(counter.tokenizer._cache) > 0
 
-    contextfit.clear_caches()
+    contextfit.caches.clear_caches()
 
     assert len(counter.tokenizer._cache) == 0 and counter._role_costs == {}
     assert counter(chat) == before
@@ -173,7 +173,7 @@ def test_every_cache_in_the_package_is_registered_or_named_as_not_a_cache():
         if obj is None or id(obj) not in registered:
             loose.append(f"{module_name}.{name}")
     assert not loose, (
-        f"caches that contextfit.clear_caches() would miss: {loose}. Register each where it is made "
+        f"caches that contextfit.caches.clear_caches() would miss: {loose}. Register each where it is made "
         "(contextfit.caches.register), or add it to NOT_CACHES with the reason it is not a cache."
     )
 
@@ -201,7 +201,7 @@ def test_every_module_level_cache_object_at_run_time_is_registered():
             ):
                 if id(value) not in registered:
                     loose.append(f"{name}.{attribute}")
-    assert not loose, f"caches contextfit.clear_caches() would miss: {loose}"
+    assert not loose, f"caches contextfit.caches.clear_caches() would miss: {loose}"
 
 
 def test_the_source_scan_finds_an_unregistered_cache():

@@ -16,7 +16,7 @@ STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-re
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    return contextfit.compare_strategies(conversation, model=conversation_model(conversation), **settings)
+    return contextfit.pipeline.plan.compare_strategies(conversation, model=conversation_model(conversation), **settings)
 
 
 def bars(figure):

@@ -196,7 +196,7 @@ def _fixture_chats() -> list[list[dict]]:
         if path.suffix not in (".json", ".jsonl", ".png") or "jtokkit" in path.parts:
             continue
         try:
-            chats.append(contextfit.load_conversation_file(path).messages)
+            chats.append(contextfit.inputs.formats.load_conversation_file(path).messages)
         except contextfit.ContextfitError:
             continue  # a card or lorebook alone
     return chats

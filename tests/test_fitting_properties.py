@@ -347,7 +347,7 @@ def _proposal(kind: str, rng, view, budget, fallback=None):
             marked = rng.random() < 0.8
             block = {"role": "system", "content": "summary " * rng.randint(1, 400), "meta": {"kind": "summary"} if marked else {}}
             inserted.append(InsertedBlock(block, rng.randint(-1, n + 1), r.SUMMARY, 0, (rng.randint(-2, n + 2),)))
-    return contextfit.Proposal(reasons, inserted)
+    return contextfit.fitting.strategies.Proposal(reasons, inserted)
 
 
 @st.composite

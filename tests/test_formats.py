@@ -459,7 +459,7 @@ def test_a_str_naming_an_existing_file_is_read_as_that_file(tmp_path, monkeypatc
     path.write_text('[{"role": "user", "content": "Hi from the file"}]')
     conversation = load_conversation(str(path))
     assert conversation.format == "openai" and conversation.messages[0]["content"] == "Hi from the file"
-    assert contextfit.detect_format(str(path)) == "openai"
+    assert contextfit.inputs.formats.detect_format(str(path)) == "openai"
     monkeypatch.chdir(tmp_path)
     assert load_conversation("chat.json").messages[0]["content"] == "Hi from the file"
     # Anything else stays pasted text: a missing file, several lines, a folder.

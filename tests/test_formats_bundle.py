@@ -32,8 +32,8 @@ def test_a_bundle_carries_every_part():
 
 
 def test_messages_with_a_persona_are_a_bundle_without_the_marker():
-    assert contextfit.detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}], "persona": "p"})) == "contextfit"
-    assert contextfit.detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}]})) == "openai"
+    assert contextfit.inputs.formats.detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}], "persona": "p"})) == "contextfit"
+    assert contextfit.inputs.formats.detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}]})) == "openai"
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ import json
 import pytest
 from conftest import TEST_DATA, shared_path
 
-from contextfit import InvalidConversation, detect_format, load_conversation, plan_prompt
+from contextfit import InvalidConversation, load_conversation, plan_prompt
+from contextfit.inputs.formats import detect_format
 from contextfit.inputs.formats import list_conversations
 from contextfit.inputs.formats.responses import is_responses_body
 from contextfit.tokens.chat_counter import token_counter

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tokens", ("contextfit.tokens",)),
     ("fitting", ("contextfit.fitting",)),
     ("pipeline", ("contextfit.pipeline",)),
-    ("replay", ("contextfit.replay",)),
+    ("replays", ("contextfit.replays",)),
     ("serving", ("contextfit.serving",)),
     ("dashboard", ("contextfit.dashboard",)),
     ("cli", ("contextfit.cli",)),
@@ -197,3 +197,56 @@ def test_checker_sees_an_upward_import(tmp_path):
 @pytest.mark.parametrize("module", ["contextfit", "contextfit.__main__"])
 def test_the_facade_is_the_top_layer(module):
     assert layer_of(module) == len(LAYERS) - 1
+
+
+# ------------------------------------------------------------------ the facade
+
+
+def test_the_facade_has_at_most_fifteen_names_and_each_resolves():
+    import contextfit
+
+    assert len(contextfit.__all__) <= 15
+    assert sorted(name for name in dir(contextfit) if not name.startswith("_")) == sorted(contextfit.__all__)
+    for name in contextfit.__all__:
+        assert getattr(contextfit, name) is not None
+
+
+def test_importing_contextfit_loads_no_engine_module():
+    """``import contextfit`` loads the facade alone; a name loads its module on first use."""
+    import subprocess
+    import sys
+
+    code = ("import sys, contextfit; before = sorted(m for m in sys.modules if m.startswith('contextfit'));"
+            "contextfit.plan_prompt; after = [m for m in sys.modules if m.startswith('contextfit')];"
+            "print(before, 'contextfit.pipeline.plan' in after)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["['contextfit']", "True"]
+
+
+def test_names_the_facade_used_to_export_still_resolve_with_a_warning():
+    import contextfit
+    from contextfit.tokens.models import get_model
+
+    with pytest.warns(DeprecationWarning, match=r"contextfit\.tokens\.models\.get_model"):
+        assert contextfit.get_model is get_model
+    with pytest.raises(AttributeError):
+        contextfit.no_such_name  # noqa: B018
+
+
+def test_spec_names_outside_the_fifteen_resolve_without_a_warning(recwarn):
+    import contextfit
+    from contextfit.errors import InvalidConversation
+
+    assert contextfit.InvalidConversation is InvalidConversation
+    assert contextfit.errors.InvalidSettings.code == "INVALID_SETTINGS"
+    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+
+
+def test_builtin_strategies_register_first_on_first_use():
+    from contextfit.fitting.registry import ContextStrategyRegistry, _builtin_strategies
+
+    fresh = ContextStrategyRegistry(builtins=_builtin_strategies)
+    undo = fresh.register("mine", lambda messages, count_tokens, budget, **options: list(messages))
+    assert fresh.names() == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "mine"]
+    assert [entry.origin for entry in fresh.entries()][:5] == ["built-in"] * 5
+    undo()

@@ -112,7 +112,7 @@ def test_fold_cache_stays_under_its_bound_and_skips_giant_words(monkeypatch) -> 
 def test_summary_and_relevance_caches_stay_under_their_bounds(monkeypatch) -> None:
     # From empty: what an earlier test left in a cache this chat never adds to
     # (tool lines) would be over the lowered bound with nothing here to evict it.
-    contextfit.clear_caches(vocabularies=False)
+    contextfit.caches.clear_caches(vocabularies=False)
     monkeypatch.setattr(summarize._TEXT_UNITS, "max_bytes", 1_000_000)
     monkeypatch.setattr(summarize._LINE_UNITS, "max_bytes", 200_000)
     monkeypatch.setattr(relevance._BAGS, "max_bytes", 300_000)

@@ -109,7 +109,7 @@ def test_a_failed_count_is_recorded_not_raised(fake_provider, behaviour, cause):
 
 
 def test_a_generation_records_the_native_count_and_the_reported_usage(store, fake_provider):
-    contextfit.clear_caches(vocabularies=False)  # the same request was counted for the other database
+    contextfit.caches.clear_caches(vocabularies=False)  # the same request was counted for the other database
     chat = store.create_chat(model="claude-sonnet-4", messages=CHAT)
     providers = {"anthropic": AnthropicProvider(base_url=fake_provider.url("success", True), api_key=API_KEY, policy=PATIENT)}
     result = run_generation(store, providers, chat.id, provider="anthropic", native={"anthropic": counter(fake_provider)})

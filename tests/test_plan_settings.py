@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import contextfit
-from contextfit import PlanSettings
+from contextfit.pipeline.settings import PlanSettings
 from contextfit.dashboard import page_data as dashboard
 from contextfit.serving.api import create_app
 from contextfit.serving.chat_json import conversation_chat
@@ -48,7 +48,7 @@ def bundle(tmp_path) -> Path:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_keywords_settings_object_and_json_settings_give_the_same_plan(bundle, strategy):
-    conversation = contextfit.load_conversation_file(bundle)
+    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
     messages, stored = conversation_chat(conversation)  # the chat's JSON settings: card, lorebook, persona, memory
     json_settings = {**stored, "contextStrategy": strategy}
     # SPEC's keyword form, every part passed by hand (the only place a test spells the mapping out).
@@ -82,10 +82,10 @@ def test_keywords_on_top_of_a_settings_object_win():
 
 
 def test_compare_strategies_is_the_generator_the_dashboard_draws(bundle):
-    conversation = contextfit.load_conversation_file(bundle)
+    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
     setup = dashboard.suggested_setup(conversation)
     drawn = list(dashboard.iter_plans(conversation, setup))
-    compared = contextfit.compare_strategies(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
+    compared = contextfit.pipeline.plan.compare_strategies(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
     assert [name for name, _ in drawn] == list(compared) == STRATEGIES
     assert [same(plan) for _, plan in drawn] == [same(plan) for plan in compared.values()]
     one_by_one = {name: same(contextfit.plan_prompt(conversation, dashboard.plan_settings(setup), context_strategy=name))
@@ -97,7 +97,7 @@ def test_compare_strategies_is_the_generator_the_dashboard_draws(bundle):
 def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strategy):
     """One file in, one plan out, whichever face plans it (the bundle's suggested
     summary size, scan depth and relevance window included)."""
-    conversation = contextfit.load_conversation_file(bundle)
+    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
     out = io.StringIO()
     assert main(["fit", str(bundle), "--strategy", strategy, "--json"], out=out) == 0
     from_cli = json.loads(out.getvalue())[strategy]
@@ -123,7 +123,7 @@ def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strateg
 
 
 def test_sending_from_the_dashboard_audits_the_plan_the_dashboard_shows(bundle, tmp_path):
-    conversation = contextfit.load_conversation_file(bundle)
+    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
     setup = dashboard.suggested_setup(conversation)
     shown = dashboard.plan_one(conversation, setup, "summarize")
     store = open_store(str(tmp_path / "sent.db"))
@@ -147,16 +147,16 @@ def test_settings_json_round_trips():
 
 def test_an_unknown_setting_is_refused_through_every_door():
     chat = [{"role": "user", "content": "hi"}]
-    with pytest.raises(contextfit.InvalidSettings, match=r"unknown keyword 'context_limt' \(did you mean 'context_limit'\?\)"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match=r"unknown keyword 'context_limt' \(did you mean 'context_limit'\?\)"):
         contextfit.plan_prompt(chat, model="gpt-4o", context_limt=500)
-    with pytest.raises(contextfit.InvalidSettings, match="unknown keyword 'context_limt'"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match="unknown keyword 'context_limt'"):
         contextfit.plan_prompt(chat, PlanSettings.from_keywords(model="gpt-4o", context_limt=500))
-    with pytest.raises(contextfit.InvalidSettings, match="unknown keyword 'context_limt'"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match="unknown keyword 'context_limt'"):
         contextfit.plan_prompt(chat, PlanSettings(model="gpt-4o"), context_limt=500)
-    with pytest.raises(contextfit.InvalidSettings, match=r"Unknown setting 'contextlimit' \(did you mean 'contextLimit'\?\)"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match=r"Unknown setting 'contextlimit' \(did you mean 'contextLimit'\?\)"):
         PlanSettings.from_json({"contextlimit": 500}, model="gpt-4o")
-    with pytest.raises(contextfit.InvalidSettings, match="unknown keyword 'contextStrategy'.*'context_strategy'"):
-        contextfit.compare_strategies(chat, model="gpt-4o", contextStrategy="summarize")
+    with pytest.raises(contextfit.errors.InvalidSettings, match="unknown keyword 'contextStrategy'.*'context_strategy'"):
+        contextfit.pipeline.plan.compare_strategies(chat, model="gpt-4o", contextStrategy="summarize")
     with pytest.raises(TypeError):
         PlanSettings(model="gpt-4o", context_limt=500)  # the object itself has only its fields
 
@@ -178,20 +178,20 @@ def test_a_wrong_type_is_refused_with_a_clear_message_through_every_door(keyword
         lambda: contextfit.plan_prompt(chat, PlanSettings(model="gpt-4o", **keywords)),
         lambda: contextfit.plan_prompt(chat, PlanSettings.from_json(json_settings, model="gpt-4o")),
     ):
-        with pytest.raises(contextfit.InvalidSettings) as caught:
+        with pytest.raises(contextfit.errors.InvalidSettings) as caught:
             plan()
         assert message in caught.value.message and caught.value.code == "INVALID_SETTINGS"
 
 
 def test_settings_that_are_not_a_settings_object_are_refused():
     chat = [{"role": "user", "content": "hi"}]
-    with pytest.raises(contextfit.InvalidSettings, match="settings must be a PlanSettings.*from_json"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match="settings must be a PlanSettings.*from_json"):
         contextfit.plan_prompt(chat, {"contextStrategy": "summarize"})
-    with pytest.raises(contextfit.InvalidSettings, match="need a model"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match="need a model"):
         contextfit.plan_prompt(chat, context_strategy="summarize")
-    with pytest.raises(contextfit.InvalidSettings, match="model must be a model id"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match="model must be a model id"):
         PlanSettings(model=4)
-    with pytest.raises(contextfit.InvalidSettings, match="no JSON form"):
+    with pytest.raises(contextfit.errors.InvalidSettings, match="no JSON form"):
         PlanSettings(model="gpt-4o", interceptors=[print]).to_json()
 
 

@@ -70,7 +70,7 @@ def test_cleanup_really_unregisters_and_is_harmless_twice():
     cleanup()
     assert "keep-all" not in contextfit.registry.names()
     cleanup()
-    with pytest.raises(contextfit.UnknownStrategy) as caught:
+    with pytest.raises(contextfit.errors.UnknownStrategy) as caught:
         contextfit.shift_context(CHAT, count, 1000, strategy="keep-all")
     assert caught.value.code == "UNKNOWN_STRATEGY"
     assert "truncate" in str(caught.value)
@@ -88,10 +88,10 @@ def test_a_stale_cleanup_does_not_remove_a_newer_registration():
 
 def test_duplicate_names_are_rejected(register):
     register("mine", lambda m, c, b, **o: m)
-    with pytest.raises(contextfit.DuplicateStrategy) as caught:
+    with pytest.raises(contextfit.errors.DuplicateStrategy) as caught:
         contextfit.registry.register("mine", lambda m, c, b, **o: m)
     assert caught.value.code == "DUPLICATE_STRATEGY"
-    with pytest.raises(contextfit.DuplicateStrategy):
+    with pytest.raises(contextfit.errors.DuplicateStrategy):
         contextfit.registry.register("truncate", lambda m, c, b, **o: m)
 
 
@@ -212,7 +212,7 @@ def test_a_plugin_may_return_a_fit_result_or_equal_copies(register):
 def test_a_plugin_with_a_propose_method_is_checked_too(register):
     class Greedy:
         def propose(self, view, budget, **options):
-            return contextfit.Proposal([None] * view.n)
+            return contextfit.fitting.strategies.Proposal([None] * view.n)
 
     register("greedy", Greedy())
     budget = count([CHAT[0], CHAT[-1]]) + 15
@@ -319,13 +319,13 @@ def test_entry_point_plugins_register_through_the_host(monkeypatch):
         errors = plugins.load_plugins(force=True)
         info = next(e for e in contextfit.registry.entries() if e.name == "from-entry-point")
         assert info.origin == "entry point good" and info.description == "keeps everything"
-        assert [e.name for e in contextfit.interceptors.entries()] == ["noop"]
+        assert [e.name for e in contextfit.fitting.registry.interceptors.entries()] == ["noop"]
         assert [e["plugin"] for e in errors] == ["bad"] and "missing dependency" in errors[0]["message"]
         assert errors[0]["code"] == "PLUGIN_ERROR"
         assert plugins.load_plugins(force=True) == errors  # reloading does not collide with itself
     finally:
         plugins.unload_plugins()
-    assert "from-entry-point" not in contextfit.registry and len(contextfit.interceptors) == 0
+    assert "from-entry-point" not in contextfit.registry and len(contextfit.fitting.registry.interceptors) == 0
 
 
 # -- trust is by origin, never by class --------------------------------------------------
@@ -348,7 +348,7 @@ class KeepsTheCallDropsItsResult(Truncate):
     def propose(self, view, budget, **options):
         reasons = [None] * view.n
         reasons[3] = "over_budget"
-        return contextfit.Proposal(reasons)
+        return contextfit.fitting.strategies.Proposal(reasons)
 
 
 class Explodes(BuiltinStrategy):
@@ -391,7 +391,7 @@ def test_a_propose_plugin_gets_copies_and_cannot_rewrite_the_system_prompt(regis
             view.messages[0]["content"] = "You obey the plugin."
             view.protect[:] = [None] * view.n  # nothing is protected any more... in its own copy
             view.facts.tokens[:] = [0] * view.n  # and everything is free
-            return contextfit.Proposal([None] * view.n)
+            return contextfit.fitting.strategies.Proposal([None] * view.n)
 
     register("rewrites", Rewrites())
     result = contextfit.shift_context(chat, count, 1000, strategy="rewrites")
@@ -422,7 +422,7 @@ def test_a_plugin_that_lies_about_an_inserted_block_cost_is_recounted(register, 
     class CheapSummary:
         def propose(self, view, budget, **options):
             big = {"role": "system", "content": "word " * 500, "meta": {"kind": "summary"}}
-            return contextfit.Proposal([None] * view.n, [InsertedBlock(big, view.n - 1, "summary", 0)])
+            return contextfit.fitting.strategies.Proposal([None] * view.n, [InsertedBlock(big, view.n - 1, "summary", 0)])
 
     register("cheap-summary", CheapSummary())
     budget = counter(TOOL_CHAT) + 20

@@ -11,7 +11,7 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.replay.run import TurnResult, totals_of
+from contextfit.replays.run import TurnResult, totals_of
 from contextfit.inputs.samples import sample_text
 from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard import replay as views
@@ -263,13 +263,13 @@ def test_a_limit_past_the_model_s_window_is_said():
 
 def _one_at_a_time(facts):
     """The first way usable_facts worked: each fact tried after those kept, a check per prefix."""
-    from contextfit.replay.facts import declared_facts
+    from contextfit.replays.facts import declared_facts
 
     kept, positions, errors = [], [], []
     for position, fact in enumerate(facts):
         try:
             declared_facts([*kept, fact])
-        except contextfit.InvalidSettings as error:
+        except contextfit.errors.InvalidSettings as error:
             where = [*positions, position]
             errors.append(re.sub(r"facts\[(\d+)\]", lambda m: f"facts[{where[int(m[1])]}]", str(error)))
             continue

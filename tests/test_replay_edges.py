@@ -184,7 +184,7 @@ def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
 ])
 def test_capitalized_names_and_capitals_beyond_ascii_are_entities(text, expected):
     # the rule's names were [A-Z][a-z]+ words: "Müller", "Zoë", "Élodie" were no entities at all
-    from contextfit.replay.facts import entities
+    from contextfit.replays.facts import entities
 
     assert entities(text) == expected
 
@@ -297,7 +297,7 @@ def test_tools_over_the_budget_fail_every_turn_and_the_replay_is_still_returned(
     assert answer.status_code == 200, answer.text
     assert answer.json()["totals"]["truncate"]["failedTurns"] == 2
     # Compare still names the error for each strategy
-    plans = contextfit.compare_strategies(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
+    plans = contextfit.pipeline.plan.compare_strategies(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
                                           strategies=["truncate", "manual"])
     assert all(isinstance(plan, contextfit.TokenBudgetExceeded) for plan in plans.values())
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
-from contextfit.replay.run import replay, request_positions, variants
-from contextfit.replay.facts import contains_word, entities
+from contextfit.replays.run import replay, request_positions, variants
+from contextfit.replays.facts import contains_word, entities
 from contextfit.inputs import messages as msg
 from contextfit.tokens.template import sent_counter, trace
 

@@ -18,7 +18,7 @@ from test_walk import _outcome, growth
 
 import contextfit
 from contextfit.pipeline.session import FitSession
-from contextfit.replay import run as replay_module
+from contextfit.replays import run as replay_module
 from contextfit.fitting.relevance import LexicalRelevance
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -273,7 +273,7 @@ def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
     """The default rule's search (``_Walker._said_before``) starts at the first message
     holding the entity's first word and remembers what it found: the entities in force
     are those a search of the whole earlier text finds, entities at message starts too."""
-    from contextfit.replay.facts import contains_word, entities
+    from contextfit.replays.facts import contains_word, entities
 
     chat = [{"role": "user" if k % 2 == 0 else "assistant", "content": text} for k, text in enumerate(texts)]
     result = replay_module.replay(chat, model="gpt-4o", strategies=["truncate"])
@@ -295,7 +295,7 @@ def test_the_prefilters_change_no_entity(text, prefilter):
     pattern run on every text."""
     import re
 
-    from contextfit.replay import facts as survival
+    from contextfit.replays import facts as survival
 
     fast = survival.entities(text)
     real = getattr(survival, prefilter)
@@ -310,7 +310,7 @@ def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
     """An ASCII-only digit test would skip the number pattern on "٣٣" (Unicode digits)."""
     import re
 
-    from contextfit.replay import facts as survival
+    from contextfit.replays import facts as survival
 
     assert survival.entities("room ٣٣ now") == ["٣٣"]
     monkeypatch.setattr(survival, "_DIGIT", re.compile("[0-9]"))
@@ -325,7 +325,7 @@ def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
 def test_contains_word_finds_what_a_scan_of_every_position_finds(text, entity, start, end):
     """survival.contains_word (overlapping occurrences too, each checked for its boundaries)
     answers as a check of every position in ``text[start:end]`` does."""
-    from contextfit.replay.facts import _word_char, contains_word
+    from contextfit.replays.facts import _word_char, contains_word
 
     stop = len(text) if end is None else min(end, len(text))
     expected = False

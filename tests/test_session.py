@@ -119,7 +119,7 @@ def test_a_session_plans_like_plan_prompt_after_appends_and_edits(chat, keywords
     for step, where, message in [("append", 0, {"role": "user", "content": "hi {{char}}"}), *steps]:
         _apply(session, mirror, step, where, message)
         warm = dict(session.plans(strategies=strategies, **keywords))
-        cold = dict(contextfit.compare_strategies(copy.deepcopy(mirror), strategies=strategies, **keywords))
+        cold = dict(contextfit.pipeline.plan.compare_strategies(copy.deepcopy(mirror), strategies=strategies, **keywords))
         assert {name: _plan_outcome(plan) for name, plan in warm.items()} == \
             {name: _plan_outcome(plan) for name, plan in cold.items()}
         one = strategies[0]
@@ -178,19 +178,19 @@ def test_a_plain_fit_still_notices_an_edit_in_place_after_a_session_fitted_the_c
 @pytest.mark.parametrize("bad", [None, "text", 3, ["role", "user"]])
 def test_a_bad_message_is_refused_and_changes_nothing(bad):
     session = FitSession([{"role": "user", "content": "a"}])
-    with pytest.raises(contextfit.InvalidMessages) as caught:
+    with pytest.raises(contextfit.errors.InvalidMessages) as caught:
         session.extend([{"role": "assistant", "content": "b"}, bad])
     assert caught.value.code == "INVALID_MESSAGES" and "messages[2]" in str(caught.value.location)
-    with pytest.raises(contextfit.InvalidMessages):
+    with pytest.raises(contextfit.errors.InvalidMessages):
         session.append(bad)
-    with pytest.raises(contextfit.InvalidMessages):
+    with pytest.raises(contextfit.errors.InvalidMessages):
         session.edit(0, bad)
     assert session.messages == [{"role": "user", "content": "a"}] and session.version == 1
 
 
 def test_lone_surrogates_are_refused_like_a_fit_refuses_them():
     session = FitSession()
-    with pytest.raises(contextfit.InvalidMessages):
+    with pytest.raises(contextfit.errors.InvalidMessages):
         session.append({"role": "user", "content": "bad \ud800"})
     assert len(session) == 0
 
@@ -198,13 +198,13 @@ def test_lone_surrogates_are_refused_like_a_fit_refuses_them():
 @pytest.mark.parametrize("index", [3, -4, True, "1", 1.0, None])
 def test_edit_needs_the_index_of_a_message(index):
     session = FitSession([{"role": "user", "content": "a"}] * 3)
-    with pytest.raises(contextfit.InvalidMessages):
+    with pytest.raises(contextfit.errors.InvalidMessages):
         session.edit(index, {"role": "user", "content": "b"})
 
 
 def test_messages_must_be_a_list():
     for bad in ("text", {"role": "user"}, 5):
-        with pytest.raises(contextfit.InvalidMessages):
+        with pytest.raises(contextfit.errors.InvalidMessages):
             FitSession(bad)
 
 
@@ -296,7 +296,7 @@ def test_chat_sessions_are_bounded():
     assert len(sessions) == 3 and sessions.held_messages() == 15
     sessions.session_for(Chat("big", None, None, {}, [{"role": "user", "content": "x"}] * 40, "t", "t"))
     assert len(sessions) == 1 and sessions.held_messages() == 40  # the newest stays whatever its size
-    contextfit.clear_caches(vocabularies=False)
+    contextfit.caches.clear_caches(vocabularies=False)
 
 
 def test_clear_caches_forgets_the_api_sessions():
@@ -305,7 +305,7 @@ def test_clear_caches_forgets_the_api_sessions():
 
     chat_sessions().session_for(Chat("c9", None, None, {}, [{"role": "user", "content": "x"}], "t", "t"))
     assert len(chat_sessions()) >= 1
-    contextfit.clear_caches(vocabularies=False)
+    contextfit.caches.clear_caches(vocabularies=False)
     assert len(chat_sessions()) == 0
 
 
@@ -320,7 +320,7 @@ def test_the_dashboard_plans_through_one_session_per_conversation():
     setup = dashboard.Setup(model="gpt-4o", context_limit=300, response_reserve=50)
     plans = dashboard.plan_all(conversation, setup)
     assert dashboard.session_for(conversation) is dashboard.session_for(conversation)
-    fresh = contextfit.compare_strategies(conversation, dashboard.plan_settings(setup))
+    fresh = contextfit.pipeline.plan.compare_strategies(conversation, dashboard.plan_settings(setup))
     assert {k: v.to_dict() for k, v in plans.items()} == {k: v.to_dict() for k, v in fresh.items()}
     assert dashboard.plan_one(conversation, setup, "manual").to_dict() == fresh["manual"].to_dict()
     sessions = [dashboard.session_for(contextfit.load_conversation('{"messages": []}'))
@@ -368,7 +368,7 @@ def test_the_short_analysis_paths_agree_with_the_general_one(messages, count_now
     for chat in (messages, _as_general(messages)):
         try:
             results.append(Facts().extended(chat, counting, count_now))
-        except contextfit.InvalidMessages as exc:
+        except contextfit.errors.InvalidMessages as exc:
             results.append((exc.code, exc.location))
     short, general = results
     if isinstance(general, tuple):
@@ -384,7 +384,7 @@ def test_the_api_plans_exactly_the_messages_it_read(monkeypatch):
 
     sessions = ChatSessions()
     chat = Chat("c1", None, None, {}, [{"role": "user", "content": f"turn {i}"} for i in range(3)], "t0", "t1")
-    settings = contextfit.PlanSettings(model="gpt-4o")
+    settings = contextfit.pipeline.settings.PlanSettings(model="gpt-4o")
     assert len(sessions.plan(chat, settings).blocks) == 3
     # another request of this process read the chat later and moved its session on meanwhile
     moved = FitSession([*chat.messages, {"role": "assistant", "content": "newer"}])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..replay import prompt_cache as pc
+from ..replays import prompt_cache as pc
 from ..tokens.models import ModelInfo
 from ..tokens.prices import Prices
 

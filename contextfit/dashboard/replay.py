@@ -23,8 +23,8 @@ import plotly.graph_objects as go
 
 from ..pipeline.plan import BUILTIN_STRATEGIES, PromptPlan, plan_prompt
 from ..pipeline.settings import PlanSettings, settings_for
-from ..replay.run import DECLARED, Replay, pin_refusal, replay, variants
-from ..replay.facts import declared_facts, fact_from_line, facts_that_check, message_ids, pinned_position
+from ..replays.run import DECLARED, Replay, pin_refusal, replay, variants
+from ..replays.facts import declared_facts, fact_from_line, facts_that_check, message_ids, pinned_position
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from ..serving.generation import preview_input
 from ..serving.store import Store
@@ -89,7 +89,7 @@ def usable_facts(facts: Sequence[Any]) -> tuple[tuple[Any, ...], list[InvalidSet
     """The facts a replay can follow, and an error for each one it cannot, named as
     ``facts[i]`` of ``facts`` (:func:`facts_error_text` names its line): a fact that
     does not check (a /regex/ that does not compile, an unknown key) or repeats an
-    earlier one is left out (:func:`~contextfit.replay.facts.facts_that_check`),
+    earlier one is left out (:func:`~contextfit.replays.facts.facts_that_check`),
     so one bad line does not take the whole replay away.
 
     >>> kept, errors = usable_facts(["ORD-7731", "/([a-z/", "ORD-7731", "courier"])
@@ -661,7 +661,7 @@ def totals_styles(result: Replay) -> list[dict[str, str]]:
     """CSS per cell of :func:`totals_rows` (same rows, same keys): the cells where a strategy is
     the best, or tied for it, highlighted as Compare highlights its verdict.
 
-    >>> from contextfit.replay.run import replay
+    >>> from contextfit.replays.run import replay
     >>> chat = [{"role": "user", "content": "Hi " * 30, "meta": {"manualExcluded": True}},
     ...         {"role": "assistant", "content": "Yes."}, {"role": "user", "content": "And?"}]
     >>> styles = totals_styles(replay(chat, model="gpt-4o", context_limit=1000, response_reserve=5,
@@ -958,7 +958,7 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
 def verdict_text(result: Replay) -> str:
     """The verdict sentence (:func:`contextfit.dashboard.verdict.replay_verdict`), as the page says it.
 
-    >>> from contextfit.replay.run import replay
+    >>> from contextfit.replays.run import replay
     >>> verdict_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
     'Only truncate was replayed: choose more strategies in the sidebar to compare it with others.'
     """

@@ -17,8 +17,8 @@ from typing import Any
 
 from ..fitting import results as reasons
 from ..pipeline.plan import PromptPlan
-from ..replay.prompt_cache import BREAKPOINTS
-from ..replay.run import DECLARED
+from ..replays.prompt_cache import BREAKPOINTS
+from ..replays.run import DECLARED
 from ..fitting.registry import registry as default_registry
 from ..errors import ContextfitError
 from ..tokens.models import get_model
@@ -210,7 +210,7 @@ def replay_verdict(result: Any, more: str) -> str:
     force, every turn failed), or only one strategy was replayed (``more`` says
     how to add others: the page's sidebar, the CLI's ``--strategy all``).
 
-    >>> from contextfit.replay.run import replay
+    >>> from contextfit.replays.run import replay
     >>> chat = [{"role": "user", "content": "Hi"}]
     >>> replay_verdict(replay(chat, model="gpt-4o", strategies=["truncate"]), "pass --strategy all")
     'Only truncate was replayed: pass --strategy all to compare it with others.'
@@ -266,7 +266,7 @@ def rules_text(result: Any) -> str:
     """The replay's cache and fact rules in words, for the caption under the verdict (the API's ids,
     "automatic-prefix" and "default-entities", said nothing to a reader).
 
-    >>> from contextfit.replay.run import replay
+    >>> from contextfit.replays.run import replay
     >>> rules_text(replay([{"role": "user", "content": "Hi"}], model="gpt-4o", strategies=["truncate"]))
     'prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)'
     """

@@ -4,7 +4,7 @@ The engine counts each message once and adds the counts, then verifies the
 sum with one full call of the caller's own function (SPEC §3.1). Two kinds
 of counter are understood:
 
-* contextfit's own counters — exactly the types :class:`~contextfit.TokenCounter`
+* contextfit's own counters — exactly the types :class:`~contextfit.tokens.chat_counter.TokenCounter`
   (:func:`contextfit.token_counter`) and :class:`~contextfit.tokens.template.SentCounter`
   (the pipeline's), recognised by their type, never by their attributes —
   have a ``count_message(message)`` and ``base_tokens`` that are used

@@ -9,12 +9,11 @@ harmless. Streamlit serves sessions on threads, so every access is locked.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DuplicateStrategy, InvalidStrategy, UnknownStrategy
-from .strategies import BUILTINS, is_trusted
 
 Cleanup = Callable[[], None]
 
@@ -48,11 +47,27 @@ class ContextStrategyRegistry:
     >>> undo(); undo()
     >>> reg.names()
     []
+
+    ``builtins``, when given, returns the strategies registered first, as
+    ``built-in``, on the registry's first use (the default registry's
+    built-ins load only when a strategy is first looked up or listed).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, builtins: Callable[[], Sequence[Any]] | None = None) -> None:
         self._lock = threading.Lock()
+        self._pending = builtins
         self._entries: dict[str, StrategyInfo] = {}
+
+    def _ready(self) -> None:
+        """Register the pending built-ins (under the lock), ahead of anything else."""
+        if self._pending is None:
+            return
+        pending, self._pending = self._pending, None
+        first = {}
+        for strategy in pending():
+            _check_builtin(strategy.name, strategy)
+            first[strategy.name] = StrategyInfo(strategy.name, strategy, strategy.description, BUILT_IN)
+        self._entries = {**first, **self._entries}
 
     def register(self, name: str, strategy: Any, *, description: str | None = None, origin: str = "plugin") -> Cleanup:
         """Register ``strategy`` under ``name``; returns the cleanup callable.
@@ -62,10 +77,8 @@ class ContextStrategyRegistry:
         """
         if not isinstance(name, str) or not name.strip():
             raise InvalidStrategy(f"A strategy name must be a non-empty string, got {name!r}.")
-        if origin == BUILT_IN and not is_trusted(strategy):
-            raise InvalidStrategy(
-                f"Strategy {name!r} cannot be registered as {BUILT_IN!r}: only the package's own strategies are."
-            )
+        if origin == BUILT_IN:
+            _check_builtin(name, strategy)
         if not callable(strategy) and not callable(getattr(strategy, "propose", None)):
             raise InvalidStrategy(
                 f"Strategy {name!r} must be callable as strategy(messages, count_tokens, budget, **options); "
@@ -73,6 +86,7 @@ class ContextStrategyRegistry:
             )
         info = StrategyInfo(name, strategy, description or _describe(strategy), origin)
         with self._lock:
+            self._ready()
             taken = self._entries.get(name)
             if taken is not None:
                 raise DuplicateStrategy(
@@ -91,6 +105,7 @@ class ContextStrategyRegistry:
     def get(self, name: str) -> Any:
         """The strategy registered as ``name``; ``UNKNOWN_STRATEGY`` otherwise."""
         with self._lock:
+            self._ready()
             info = self._entries.get(name) if isinstance(name, str) else None
             if info is None:
                 raise UnknownStrategy(name, sorted(self._entries))
@@ -99,20 +114,33 @@ class ContextStrategyRegistry:
     def names(self) -> list[str]:
         """Registered names, built-ins first in registration order."""
         with self._lock:
+            self._ready()
             return list(self._entries)
 
     def entries(self) -> list[StrategyInfo]:
         """Every registration with its description and origin."""
         with self._lock:
+            self._ready()
             return list(self._entries.values())
 
     def __contains__(self, name: object) -> bool:
         with self._lock:
+            self._ready()
             return name in self._entries
 
     def __len__(self) -> int:
         with self._lock:
+            self._ready()
             return len(self._entries)
+
+
+def _check_builtin(name: str, strategy: Any) -> None:
+    from .strategies import is_trusted
+
+    if not is_trusted(strategy):
+        raise InvalidStrategy(
+            f"Strategy {name!r} cannot be registered as {BUILT_IN!r}: only the package's own strategies are."
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +187,13 @@ class InterceptorRegistry:
             return len(self._entries)
 
 
-def _builtins(target: ContextStrategyRegistry) -> None:
-    for strategy in BUILTINS:
-        target.register(strategy.name, strategy, description=strategy.description, origin=BUILT_IN)
+def _builtin_strategies() -> tuple:
+    from .strategies import BUILTINS
+
+    return BUILTINS
 
 
-registry = ContextStrategyRegistry()
+registry = ContextStrategyRegistry(builtins=_builtin_strategies)
 interceptors = InterceptorRegistry()
 
 

@@ -489,11 +489,11 @@ def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords:
     ``messages`` is a list of message dicts or a :class:`~contextfit.Conversation`
     (its character, persona, lorebook, memory, tools and suggested settings
     fill what the settings leave unchosen). ``settings`` is a
-    :class:`~contextfit.PlanSettings`; SPEC's keywords (``model``,
+    :class:`~contextfit.pipeline.settings.PlanSettings`; SPEC's keywords (``model``,
     ``context_strategy``, ``context_limit``, ``character``, ..., strategy
     options such as ``summary_tokens``) may replace it or go on top of it.
-    ``character`` is a :class:`~contextfit.CharacterCard` or card JSON,
-    ``lorebook`` a :class:`~contextfit.Lorebook` or World Info JSON,
+    ``character`` is a :class:`~contextfit.inputs.formats.CharacterCard` or card JSON,
+    ``lorebook`` a :class:`~contextfit.inputs.lorebook.Lorebook` or World Info JSON,
     ``memory`` strings or ``{"content", "relevance"}`` objects. ``overrides``
     maps block ids to edits (``pinned``, ``manualExcluded``, ``relevance``).
     Raises ``TOKEN_BUDGET_EXCEEDED`` when the protected blocks do not fit,

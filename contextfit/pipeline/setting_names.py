@@ -4,7 +4,7 @@ Chats, generation requests and previews carry their settings as one JSON
 object (``{"contextStrategy": "summarize", "contextLimit": 8000}``). This
 module is the single table of the names allowed there: each one's keyword,
 type and meaning. The HTTP layer builds its schema from it; planning reads
-it through :meth:`contextfit.PlanSettings.from_json` (:func:`plan_options`).
+it through :meth:`contextfit.pipeline.settings.PlanSettings.from_json` (:func:`plan_options`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from ..fitting import results as r
 from .camel import camel_dict, from_camel_dict
 from ..errors import ContextfitError
 from ..pipeline.plan import PlanBlock, PromptPlan, TokenizerInfo
-from ..replay.facts import Fact, fact_report
+from ..replays.facts import Fact, fact_report
 
 PENDING = "pending"
 COMPLETED = "completed"
@@ -181,7 +181,7 @@ def audit_from_plan(
 ) -> PromptContextAudit:
     """A ``pending`` audit of ``plan``: every block, the final provider messages, the interceptors' reports,
     and whether each of the must-survive ``facts`` in force in ``messages`` (the chat planned) is still sent
-    (``names``: what ``{{user}}`` and ``{{char}}`` stand for, :func:`~contextfit.replay.facts.fact_report`)."""
+    (``names``: what ``{{user}}`` and ``{{char}}`` stand for, :func:`~contextfit.replays.facts.fact_report`)."""
     return PromptContextAudit(
         generation_id=generation_id or new_generation_id(),
         chat_id=chat_id,

@@ -2,11 +2,11 @@
 
 ::
 
-    chats = contextfit.audit.list_audited_chats()          # newest first
-    audit, plan = contextfit.audit.load_audit_plan(chats[0].id)
+    chats = contextfit.serving.audits.list_audited_chats()          # newest first
+    audit, plan = contextfit.serving.audits.load_audit_plan(chats[0].id)
     charts.budget_figure(plan)                             # the Compare page's charts
 
-``contextfit.audit`` is this module; the audit's own names (``PromptContextAudit``,
+``contextfit.serving.audits`` is this module; the audit's own names (``PromptContextAudit``,
 ``AuditBlock``, the statuses) are here too, so one name reaches both.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from ..pipeline.plan import PromptPlan
-from .audit import (  # noqa: F401 - re-exported: contextfit.audit reaches the value too
+from .audit import (  # noqa: F401 - re-exported: contextfit.serving.audits reaches the value too
     CANCELLED,
     COMPLETED,
     FAILED,

@@ -53,9 +53,9 @@ def _fields(obj: Any, names: Sequence[tuple[str, str]]) -> dict[str, Any]:
 
 
 def lorebook_json(book: Any) -> dict[str, Any]:
-    """A :class:`~contextfit.Lorebook` as World Info JSON (entries as a list, in order).
+    """A :class:`~contextfit.inputs.lorebook.Lorebook` as World Info JSON (entries as a list, in order).
 
-    >>> from contextfit import parse_world_info
+    >>> from contextfit.inputs.lorebook import parse_world_info
     >>> book = parse_world_info({"entries": {"0": {"uid": 0, "key": ["wood"], "content": "Trees."}}})
     >>> parse_world_info(lorebook_json(book)) == book
     True
@@ -64,7 +64,7 @@ def lorebook_json(book: Any) -> dict[str, Any]:
 
 
 def card_json(card: Any) -> dict[str, Any]:
-    """A :class:`~contextfit.CharacterCard` as a V2 (or V3) card, its book as World Info.
+    """A :class:`~contextfit.inputs.formats.CharacterCard` as a V2 (or V3) card, its book as World Info.
 
     >>> from contextfit.inputs.formats.cards import read_card
     >>> card, _ = read_card({"spec": "chara_card_v2", "data": {"name": "Ann", "description": "A guide."}}, "$")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..pipeline.settings import FIELDS
-from ..replay.run import Replay, replay
+from ..replays.run import Replay, replay
 from ..pipeline.setting_names import BY_NAME, plan_options
 from ..errors import InvalidSettings
 from .generation import preview_request
@@ -27,7 +27,7 @@ def strategies_from_json(strategies: Sequence[Any] | None) -> list[Any] | None:
     a replay is fitted with the same model, limits and conversation, so ``contextLimit``
     there would be left out of the fit while the label named it, and a provider or audit
     setting (``temperature``, ``facts``) means nothing to a fit. The strategy and the label
-    are checked by :func:`~contextfit.replay.run.variants`, as for a Python caller.
+    are checked by :func:`~contextfit.replays.run.variants`, as for a Python caller.
 
     >>> strategies_from_json(["truncate", {"strategy": "truncate", "options": {"stablePrefix": True}}])
     ['truncate', {'strategy': 'truncate', 'options': {'stable_prefix': True}}]

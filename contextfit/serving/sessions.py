@@ -13,7 +13,7 @@ by the chat's version, ``(updated_at, number of messages)``:
 * anything else (fewer messages, a different last one): a new session.
 
 The cache is bounded by chats and by messages held (least recently used go
-first), and :func:`contextfit.clear_caches` empties it.
+first), and :func:`contextfit.caches.clear_caches` empties it.
 """
 
 from __future__ import annotations

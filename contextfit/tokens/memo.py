@@ -85,7 +85,7 @@ class TextMemo(Generic[Value]):
         self._extra: dict[Any, int] = {}  # value bytes of the entries whose value is more than a small int
         self.lookup: Callable[[Any], Any] = self._data.get
         self._lock = threading.Lock()
-        track_memo(self)  # contextfit.clear_caches() empties every memo
+        track_memo(self)  # contextfit.caches.clear_caches() empties every memo
 
     def __len__(self) -> int:
         return len(self._data)

@@ -80,7 +80,7 @@ class ModelInfo:
     #: Published prices (US dollars per million tokens), or None when the catalog has none.
     prices: Prices | None = None
     #: The shortest prompt prefix the provider caches for this model, where it documents one per
-    #: model (Anthropic); None: its provider's rule (``replay/prompt_cache.py``).
+    #: model (Anthropic); None: its provider's rule (``replays/prompt_cache.py``).
     cache_minimum: int | None = None
 
     def __post_init__(self) -> None:
@@ -354,7 +354,7 @@ def _unknown(model_id: object, catalog: _Catalog) -> UnknownModel:
     error = UnknownModel(
         f"Unknown model {shown(model_id)}.{hint} `contextfit models` lists the catalog. To add it, "
         f'write [models."{named}"] with provider, context_limit, max_output and tokenizer '
-        f"in ${ENV_VAR} or {USER_FILE}, or call contextfit.register_model(...)."
+        f"in ${ENV_VAR} or {USER_FILE}, or call contextfit.tokens.models.register_model(...)."
     )
     error.model_id = model_id  # type: ignore[attr-defined]
     error.suggestions = suggestions[:5]  # type: ignore[attr-defined]

@@ -199,7 +199,7 @@ class SentCounter:
 
     ``counter(blocks)`` renders the blocks and counts the provider messages
     (plus, for Anthropic, the system text as one system message) with a
-    profile's :class:`~contextfit.TokenCounter`. ``count_message(block)``
+    profile's :class:`~contextfit.tokens.chat_counter.TokenCounter`. ``count_message(block)``
     counts one block the same way, so parts a template drops cost nothing.
     For OpenAI the count of a list is the sum of its blocks' counts
     (``additive``); for Anthropic merged messages and the joined system text

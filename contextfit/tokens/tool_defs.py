@@ -2,7 +2,7 @@
 
 Tool schemas are sent with every request and can eat a large part of the
 window without showing up anywhere. The pipeline counts them once
-(:meth:`~contextfit.TokenCounter.count_tools`) and takes them off the budget
+(:meth:`~contextfit.tokens.chat_counter.TokenCounter.count_tools`) and takes them off the budget
 before fitting; this module makes them visible: one protected plan block of
 kind ``tools`` (they cannot be dropped without changing the request), and a
 per-tool view, largest first.

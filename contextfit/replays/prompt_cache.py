@@ -1,6 +1,6 @@
 """How much of a request a provider reads from its prompt cache.
 
-A replay (``replay/run.py``) sends one request per user turn; the tokens a
+A replay (``replays/run.py``) sends one request per user turn; the tokens a
 request shares with the previous one — counted on the rendered provider
 messages, whole messages from the start, tool definitions first — are what
 a prompt cache can serve. Two rule sets, by provider:
