@@ -333,7 +333,7 @@ def _proposal(kind: str, rng, view, budget, fallback=None):
             if rng.random() < 0.3:
                 view.messages[index]["content"] = "rewritten by the plugin"
         view.protect[:] = [None] * n
-        view.facts.tokens[:] = [0] * n
+        view.analysis.tokens[:] = [0] * n
     choices = [None, None, r.OVER_BUDGET, r.MANUAL, r.LOW_RELEVANCE, r.SUMMARIZED]
     if kind == "bad-reasons":
         choices += ["system", "bogus", 7]

@@ -24,14 +24,13 @@ from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
-from .image_diagnostics import image_diagnostic
-from .reasoning_estimates import reasoning_diagnostic
+from .diagnostics import image_diagnostic, reasoning_diagnostic
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
 from .reasoning_rows import with_reasoning_rows
 from .settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
 from ..fitting.results import FitResult
-from .setting_names import BY_NAME, SETTINGS
+from .settings import BY_NAME, SETTINGS
 from ..fitting.strategies import is_trusted
 from ..tokens.template import TEMPLATES, SentCounter, sent_counter, trace
 
@@ -75,7 +74,8 @@ class PlanBlock:
 
     @property
     def fate(self) -> str:
-        """How the dashboard colours it: protected, kept, summarized, compressed or excluded."""
+        """What happened to it, in one word the plan's JSON carries (``fate``): protected, kept,
+        summarized, compressed or excluded. Every face groups and colours blocks by it."""
         return fate_of(self.reason)
 
     def to_dict(self) -> dict[str, Any]:

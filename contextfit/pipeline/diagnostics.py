@@ -1,8 +1,12 @@
-"""The ``REASONING_ESTIMATED`` diagnostic: kept reasoning whose cost is an estimate.
+"""A plan's diagnostics about counts that are estimates, not readings.
 
-An OpenAI Responses reasoning item sent back with ``encrypted_content`` is
-counted with a documented estimate (:mod:`contextfit.tokens.reasoning_items`),
-not from its text; this module says so on a plan and names the blocks.
+* ``IMAGE_SIZE_UNKNOWN``: kept images counted at a rule's default. The counting
+  rules live in :mod:`contextfit.tokens.images`; the images whose size could not
+  be read become a diagnostic on the plan.
+* ``REASONING_ESTIMATED``: an OpenAI Responses reasoning item sent back with
+  ``encrypted_content`` is counted with a documented estimate
+  (:mod:`contextfit.tokens.reasoning_items`), not from its text; the plan says
+  so and names the blocks.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..tokens.images import ImageRule, unknown_size
 from ..tokens.reasoning import REASONING
 from ..tokens.reasoning_items import BYTES_PER_TOKEN, encrypted_tokens, is_estimated
 from ..fitting import results as r
@@ -41,5 +46,28 @@ def reasoning_diagnostic(blocks: Sequence[Any]) -> list[dict]:
             "tokens": tokens,
             "message": f"{count} reasoning item(s) are sent as encrypted_content, whose tokens cannot be read; "
             f"they are estimated at {tokens} tokens (decoded bytes / {BYTES_PER_TOKEN}), so this count is approximate.",
+        }
+    ]
+
+
+def image_diagnostic(blocks: Sequence[Any], rule: ImageRule) -> list[dict]:
+    """``IMAGE_SIZE_UNKNOWN`` for the kept plan blocks holding an image counted at the default."""
+    found: dict[str, int] = {}
+    for block in blocks:
+        content = block.message.get("content") if block.included and isinstance(block.message, Mapping) else None
+        unknown = sum(1 for part in content if unknown_size(part)) if isinstance(content, list) else 0
+        if unknown:
+            found[block.id] = unknown
+    if not found:
+        return []
+    images = sum(found.values())
+    return [
+        {
+            "code": r.IMAGE_SIZE_UNKNOWN,
+            "blocks": list(found),
+            "images": images,
+            "tokensEach": rule.default(),
+            "message": f"{images} image(s) have no readable size (a URL, or a header that is cut or lies); each is "
+            f"counted at the {rule.name} default of {rule.default()} tokens, so this count is approximate.",
         }
     ]
