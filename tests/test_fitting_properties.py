@@ -22,7 +22,7 @@ import contextfit
 from contextfit.fitting import results as r
 from contextfit.fitting.results import InsertedBlock
 from contextfit.fitting.strategies import BuiltinStrategy, Truncate
-from contextfit.tokens.template import render
+from contextfit.tokens.sent import render
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

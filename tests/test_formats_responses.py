@@ -16,7 +16,7 @@ from contextfit.inputs.formats.responses import is_responses_body
 from contextfit.tokens.chat_counter import token_counter
 from contextfit.tokens.reasoning_items import encrypted_tokens, reasoning_item_tokens
 from contextfit.tokens.responses_render import responses_input, responses_tools
-from contextfit.tokens.template import render
+from contextfit.tokens.sent import render
 
 REQUEST = TEST_DATA / "formats" / "responses_request.json"
 

@@ -20,7 +20,7 @@ from contextfit.inputs.messages import message_id
 from contextfit.inputs.formats import load_conversation
 from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
-from contextfit.tokens.template import sent_counter
+from contextfit.tokens.sent import sent_counter
 from contextfit.dashboard import charts, page_data as dashboard
 
 

@@ -41,7 +41,7 @@ from .results import Decisions, FitResult, InsertedBlock
 from .strategies import BUILTINS, is_trusted
 from .strategies.base import BuiltinStrategy, Proposal
 from .strategies.walk import walked_truncate
-from ..tokens.template import TEMPLATES
+from ..tokens.sent import SHAPES
 
 _FALLBACK = BUILTINS[0]  # the package's own truncate
 _MAX_RECOUNTS = 6
@@ -103,8 +103,8 @@ def fit_messages(
     """:func:`shift_context` with its options as one dict, and the analysis
     step passed in (``analyse``): the one path every fit takes."""
     budget = _check_budget(budget)
-    if template not in TEMPLATES:
-        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {template!r}.")
+    if template not in SHAPES:
+        raise InvalidSettings(f"template must be one of {', '.join(SHAPES)}, got {template!r}.")
     plugins.load_plugins()
     name, impl = _resolve(strategy)
     trusted = is_trusted(impl)

@@ -36,7 +36,7 @@ from .registry import InterceptorInfo
 from .proposals import match_items, prompt_items
 from .results import FitResult, InsertedBlock
 from .strategies.base import Proposal
-from ..tokens.template import trace
+from ..tokens.sent import trace
 
 _MAX_RECOUNTS = 6
 

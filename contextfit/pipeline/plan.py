@@ -32,7 +32,7 @@ from .settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
 from ..fitting.results import FitResult
 from .settings import BY_NAME, SETTINGS
 from ..fitting.strategies import is_trusted
-from ..tokens.template import TEMPLATES, SentCounter, sent_counter, trace
+from ..tokens.sent import SHAPES, SentCounter, sent_counter, trace
 
 BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
@@ -263,8 +263,8 @@ def prepare(
     info = get_model(settings.model)
     limit, reserve, budget = resolve_limits(info, settings.context_limit, settings.response_reserve)
     shape = settings.template or ("anthropic" if info.provider == "anthropic" else "openai")
-    if shape not in TEMPLATES:
-        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
+    if shape not in SHAPES:
+        raise InvalidSettings(f"template must be one of {', '.join(SHAPES)}, got {shape!r}.")
     assembly = assembled(messages, settings, filled)
     texts = _known_texts(assembly.blocks, previous)
     if texts is not None:  # no block carries reasoning: the provider is sent them as they are

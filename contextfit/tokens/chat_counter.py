@@ -17,7 +17,7 @@ from contextfit.tokens.models import get_model
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.reasoning_items import REASONING_ITEM, reasoning_item_tokens
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
-from contextfit.tokens.templates import TEMPLATES
+from contextfit.tokens.chat_templates import CHAT_TEMPLATES
 
 __all__ = ["TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
 
@@ -69,9 +69,9 @@ class TokenCounter:
         self._count = tokenizer.estimate if point else tokenizer.count
         self._estimator: TokenCounter | None = self if point or not tokenizer.approximate else None
         # An exact open-model profile counts with its family's chat template
-        # (contextfit/tokens/templates.py): exact for the whole conversation,
+        # (contextfit/tokens/chat_templates.py): exact for the whole conversation,
         # which is not the sum of its messages, so the engine recounts it.
-        self._template = None if tokenizer.approximate else TEMPLATES.get(tokenizer.name)
+        self._template = None if tokenizer.approximate else CHAT_TEMPLATES.get(tokenizer.name)
         self.additive: bool = self._template is None
         self.base_tokens: int = self.chat.reply_priming if self._template is None else self._template.count(self._count, ())
         self._per_message = self.chat.per_message

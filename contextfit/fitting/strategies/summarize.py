@@ -382,7 +382,7 @@ class Summarize(BuiltinStrategy):
             meta = {"kind": msg.SUMMARY, "id": "summary", "method": "extractive", "summarized": list(indices),
                     "sources": sources}
             # The header and each line up to its line break: the text is their join, and
-            # its count the sum of their cached counts where that is exact (tokens/joins.py).
+            # its count the sum of their cached counts where that is exact (tokens/summed_counts.py).
             parts = [header + "\n", *["- " + lines[p][1] + "\n" for p in chosen]]
             parts[-1] = parts[-1][:-1]
             tokens = view.count_joined({"role": "system", "meta": meta}, parts)
