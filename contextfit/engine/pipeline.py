@@ -35,7 +35,7 @@ from .settings import BY_NAME, SETTINGS
 from .strategies import is_trusted
 from ..tokens.template import TEMPLATES, SentCounter, sent_counter, trace
 
-BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
 
 @dataclass(frozen=True, slots=True)
