@@ -76,11 +76,13 @@ _NAME = re.compile(r"\b[A-Z][a-zà-ÿ]+(?:[ -][A-Z][a-zà-ÿ]+)+\b")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.]*\d(?![\w])")
 _CHOICE = re.compile(
     r"\b(?:use|using|uses|switch(?:ed)? to|go(?:es|ing)? with|went with|mov(?:e|ed|es) (?:\w+ )?(?:to|over to)|"
-    r"builds? with|renamed (?:\w+ ){0,3}to|called|named|goes by|set (?:\w+ ){0,4}to|(?:is|are) now|"
+    r"builds? with|renamed (?:\w+ ){0,3}to|called|calls? (?:\w+ ){0,4}?(?:project|it|them|him|her)|named|goes by|set (?:\w+ ){0,4}to|(?:is|are) now|"
     r"decided on|chose|picked|prefer|choose|pick)\s+[\"“`']?([\w][\w.+#/-]*)",
     re.IGNORECASE,
 )
 _CHOICE_CJK = re.compile(r"(?:改为|改成|换成|设为|设置为|定为|使用|采用|叫做|叫|是|為|为|に変更|にする)\s*[「『“\"]?([\w.+#/-]{2,})")
+#: In a sentence marked as a fact ("Important: the build tool is hatch."), what follows its last "is", ":" or "=".
+_STATED = re.compile(r"(?:\b(?:is|are|was|equals)|[:=])\s+[\"“`']?([\w][\w.+#/-]*)", re.IGNORECASE)
 _CUES = re.compile(
     r"\b(?:important|remember|note|for the record|decision|decided|agreed|from now on|going forward|"
     r"change of plan|update|correction|instead|fyi|make sure|don't forget|do not forget|keep in mind)\b|重要|记住|記住|注意|决定|決定|以后|今後|必ず|務必|务必",
@@ -110,9 +112,9 @@ ROLE_BONUS = {"user": 1.0, "assistant": 0.0}
 TOOL_PENALTY = -2.0
 BOILERPLATE_PENALTY = -3.0
 BOILERPLATE_MESSAGES = 3
-LEDGER_THRESHOLD = 2.0
+LEDGER_THRESHOLD = 1.0
 #: How alike two keys must be (rarity-weighted overlap) for a later line to supersede an earlier one.
-SUPERSEDE_SIMILARITY = 0.75
+SUPERSEDE_SIMILARITY = 0.9
 MAX_LINE_CHARS = 300
 
 _FINDERS = (("quoted", _QUOTED), ("money", _MONEY), ("measure", _MEASURE), ("date", _DATE), ("version", _VERSION),
@@ -180,15 +182,17 @@ def fact_lines(text: str, role: str) -> list[FactLine]:
         if not sentence or len(sentence) > MAX_LINE_CHARS:
             continue
         values, sorts = _values(sentence)
+        cue = _CUES.search(sentence) is not None
         choice_match = _CHOICE.search(sentence) or _CHOICE_CJK.search(sentence)
-        choice = choice_match.group(1) if choice_match else None
+        if choice_match is None and cue and not values:
+            choice_match = next(reversed(list(_STATED.finditer(sentence))), None)
+        choice = choice_match.group(1).rstrip(".,;:!?-/") if choice_match else None
         if choice is not None and any(choice in value or value in choice for value in values):
             choice = None  # the decision's object is already a value
         if not values and choice is None:
             continue
         if choice is not None:
             values.append(choice)
-        cue = _CUES.search(sentence) is not None
         decision = _DECISION.search(sentence) is not None
         distinct = list(dict.fromkeys(sort for sort in sorts))
         priority = (CUE_BONUS * cue + DECISION_BONUS * decision
@@ -196,9 +200,32 @@ def fact_lines(text: str, role: str) -> list[FactLine]:
                     + (SORT_BONUS if choice is not None else 0.0)
                     + (TOOL_PENALTY if role in ("tool", "function") else ROLE_BONUS.get(role, 0.0)))
         signature = " ".join(_SIGNATURE_WORD.findall(sentence.lower()))
-        lines.append(FactLine(sentence, tuple(values), tuple(distinct), choice, _key(sentence, values), priority,
-                              signature))
+        lines.append(FactLine(_clauses(sentence, values), tuple(values), tuple(distinct), choice,
+                              _key(sentence, values), priority, signature))
     return lines
+
+
+_CLAUSE_END = re.compile(r"[,;，；、]\s*|\s+[—–-]\s+")
+
+
+def _clauses(sentence: str, values: Sequence[str]) -> str:
+    """The shortest run of the sentence's clauses (parted by commas, semicolons, dashes) that holds all
+    its values, verbatim: "Restarted billing and it came up on port 5433, the checks are green." keeps
+    its first clause. A sentence whose values span it all is kept whole.
+
+    >>> _clauses("Restarted billing and it came up on port 5433, the checks are green again.", ["5433"])
+    'Restarted billing and it came up on port 5433'
+    """
+    bounds = [0, *(match.start() for match in _CLAUSE_END.finditer(sentence)), len(sentence)]
+    spans = [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+    where = [i for i, (start, end) in enumerate(spans) if any(v in sentence[start:end] for v in values)]
+    if not where or len(spans) == 1:
+        return sentence
+    start, end = spans[where[0]][0], spans[where[-1]][1]
+    clause = sentence[start:end].lstrip(",;，；、—–- ").rstrip()
+    if not all(value in clause for value in values):
+        return sentence
+    return clause
 
 
 def rarity(keys: Sequence[frozenset[str]]) -> dict[str, float]:
@@ -216,7 +243,7 @@ def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> 
     :data:`SUPERSEDE_SIMILARITY` of the lighter key.
 
     >>> w = {"billing": 2.0, "search": 2.0, "service": 0.5, "port": 1.0}
-    >>> same_key(frozenset({"billing", "service", "port"}), frozenset({"billing", "port", "answers"}), w)
+    >>> same_key(frozenset({"billing", "service", "port"}), frozenset({"billing", "service", "port", "now"}), w)
     True
     >>> same_key(frozenset({"billing", "service", "port"}), frozenset({"search", "service", "port"}), w)
     False
