@@ -17,7 +17,7 @@ from contextfit.views import charts as chart_views
 from contextfit.views import block_chart, dashboard, source_panel, verdict
 from contextfit.inputs.samples import SAMPLES, load_sample
 
-STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
 
 def decode(values):
