@@ -154,8 +154,9 @@ class FactLedger(BuiltinStrategy):
             return Proposal(reasons)
         entries = ledger_entries(view)
         built = self.build(view, entries, reasons, min(space, size))
-        if built is None:
-            return plain()  # nothing dropped states a fact: truncate with the whole room
+        if built is None:  # nothing dropped states a fact, or not one line fits: truncate with the whole room
+            wanted = any(reasons[entry.index] == r.OVER_BUDGET for entry in entries)
+            return plain(f"not one fact line fits in {min(space, size)} tokens" if wanted else None)
         # The ledger costs what it holds, not its reserve: give the rest back to recent history.
         reasons = start_reasons(view)
         space = fill_newest(view, reasons, room - built[1])
@@ -189,7 +190,7 @@ class FactLedger(BuiltinStrategy):
         empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
         empty_cost = view.count_block(empty)
         chosen: list[_Entry] = []
-        remaining = max_tokens - view.count_block({**empty, "content": _header(1)}) - 24  # 24: the "not shown" line
+        remaining = max_tokens - view.count_block({**empty, "content": _header(1)})
         for entry in ranked:
             cost = view.count_block({**empty, "content": "\n" + _line(view, entry)}) - empty_cost
             if cost <= remaining:
@@ -221,7 +222,7 @@ def _kept_supersessions(entries: Sequence[_Entry], kept: set[int]) -> set[int]:
 
 
 def _header(count: int) -> str:
-    return f"Fact ledger: what {count} earlier message{'s' if count != 1 else ''} no longer shown said (quoted; newest value of each):"
+    return f"Fact ledger, quoted from {count} earlier message{'s' if count != 1 else ''} not shown (newest value of each):"
 
 
 def _line(view: FitView, entry: _Entry) -> str:
