@@ -24,7 +24,7 @@ from contextfit.fitting.results import InsertedBlock
 from contextfit.fitting.strategies import BuiltinStrategy, Truncate
 from contextfit.tokens.sent import render
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

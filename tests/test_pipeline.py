@@ -12,7 +12,7 @@ from conversations import groups
 import contextfit
 from contextfit.pipeline.assembly import fill_macros
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 
 
 def seraphina():

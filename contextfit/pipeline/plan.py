@@ -34,7 +34,7 @@ from .settings import BY_NAME, SETTINGS
 from ..fitting.strategies import is_trusted
 from ..tokens.sent import SHAPES, SentCounter, sent_counter, trace
 
-BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,7 @@ SETTINGS: tuple[Setting, ...] = (
         "contextStrategy",
         "context_strategy",
         "str",
-        "Registered strategy name: truncate, summarize, vector-recall, manual, clear-tool-results, or a plugin's.",
+        "Registered strategy name: truncate, summarize, vector-recall, manual, clear-tool-results, fact-ledger, or a plugin's.",
     ),
     Setting(
         "contextLimit",
@@ -74,6 +74,8 @@ SETTINGS: tuple[Setting, ...] = (
         0,
     ),
     Setting("summaryTokens", "summary_tokens", "int", "summarize: the summary block's maximum size in tokens.", 1),
+    Setting("ledgerTokens", "ledger_tokens", "int",
+            "fact-ledger: the ledger block's maximum size in tokens (default a quarter of the budget).", 1),
     Setting(
         "summaryScanChars",
         "summary_scan_chars",
