@@ -10,6 +10,7 @@ from conversations import (
     conversations,
     groups,
     link_ids,
+    link_state,
     lumpy_counter,
     protected_indices,
     responses_conversations,
@@ -388,16 +389,8 @@ def hostile_strategies(draw):
 
 
 def _links(messages) -> dict[str, tuple[bool, bool]]:
-    """For each link id: whether a call and whether a result carries it."""
-    state: dict[str, tuple[bool, bool]] = {}
-    for m in messages:
-        is_result = m.get("role") in ("tool", "function") or any(
-            isinstance(p, dict) and str(p.get("type", "")).endswith("tool_result") for p in m.get("content") or [] if isinstance(m.get("content"), list)
-        )
-        for link in link_ids(m) - {None}:
-            call, result = state.get(link, (False, False))
-            state[link] = (call or not is_result, result or is_result)
-    return state
+    """For each link id: whether every result answers a call, and every call has a result."""
+    return link_state(messages)
 
 
 def _no_split_group_sent(messages, kept, template):

@@ -113,7 +113,7 @@ def fit_messages(
     protected_tokens = view.protected_tokens()
     if protected_tokens > budget:
         raise view.refusal(protected_tokens, budget)
-    diagnostics = _orphans(view)
+    diagnostics = _link_notes(view)
     if trusted:
         proposal = None
         if view.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
@@ -164,7 +164,9 @@ def _as_entries(chain: Sequence[Any]) -> list[plugins.InterceptorInfo]:
     return entries
 
 
-def _orphans(view: FitView) -> list[dict]:
+def _link_notes(view: FitView) -> list[dict]:
+    """What the tool links of the conversation say (SPEC 3.2): results with no call,
+    ids that several calls use, and calls with no result."""
     diagnostics = []
     for members in view.orphan_groups():
         diagnostics.append(
@@ -172,6 +174,33 @@ def _orphans(view: FitView) -> list[dict]:
                 "code": r.ORPHAN_TOOL_RESULT,
                 "indices": list(members),
                 "message": "Tool result(s) whose call is not in the conversation; kept or dropped as their own group.",
+            }
+        )
+    repeated = view.repeated_ids()
+    if repeated:
+        named = ", ".join(f"{link!r} ({len(groups)} calls)" for link, groups in repeated[:10])
+        more = f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""
+        diagnostics.append(
+            {
+                "code": r.REPEATED_TOOL_CALL_ID,
+                "ids": [link for link, _ in repeated],
+                "groups": [groups for _, groups in repeated],
+                "message": f"Tool call id(s) used by more than one call: {named}{more}. Each call is grouped with "
+                f"the results that answer it (a result answers the nearest earlier call with its id that is still "
+                f"unanswered), so each is kept or dropped on its own.",
+            }
+        )
+    unanswered = view.unanswered_calls()
+    if unanswered:
+        ids = list(dict.fromkeys(link for link, _ in unanswered))
+        named = ", ".join(map(repr, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        diagnostics.append(
+            {
+                "code": r.TOOL_CALL_WITHOUT_RESULT,
+                "ids": ids,
+                "indices": [members for _, members in unanswered],
+                "message": f"Tool call(s) with no result in the conversation: {named}. Providers refuse a request "
+                f"that sends a tool call without its result; add the result or leave the call out.",
             }
         )
     return diagnostics
