@@ -86,7 +86,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     strategies = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
     model = conversation_model(conversation, args.model)
     # The conversation's parts and a bundle's suggested settings apply; the flags win.
-    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve,
+                                          tool_result_cap=args.tool_result_cap)
     plans = compare_strategies(conversation, settings, strategies=strategies)
     if args.json:
         payload = {
@@ -160,7 +161,8 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         strategies += [{"strategy": name, "options": {"stable_prefix": True}} for name in strategies
                        if name in ("truncate", "summarize", "clear-tool-results")]
     model = conversation_model(conversation, args.model)
-    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve,
+                                          tool_result_cap=args.tool_result_cap)
     facts = [fact_from_line(text.strip()) for text in args.fact] if args.fact else None
     progress = TerminalProgress(sys.stderr)
     try:
@@ -342,6 +344,9 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--strategy", default="all", help="a strategy name (truncate, summarize, vector-recall, manual, clear-tool-results, fact-ledger), or 'all' (default) for every built-in")
     fit.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     fit.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
+    fit.add_argument("--tool-result-cap", type=int, metavar="TOKENS",
+                     help="send a tool result over this many tokens as its head and tail with a marker "
+                     "naming what was cut (every strategy; default off; 2500 is a good start)")
     fit.add_argument("--format", help="the input format, when detection should not guess")
     fit.add_argument("--json", action="store_true", help="print each plan as JSON, keyed by strategy")
     fit.set_defaults(run=_fit)
@@ -358,6 +363,9 @@ def parser() -> argparse.ArgumentParser:
                            "default: the entity rule")
     replaying.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     replaying.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
+    replaying.add_argument("--tool-result-cap", type=int, metavar="TOKENS",
+                           help="send a tool result over this many tokens as its head and tail with a marker "
+                           "naming what was cut (every strategy; default off; 2500 is a good start)")
     replaying.add_argument("--format", help="the input format, when detection should not guess")
     replaying.add_argument("--json", action="store_true", help="print the whole replay as JSON")
     replaying.set_defaults(run=_replay)

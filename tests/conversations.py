@@ -134,7 +134,8 @@ def answers(messages: list[dict]) -> tuple[list[tuple[int, int, str]], list[list
     """SPEC 3.2's answering, written out plainly: the (result, call, id) message pairs
     that link, and every call as ``[message, id, answered]``. A result answers the
     nearest earlier call with its id that is still unanswered, else the latest call
-    with its id; results before any call with their id are answered by the first."""
+    with its id; results before any call with their id are answered by the first.
+    Results whose call never comes are linked to the first of them (id ``""``)."""
     pairs: list[tuple[int, int, str]] = []
     calls: list[list] = []
     early: dict[str, list[int]] = {}  # results waiting for a first call with their id
@@ -156,6 +157,8 @@ def answers(messages: list[dict]) -> tuple[list[tuple[int, int, str]], list[list
                 calls.append([i, link, True])
             else:
                 calls.append([i, link, False])
+    for results in early.values():  # results of one absent call: one (orphan) group
+        pairs.extend((j, results[0], "") for j in results[1:])
     return pairs, calls
 
 

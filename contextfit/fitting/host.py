@@ -31,6 +31,7 @@ from typing import Any
 
 from ..inputs import messages as msg
 from . import registry as plugins
+from . import result_cap
 from . import results as r
 from .analysis import FitView, build_view
 from .counting import CountTokens, Counting, counting_for
@@ -108,23 +109,30 @@ def fit_messages(
     plugins.load_plugins()
     name, impl = _resolve(strategy)
     trusted = is_trusted(impl)
+    options = dict(options)
+    cap = result_cap.cap_option(options)  # applied here, before fitting: no strategy sees it
     counting = counting_for(count_tokens)
     view = analyse(messages, counting, count_excluded)
     protected_tokens = view.protected_tokens()
     if protected_tokens > budget:
         raise view.refusal(protected_tokens, budget)
     diagnostics = _link_notes(view)
+    copies = result_cap.capped(view, cap) if cap is not None else {}
+    # The strategy fits the conversation with its oversized results capped (result_cap.py).
+    fitted = result_cap.capped_view(view, copies) if copies else view
     if trusted:
         proposal = None
-        if view.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
-            proposal = walked_truncate(view, budget, options, view.walks)
+        if fitted.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
+            proposal = walked_truncate(fitted, budget, options, fitted.walks)
         if proposal is None:
-            proposal = impl.propose(view, budget, **options)
+            proposal = impl.propose(fitted, budget, **options)
         why, altered = None, []
     else:
-        proposal, why, altered = _plugin_proposal(view, impl, budget, options, count_tokens)
-    proposal, used, restored = _accept(view, proposal, name, budget, why, altered, diagnostics)
-    total = _enforce(view, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
+        proposal, why, altered = _plugin_proposal(fitted, impl, budget, options, count_tokens)
+    proposal, used, restored = _accept(fitted, proposal, name, budget, why, altered, diagnostics)
+    total = _enforce(fitted, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
+    if copies:  # back to the caller's messages: a capped result kept is sent as its copy
+        proposal = result_cap.with_capped(proposal, copies)
     result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored, total)
     chain = plugins.interceptors.entries() if interceptors is None else _as_entries(interceptors)
     if chain:
