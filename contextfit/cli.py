@@ -175,7 +175,11 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return _replay_status(result)
     turns = len(result.requests)
-    print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}, model {result.model} (budget {result.budget:,}; "
+    rows = next(iter(result.turns.values()), [])
+    rounds = sum(1 for row in rows if row.trigger != "user")
+    agent = f" ({len(result.user_turns):,} user turn{'s' if len(result.user_turns) != 1 else ''}, {rounds:,} tool " \
+            f"round{'s' if rounds != 1 else ''}: every model call is a request)" if rounds else ""
+    print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}{agent}, model {result.model} (budget {result.budget:,}; "
           f"{rules_text(result).replace(' · ', '; ')})", file=out)
     print(f"{'strategy':<34} {'total':>12} {'mean / turn':>12} {'cache hit':>9} {'tokens sent':>12} "
           f"{'retention':>9} {'first loss':>10}", file=out)
@@ -188,9 +192,29 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{totals.strategy[:34]:<34} {money(totals.total_cost, '—'):>12} {money(totals.mean_cost, '—'):>12} "
               f"{cache:>9} {tokens:>12} {kept:>9} {loss:>10}", file=out)
     print(replay_verdict(result, "pass --strategy all"), file=out)
+    if args.requests:
+        print_requests(result, out)
     for note in result.notes:
         print(f"  note: {note}", file=out)
     return _replay_status(result)
+
+
+def print_requests(result, out: TextIO) -> None:
+    """Each strategy's requests: the user turn and tool round, prompt tokens, cache read and write, why the cache
+    read no more, and the cost; then the totals of each user turn."""
+    for label, rows in result.turns.items():
+        print(f"\n{label}: {'request':>7} {'turn':>5} {'round':>5} {'prompt':>9} {'cached':>9} {'written':>9} "
+              f"{'cost':>11}  cache miss", file=out)
+        for row in rows:
+            prompt = "—" if row.prompt_tokens is None else f"{row.prompt_tokens:,}"
+            cost = money(None if row.cost is None else row.cost.total, "—")
+            miss = row.error or row.cache_miss or ""
+            print(f"{'':{len(label) + 1}} {row.turn:>7} {row.user_turn:>5} {row.round:>5} {prompt:>9} "
+                  f"{row.cache_read:>9,} {row.cache_write:>9,} {cost:>11}  {miss}", file=out)
+        for turn in result.user_turn_totals()[label]:
+            print(f"{'':{len(label) + 1}} user turn {turn.user_turn}: {turn.requests} request"
+                  f"{'s' if turn.requests != 1 else ''}, {turn.prompt_tokens:,} prompt tokens, {turn.cache_read:,} "
+                  f"cached, {money(turn.cost, '—')}", file=out)
 
 
 def _replay_status(result) -> int:
@@ -367,6 +391,9 @@ def parser() -> argparse.ArgumentParser:
                            help="send a tool result over this many tokens as its head and tail with a marker "
                            "naming what was cut (every strategy; default off; 2500 is a good start)")
     replaying.add_argument("--format", help="the input format, when detection should not guess")
+    replaying.add_argument("--requests", action="store_true",
+                           help="also list each request (user turns and tool rounds) with its cache reads, writes, "
+                           "why the cache missed, and cost")
     replaying.add_argument("--json", action="store_true", help="print the whole replay as JSON")
     replaying.set_defaults(run=_replay)
 

@@ -11,7 +11,7 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.replays.run import TurnResult, totals_of
+from contextfit.replays.run import TurnResult, replay, totals_of
 from contextfit.inputs.samples import sample_text
 from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard import replay as views
@@ -241,11 +241,17 @@ def test_the_turn_is_in_the_link_from_the_first_load():
 
 
 def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
-    # the role-play sample's default rule finds a fact at one turn of twelve; "all equal (100.0%)" read as every turn
+    # the role-play sample's default rule finds a fact at one user turn of twelve, whose tool round (a request of
+    # its own) answers the same message: two requests of 14; "all equal (100.0%)" read as every turn
     result = _sample_replay("roleplay")
     in_force = sum(1 for row in result.turns["truncate"] if row.facts)
-    assert (in_force, len(result.requests)) == (1, 12)
-    assert "(100.0%, at the one turn of 12 with a fact in force)" in replay_verdict(result, "")  # not "the 1 of 12 turns"
+    assert (in_force, len(result.requests), len(result.user_turns)) == (2, 14, 12)
+    assert "(100.0%, at the 2 turns of 14 with a fact in force)" in replay_verdict(result, "")
+    chat = [{"role": "user", "content": "My order ORD-1 is late."}, {"role": "assistant", "content": "Sorry."},
+            {"role": "user", "content": "Where is ORD-1?"}, {"role": "assistant", "content": "In transit."},
+            {"role": "user", "content": "Thanks."}]
+    one = replay(chat, model="gpt-4o", strategies=["truncate", "manual"])
+    assert "(100.0%, at the one turn of 3 with a fact in force)" in replay_verdict(one, "")  # not "the 1 of 3 turns"
     support = _sample_replay("support_chat")
     assert (sum(1 for row in support.turns["truncate"] if row.facts), len(support.requests)) == (7, 21)
     assert "at the 7 turns of 21 with a fact in force)" in replay_verdict(support, "")
