@@ -7,6 +7,7 @@ specification rather than against itself.
 
 from __future__ import annotations
 
+import copy
 import json
 
 from hypothesis import strategies as st
@@ -101,6 +102,23 @@ def conversations(draw, max_turns: int = 24, reuse_ids: bool | None = None):
         messages.append({"role": "user", "content": _text(draw, 1, 20)})
     if draw(st.integers(0, 4)) == 0:  # post-history instructions after the chat
         messages.append({"role": "system", "content": _text(draw, 1, 8), "meta": {"kind": draw(st.sampled_from(["system", "lorebook"]))}})
+    return messages
+
+
+@st.composite
+def chats_with_long_results(draw, max_turns: int = 24):
+    """Conversations where some tool results are long (lines of words), so a cap has something to cut."""
+    messages = copy.deepcopy(draw(conversations(max_turns=max_turns)))
+    for message in messages:
+        if not draw(st.booleans()):
+            continue
+        lines = draw(st.integers(5, 60))
+        if message.get("role") == "tool":
+            message["content"] = "\n".join([str(message["content"])] * lines)
+        elif isinstance(message.get("content"), list):
+            for part in message["content"]:
+                if part.get("type") == "tool_result":
+                    part["content"] = "\n".join([str(part["content"])] * lines)
     return messages
 
 

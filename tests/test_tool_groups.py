@@ -131,6 +131,7 @@ def test_a_call_with_no_result_is_its_own_group_and_is_reported(shape, strategy)
     assert notes["TOOL_CALL_WITHOUT_RESULT"]["indices"] == [[c2]]
     assert notes["REPEATED_TOOL_CALL_ID"]["ids"] == [link]
     assert notes["REPEATED_TOOL_CALL_ID"]["groups"] == [[[c1, r1], [c2], [c3, r3]]]
+    assert notes["REPEATED_TOOL_CALL_ID"]["calls"] == [3]
     sent = {d.index for d in result.decisions if d.included and d.index is not None}
     assert (c3 in sent) == (r3 in sent) and (c1 in sent) == (r1 in sent)
     assert c3 in sent and r3 in sent, "the newest answered call is kept with its result"
@@ -171,7 +172,7 @@ def test_one_message_answering_calls_of_two_messages_folds_their_groups():
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "3"}]}]
     view = build_view(chat, counting_for(COUNT))
     assert view.group_members(1) == [1, 2, 3] and view.group_members(4) == [4, 5]
-    assert view.repeated_ids() == [("t1", [[1, 2, 3], [4, 5]])]
+    assert view.repeated_ids() == [("t1", 2, [[1, 2, 3], [4, 5]])]
     assert view.unanswered_calls() == []
 
 
@@ -184,3 +185,15 @@ def test_a_growing_chat_links_as_a_fresh_one():
         cold = build_view(chat[:cut], counting_for(lambda ms: COUNT(ms)))
         assert [warm.group_members(i) for i in range(cut)] == [cold.group_members(i) for i in range(cut)]
         assert warm.repeated_ids() == cold.repeated_ids() and warm.unanswered_calls() == cold.unanswered_calls()
+
+
+def test_an_id_reused_every_round_keeps_its_newest_groups_for_the_diagnostic():
+    chat = [{"role": "user", "content": "go"}]
+    for _ in range(30):
+        chat += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
+    result = contextfit.shift_context(chat, COUNT, 100_000, interceptors=())
+    [note] = [d for d in result.diagnostics if d["code"] == "REPEATED_TOOL_CALL_ID"]
+    assert note["calls"] == [30] and note["groups"] == [[[i, i + 1] for i in range(41, 61, 2)]]
+    assert "'call_1' (30 calls)" in note["message"]

@@ -35,6 +35,9 @@ PREFIX_BYTES = 64 * 1024 * 1024
 #: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
 MESSAGE_BYTES = 400
 _CHAT_KINDS = frozenset({msg.HISTORY})
+#: How many of the groups a repeated tool call id links are kept for its diagnostic (the newest):
+#: an agent that sends ``call_1`` every round reuses it once per request.
+REPEATS_KEPT = 10
 
 
 def _snapshot(message: dict) -> dict:
@@ -202,7 +205,8 @@ class ChatAnalysis:
         self.link_root: dict[str, int] = {}  # link id -> root of the group of its latest call
         self.open_calls: dict[str, tuple[int, ...]] = {}  # link id -> roots of its unanswered calls, oldest first
         self.waiting: dict[str, int] = {}  # link id never called yet -> root of the results that carry it
-        self.repeated: dict[str, tuple[int, ...]] = {}  # link id used by several calls -> their roots, in order
+        # link id used by several calls -> (how many call groups use it, the newest REPEATS_KEPT roots)
+        self.repeated: dict[str, tuple[int, tuple[int, ...]]] = {}
         self.group_of: dict[int, int] = {}  # message index -> group root (linked messages only)
         self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
         self.group_links: dict[int, list[str]] = {}  # root -> its link ids
@@ -598,8 +602,8 @@ class ChatAnalysis:
             if link in answered:
                 del waiting[link]
             elif link in link_root and link_root[link] != root:
-                earlier = self.repeated.get(link) or (link_root[link],)
-                self.repeated[link] = (*earlier, root)
+                calls, roots = self.repeated.get(link) or (1, (link_root[link],))
+                self.repeated[link] = (calls + 1, (*roots, root)[-REPEATS_KEPT:])
             if link not in answered:
                 open_calls[link] = (*open_calls.get(link, ()), root)
             link_root[link] = root
@@ -611,10 +615,12 @@ class ChatAnalysis:
                 mapping[link] = new
         for link in [link for link, roots in self.open_calls.items() if old in roots]:
             self.open_calls[link] = tuple(new if root == old else root for root in self.open_calls[link])
-        for link in [link for link, roots in self.repeated.items() if old in roots]:
-            roots = tuple(dict.fromkeys(new if root == old else root for root in self.repeated[link]))
-            if len(roots) > 1:
-                self.repeated[link] = roots
+        for link in [link for link, (_, roots) in self.repeated.items() if old in roots]:
+            calls, roots = self.repeated[link]
+            merged = tuple(dict.fromkeys(new if root == old else root for root in roots))
+            calls -= len(roots) - len(merged)
+            if calls > 1:
+                self.repeated[link] = (calls, merged)
             else:  # its calls are one group now
                 del self.repeated[link]
 
@@ -849,12 +855,13 @@ class FitView:
             analysis.orphans = [analysis.members[root] for root, has_call in analysis.has_call.items() if not has_call]
         return list(analysis.orphans)
 
-    def repeated_ids(self) -> list[tuple[str, list[list[int]]]]:
-        """Link ids that more than one call uses, each with the groups of those calls
-        (each call with the results that answer it), in order of first use."""
+    def repeated_ids(self) -> list[tuple[str, int, list[list[int]]]]:
+        """Link ids that more than one call uses, in order of first reuse: each with how many
+        call groups use it and the newest :data:`REPEATS_KEPT` of those groups (each call with
+        the results that answer it)."""
         analysis = self.analysis
-        return [(link, [list(analysis.members[root]) for root in roots if root in analysis.members])
-                for link, roots in analysis.repeated.items()]
+        return [(link, calls, [list(analysis.members[root]) for root in roots if root in analysis.members])
+                for link, (calls, roots) in analysis.repeated.items()]
 
     def unanswered_calls(self) -> list[tuple[str, list[int]]]:
         """Calls no result answers (providers refuse a request that sends one): each

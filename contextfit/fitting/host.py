@@ -117,9 +117,9 @@ def fit_messages(
     if protected_tokens > budget:
         raise view.refusal(protected_tokens, budget)
     diagnostics = _link_notes(view)
-    copies = result_cap.capped(view, cap) if cap is not None else {}
+    copies = result_cap.capped(view, cap) if cap is not None else None
     # The strategy fits the conversation with its oversized results capped (result_cap.py).
-    fitted = result_cap.capped_view(view, copies) if copies else view
+    fitted = result_cap.capped_view(view, copies) if copies is not None and copies.copies else view
     if trusted:
         proposal = None
         if fitted.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
@@ -131,7 +131,7 @@ def fit_messages(
         proposal, why, altered = _plugin_proposal(fitted, impl, budget, options, count_tokens)
     proposal, used, restored = _accept(fitted, proposal, name, budget, why, altered, diagnostics)
     total = _enforce(fitted, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
-    if copies:  # back to the caller's messages: a capped result kept is sent as its copy
+    if fitted is not view:  # back to the caller's messages: a capped result kept is sent as its copy
         proposal = result_cap.with_capped(proposal, copies)
     result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored, total)
     chain = plugins.interceptors.entries() if interceptors is None else _as_entries(interceptors)
@@ -186,13 +186,14 @@ def _link_notes(view: FitView) -> list[dict]:
         )
     repeated = view.repeated_ids()
     if repeated:
-        named = ", ".join(f"{link!r} ({len(groups)} calls)" for link, groups in repeated[:10])
+        named = ", ".join(f"{link!r} ({calls} calls)" for link, calls, _ in repeated[:10])
         more = f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""
         diagnostics.append(
             {
                 "code": r.REPEATED_TOOL_CALL_ID,
-                "ids": [link for link, _ in repeated],
-                "groups": [groups for _, groups in repeated],
+                "ids": [link for link, _, _ in repeated],
+                "calls": [calls for _, calls, _ in repeated],
+                "groups": [groups for _, _, groups in repeated],
                 "message": f"Tool call id(s) used by more than one call: {named}{more}. Each call is grouped with "
                 f"the results that answer it (a result answers the nearest earlier call with its id that is still "
                 f"unanswered), so each is kept or dropped on its own.",

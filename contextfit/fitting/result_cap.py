@@ -27,12 +27,13 @@ later turns reuse it).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import Any
 
 from ..errors import InvalidSettings
 from ..inputs import messages as msg
 from . import results as r
-from .analysis import FitView
+from .analysis import ChatAnalysis, FitView
 from .results import InsertedBlock
 from .strategies.base import Proposal
 from .strategies.clear_tool_results import result_sites, result_tool, view_result_sites, view_tool_names, with_results
@@ -65,52 +66,113 @@ def cap_option(options: dict[str, Any]) -> int | None:
     return value
 
 
-def capped(view: FitView, cap: int) -> dict[int, tuple[dict, int]]:
-    """The unprotected messages with a text tool result over ``cap`` tokens: each one's
-    copy with those results capped, and the copy's tokens (cached in the analysis)."""
-    out: dict[int, tuple[dict, int]] = {}
+class CapSet:
+    """The capped results of one analysis: ``copies`` (index -> (copy, tokens)), the
+    protection they were chosen under, the indices whose copy names a tool not known yet
+    (made again at the next fit), and the analysis of the capped messages once a fit made it."""
+
+    __slots__ = ("n", "protected", "copies", "unknown", "analysis", "base")
+
+    def __init__(self, n: int, protected: frozenset, copies: dict, unknown: tuple, base: ChatAnalysis | None) -> None:
+        self.n, self.protected, self.copies, self.unknown = n, protected, copies, unknown
+        self.analysis: ChatAnalysis | None = None
+        self.base = base  # the previous set's analysis, when the capped messages before its end are unchanged
+
+
+def capped(view: FitView, cap: int) -> CapSet:
+    """The unprotected messages with a text tool result over ``cap`` tokens (``copies``: each
+    one's copy with those results capped, and the copy's tokens).
+
+    Each copy is made once per analysis (``derived``). The set is carried from the analysis
+    of the chat before this one (a replay's previous request, a session's last fit): only the
+    results added since, and those whose protection changed, are looked at again, so a long
+    agent run is not rescanned at every request."""
     protect, derived = view.protect, view.analysis.derived
+    key = (_SET, -1, cap)
+    carried: CapSet | None = derived.get(key)  # type: ignore[assignment]
+    protected = frozenset(view.protected)
+    if carried is not None and carried.n == view.n and carried.protected == protected and not carried.unknown:
+        return carried  # the other strategies of this fit's request
+    sites = view_result_sites(view)
+    if carried is not None and carried.n <= view.n:
+        start, out = carried.n, dict(carried.copies)
+        again = {*(index for index in carried.protected - protected if index < start), *carried.unknown}
+        dropped = protected.intersection(out)
+        for index in dropped:
+            del out[index]
+    else:
+        start, out, again, dropped = 0, {}, set(), set()
     names: list[dict[str, str]] = []
-    for index in dict.fromkeys(found[0] for found in view_result_sites(view)):
+    fresh = dict.fromkeys(found[0] for found in sites[bisect_left(sites, (start,)):])
+    unknown = []
+    for index in (*sorted(again), *fresh):
         if protect[index] is not None:
             continue
-        key = ("cap", index, cap)
-        found = derived.get(key, key)
-        if found is key:
-            if not names:
-                names.append(view_tool_names(view))
-            found, known = _capped_copy(view, index, cap, names[0])
-            if known:  # a result whose call comes later is named "tool" until then: not cached
-                derived[key] = found
-                view.analysis.derived_bytes += 200 + (len(msg.message_text(found[0])) if found else 0)
+        found, known = _copy_of(view, index, cap, names)
+        if not known:
+            unknown.append(index)
         if found is not None:
-            out[index] = found  # type: ignore[assignment]
-    return out
+            out[index] = found
+        else:
+            out.pop(index, None)
+    # the capped messages before the carried set's end are unchanged: its analysis extends to these
+    before = carried.copies if carried is not None else {}
+    changed = any(out.get(index) is not before.get(index) for index in (*dropped, *again) if index < start)
+    base = carried.analysis if carried is not None and not changed and carried.analysis is not None else None
+    result = derived[key] = CapSet(view.n, protected, out, tuple(unknown), base)
+    return result
 
 
-def capped_view(view: FitView, copies: dict[int, tuple[dict, int]]) -> FitView:
-    """The fit's view with each capped message standing as its copy (its tokens too):
-    what the strategy fits. Its analysis is a copy (nothing reaches the cached one)
-    and it carries no walk (a session's walks count the originals)."""
+#: analysis.derived key of the :class:`CapSet` of an analysis
+_SET = "cap-set"
+
+
+def _copy_of(view: FitView, index: int, cap: int,
+             names: list[dict[str, str]]) -> tuple[tuple[dict, int] | None, bool]:
+    """:func:`_capped_copy` of message ``index`` (cached in the analysis), and whether it is final."""
+    derived = view.analysis.derived
+    key = ("cap", index, cap)
+    found = derived.get(key, key)
+    if found is not key:
+        return found, True  # type: ignore[return-value]
+    if not names:
+        names.append(view_tool_names(view))
+    found, known = _capped_copy(view, index, cap, names[0])
+    if known:  # a result whose call comes later is named "tool" until then: not cached
+        derived[key] = found
+        view.analysis.derived_bytes += 200 + (len(msg.message_text(found[0])) if found else 0)
+    return found, known
+
+
+def capped_view(view: FitView, capset: CapSet) -> FitView:
+    """The fit's view with each capped message standing as its copy: what the strategy fits.
+
+    Its analysis is that of the capped messages, made once per analysis and shared by the
+    strategies of one request; the next request, whose capped messages before its new ones
+    are unchanged, extends it by those new messages instead of analysing the chat again. It
+    carries no walk (a session's walks count the originals)."""
     messages = list(view.messages)
-    analysis = view.analysis.copy()
-    for index, (copy, tokens) in copies.items():
+    for index, (copy, _) in capset.copies.items():
         messages[index] = copy
-        analysis.tokens[index] = tokens
-    if None not in analysis.tokens:
-        analysis.counted_total = sum(analysis.tokens)  # type: ignore[arg-type]
-    else:
-        analysis.counted_total = None
-    return FitView(messages, analysis, view.counting)
+    counted = view.analysis.counted_total is not None
+    analysis = capset.analysis
+    if analysis is None or analysis.n != view.n or (counted and analysis.counted_total is None):
+        base = capset.base if capset.base is not None and capset.base.n <= view.n else ChatAnalysis()
+        analysis = capset.analysis = base.extended(messages, view.counting, counted)
+        view.analysis.derived_bytes += analysis.nbytes - base.nbytes  # what the capped copy holds besides
+    capped = FitView(messages, analysis, view.counting)
+    if counted:
+        capped.count_all()
+    return capped
 
 
-def with_capped(proposal: Proposal, copies: dict[int, tuple[dict, int]]) -> Proposal:
+def with_capped(proposal: Proposal, copies: CapSet) -> Proposal:
     """A proposal made over :func:`capped_view` for the real view: a capped message the
     strategy kept as it is sent as its copy (a ``compressed`` block; the original
     ``summarized``). One it dropped, summarized or replaced keeps what the strategy gave it."""
     reasons = proposal.reasons
     added = []
-    for index, (copy, tokens) in copies.items():
+    for index, (copy, tokens) in copies.copies.items():
         if reasons[index] is None:
             reasons[index] = r.SUMMARIZED
             added.append(InsertedBlock(msg.clone(copy), index, r.COMPRESSED, tokens, (index,)))  # a copy of its own
