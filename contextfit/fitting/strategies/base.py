@@ -147,12 +147,6 @@ def stable_budget(total: int, budget: int, step: int) -> int:
     return total - -(-(total - budget) // step) * step
 
 
-def kept_tokens(view: FitView, reasons: Sequence[str | None]) -> int:
-    """Overhead plus the tokens of every kept input message."""
-    count = view.count
-    return view.base_tokens + sum(count(i) for i, reason in enumerate(reasons) if reason is None)
-
-
 class BuiltinStrategy:
     """Base of the built-ins: callable like any plugin, with a fast ``propose``."""
 

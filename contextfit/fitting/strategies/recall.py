@@ -27,11 +27,6 @@ def recent_indices(view: FitView, window: int) -> list[int]:
     return picked
 
 
-def recent_query(view: FitView, window: int) -> str:
-    """The text of the last ``window`` chat messages: what relevance is measured against."""
-    return "\n".join(view.text(index) for index in recent_indices(view, window))
-
-
 def _scorer_from(options: dict[str, Any]) -> RelevanceScorer:
     scorer = options.get("scorer")
     if scorer is not None:

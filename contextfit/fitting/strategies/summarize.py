@@ -459,7 +459,7 @@ def _candidates(view: FitView, index: int, limit: int | None = None) -> _Candida
 
 
 def _recent_words(view: FitView, window: int, limit: int | None = None) -> frozenset[str]:
-    """The content words of :func:`~contextfit.fitting.strategies.recall.recent_query`,
+    """The content words of the last ``window`` chat messages (what relevance is measured against),
     each message's cached (of a message longer than ``limit``, its end)."""
     derived = view.analysis.derived
     found = []
