@@ -83,7 +83,8 @@ def test_tools_are_the_chat_completions_tools_and_counted_alike():
     counter = token_counter("gpt-5")
     assert counter.count_tools(conversation.tools) == counter.count_tools(nested) > 0
     plan = plan_prompt(conversation, model="gpt-5")
-    assert plan.blocks[0].kind == "tools" and plan.tools_tokens == counter.count_tools(nested)
+    # the instructions are a system message: the definitions join it (tokens/openai_tools.py)
+    assert plan.blocks[0].kind == "tools" and plan.tools_tokens == counter.count_tools(nested, conversation.messages)
     assert sorted(tool["name"] for tool in plan.tools_view["perTool"]) == ["get_exchange_rate", "get_weather"]
     assert responses_tools(conversation.tools) == flat  # back to the flat form
 
@@ -323,7 +324,14 @@ def test_a_plan_without_encrypted_reasoning_is_not_flagged():
     del value["input"][7]["encrypted_content"]
     plan = plan_prompt(load_conversation(value), model="gpt-5")
     assert not any(d["code"] == "REASONING_ESTIMATED" for d in plan.diagnostics)
-    assert not plan.tokenizer.approximate
+    # what still makes it approximate: an assistant turn with text beside its tool call, a shape
+    # no recorded OpenAI count covers (counted on the high side)
+    (flag,) = [d for d in plan.diagnostics if d["code"] == "TOOL_SHAPES_UNVERIFIED"]
+    assert flag["shapes"] == {"text beside tool calls": 1} and flag["blocks"] == ["msg_001"]
+    assert plan.tokenizer.approximate
+    value["input"][2]["content"] = []  # the turn holds only its call
+    plan = plan_prompt(load_conversation(value), model="gpt-5")
+    assert not plan.tokenizer.approximate and not plan.diagnostics
 
 
 # -- rendering back ------------------------------------------------------------------------------------
