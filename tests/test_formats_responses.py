@@ -386,7 +386,10 @@ def test_recorded_responses_requests_import():
         assert results == calls and calls  # every function_call has its output
         warnings = " ".join(conversation.warnings)
         assert "tool_search_call ($.input[2])" in warnings and "tool_search_output ($.input[3])" in warnings
-        assert "hosted tools (tool_search)" in warnings and "defer_loading (get_exchange_rate)" in warnings
+        # the tool search is counted with the tools; the deferred function it loaded is sent
+        assert "hosted tools" not in warnings and "1 tool definition loaded by a tool search" in warnings
+        assert [tool.get("type") for tool in conversation.tools] == ["tool_search", "function"]
+        assert not any(tool.get("defer_loading") for tool in conversation.tools)
         assert "reasoning.context is all_turns" in warnings
         plan = plan_prompt(conversation, model="gpt-5")
         grouped = [block for block in plan.blocks if block.role in ("tool",) or block.message.get("tool_calls")]

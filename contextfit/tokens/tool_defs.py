@@ -154,10 +154,12 @@ def _function(tool: Any) -> Mapping:
 
 def tool_name(tool: Any) -> str:
     """A tool definition's name: OpenAI ``function.name``, else a top-level ``name``
-    (Anthropic, MCP), else ``"tool"``.
+    (Anthropic, MCP), else its ``type`` (a hosted tool: ``tool_search``), else ``"tool"``.
 
     >>> tool_name({"type": "function", "function": {"name": "get_weather"}}), tool_name({"name": "search"})
     ('get_weather', 'search')
+    >>> tool_name({"type": "tool_search"})
+    'tool_search'
     """
     if isinstance(tool, Mapping):
         function = tool.get("function")
@@ -165,6 +167,8 @@ def tool_name(tool: Any) -> str:
             return function["name"]
         if isinstance(tool.get("name"), str):
             return tool["name"]
+        if isinstance(tool.get("type"), str) and tool["type"] not in ("", "function"):
+            return tool["type"]
     return "tool"
 
 
