@@ -199,6 +199,66 @@ def test_a_plan_joins_the_definitions_only_to_a_system_prompt_it_always_sends():
     assert both.prompt_tokens == counter(both.provider_messages) + both.tools_tokens
 
 
+# -- 62 more recorded requests (pydantic-ai's own cassettes): GPT-4o, GPT-4.1, GPT-5 ---------------------------------
+
+RECORDED = json.loads((TEST_DATA / "pydantic_ai_openai_requests.json").read_text())
+#: pydantic-ai recorded GPT-5.4 mini, which the catalog lists as its family, gpt-5.4 (the same tokenizer and rule)
+_CATALOG_ID = {"gpt-5.4-mini": "gpt-5.4"}
+
+
+def _recorded_difference(case: dict) -> tuple[int, list, str]:
+    body = case["request"]
+    counter = token_counter(_CATALOG_ID.get(body["model"], body["model"]))
+    tools = body.get("tools") or []
+    counted = counter(body["messages"]) + counter.count_tools(tools, body["messages"])
+    shapes = [*openai_tools.definition_margins(tools, counter.chat.openai)]
+    for message in body["messages"]:
+        shapes += openai_tools.message_margins(message, counter.chat.openai)[0]
+    return counted - case["prompt_tokens"], shapes, counter.chat.openai
+
+
+def test_recorded_gpt_4o_and_gpt_4_1_requests_count_exactly_unless_flagged():
+    """Tool calls (single and parallel), results, definitions with and without a system message:
+    equal to the API's count; the only differences are the flagged schema keywords, counted high."""
+    differences = {}
+    for case in RECORDED["cases"]:
+        difference, shapes, rule = _recorded_difference(case)
+        if rule != "o200k":
+            continue
+        assert difference >= 0, case["source"]
+        if not shapes:
+            assert difference == 0, (case["source"], case["interaction"], difference)
+        differences[case["source"] + f"#{case['interaction']}"] = difference
+    assert len(differences) == 36 and sum(1 for d in differences.values() if d == 0) == 31
+    assert sorted(d for d in differences.values() if d) == [1, 4, 4, 4, 4]  # ref_sibling; anyOf (mcp)
+
+
+def test_recorded_gpt_5_chat_completions_requests_are_counted_at_most_three_high():
+    """GPT-5 mini, GPT-5 and GPT-5.4 mini through Chat Completions: with the 81 tokens that
+    sending tools adds and 6 more per call message, never under; over by 1 (the reply priming)
+    to 3 (tool sets)."""
+    seen = []
+    for case in RECORDED["cases"]:
+        difference, _, rule = _recorded_difference(case)
+        if rule == "harmony":
+            assert 1 <= difference <= 3, (case["source"], case["interaction"], difference)
+            seen.append(difference)
+    assert len(seen) == 26 and seen.count(1) >= 15
+
+
+def test_gpt_5_tools_cost_81_more_and_o_series_are_counted_alike():
+    tools = [{"type": "function", "function": {"name": "ping", "parameters": {}}}]
+    assert token_counter("gpt-5").count_tools(tools) == token_counter("gpt-4o").count_tools(tools) + 81
+    assert token_counter("o3").chat.openai == "harmony-o" and token_counter("gpt-4.1").chat.openai == "o200k"
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+                                                                 "function": {"name": "ping", "arguments": "{}"}}]}
+    assert token_counter("gpt-5").count_message(call) == token_counter("gpt-4o").count_message(call) + 6
+    # o-series calls are counted as GPT-5's, and flagged: no recorded count covers them
+    chat = [{"role": "user", "content": "Ping."}, call, {"role": "tool", "tool_call_id": "c", "content": "pong"}]
+    assert _flag(plan_prompt(chat, model="o3"))["shapes"] == {"tool calls on an o-series model": 1}
+    assert _flag(plan_prompt(chat, model="gpt-5")) is None
+
+
 # -- what is not measured is counted high and said ---------------------------------------------------------------
 
 

@@ -303,12 +303,13 @@ def prepare(
 
 
 def _opening_systems(blocks: list[dict]) -> list[dict]:
-    """The system messages a fit of ``blocks`` can open with: every system-role block up to the
-    first protected one (a fit always sends it); none when no system block is protected."""
+    """The system messages a fit of ``blocks`` can open with, when it surely opens with one: the
+    leading system-role blocks up to the first protected one (a fit always sends it); none when
+    the prompt may open with something else."""
     found = []
     for block in blocks:
         if msg.role_of(block) not in msg.SYSTEM_ROLES:
-            continue
+            return []
         found.append(block)
         meta = msg.meta_of(block)
         if msg.kind_of(block) == msg.SYSTEM or any(flag is True for flag in (block.get("pinned"), meta.get("pinned"),

@@ -9,6 +9,7 @@ documented on each profile in ``profiles.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from contextfit.caches import register
@@ -16,7 +17,7 @@ from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_
 from contextfit.tokens.models import get_model
 from contextfit.tokens import openai_tools
 from contextfit.tokens.openai_tools import typescript_namespace
-from contextfit.tokens.profiles import PROFILES
+from contextfit.tokens.profiles import PROFILES, ChatFormat
 from contextfit.tokens.reasoning_items import REASONING_ITEM, reasoning_item_tokens
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
 from contextfit.tokens.chat_templates import CHAT_TEMPLATES
@@ -63,11 +64,13 @@ class TokenCounter:
         "chat", "images", "tokenizer",
     )
 
-    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None, *, point: bool = False) -> None:
+    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None, *, point: bool = False,
+                 chat: ChatFormat | None = None) -> None:
         self.tokenizer = tokenizer
         # image parts are counted from their dimensions (contextfit/tokens/images.py)
         self.images = images if images is not None else profile_rule(tokenizer.name)
-        self.chat = tokenizer.profile.chat
+        # a model's own chat format (GPT-5's tool rendering), else its profile's
+        self.chat = chat if chat is not None else tokenizer.profile.chat
         self._count = tokenizer.estimate if point else tokenizer.count
         self._estimator: TokenCounter | None = self if point or not tokenizer.approximate else None
         # An exact open-model profile counts with its family's chat template
@@ -104,7 +107,7 @@ class TokenCounter:
         True
         """
         if self._estimator is None:
-            self._estimator = TokenCounter(self.tokenizer, self.images, point=True)
+            self._estimator = TokenCounter(self.tokenizer, self.images, point=True, chat=self.chat)
         return self._estimator
 
     def __call__(self, messages: Iterable[Any]) -> int:
@@ -270,8 +273,8 @@ class TokenCounter:
         TypeScript ``namespace functions`` block, as reverse-engineered by
         hmarr/openai-chat-tokens and measured against the API:
         ``contextfit/tokens/openai_tools.py``) plus 9, 4 fewer when ``messages``
-        hold a system (or developer) message, which they join and which is
-        then read with a trailing newline; a schema construct no recorded
+        open with a system (or developer) message, which they join and which
+        is then read with a trailing newline; a schema construct no recorded
         count covers adds a token; a ``tool_choice`` (or legacy ``function_call``)
         of ``"none"`` adds 1, one naming a function 4 and the name. Elsewhere
         their JSON is counted. Never raises.
@@ -293,6 +296,8 @@ class TokenCounter:
         tokens = openai_tools.TOOL_SEARCH_TOKENS * (len(tools) - len(functions))  # measured estimate
         if not functions:
             return tokens
+        if rule in (openai_tools.HARMONY, openai_tools.HARMONY_O):  # GPT-5 in Chat Completions, measured
+            tokens += openai_tools.HARMONY_TOOLS_TOKENS
         try:
             tokens += self._count(typescript_namespace(functions, rule)) + openai_tools.WRAPPER_TOKENS
             tokens += sum(openai_tools.definition_margins(functions, rule).values())
@@ -368,23 +373,28 @@ def token_counter(model: str) -> TokenCounter:
     """
     if isinstance(model, str) and model.strip().lower() in PROFILES:
         name = model.strip().lower()
-        images = profile_rule(name)
+        images, rule = profile_rule(name), PROFILES[name].chat.openai
     else:
         info = get_model(model)
         name, images = info.tokenizer, rule_for(info.id, info.provider)
-    key = (name, images.name)  # one counter per profile and image rule
+        rule = openai_tools.rule_for(PROFILES[name].chat.openai, info.id) if name in PROFILES else ""
+    key = (name, images.name, rule)  # one counter per profile, image rule and tool rendering
     counter = _COUNTERS.get(key)
     if counter is None:
         tokenizer = get_tokenizer(name)
+        chat = tokenizer.profile.chat
+        chat = replace(chat, openai=rule) if rule != chat.openai else None
         with _LOCK:
             counter = _COUNTERS.get(key)
             if counter is None:
-                counter = _COUNTERS[key] = TokenCounter(tokenizer, images)
+                counter = _COUNTERS[key] = TokenCounter(tokenizer, images, chat=chat)
     return counter
 
 
 def _first_system(messages: Iterable[Any] | None) -> Mapping | None:
-    """The first system or developer message of ``messages``, if any."""
+    """The system or developer message ``messages`` open with, if they do (one further down
+    does not take the definitions: measured on GPT-5, where the count is then theirs alone)."""
     if messages is None or isinstance(messages, (Mapping, str, bytes)):
         return None
-    return next((m for m in messages if isinstance(m, Mapping) and m.get("role") in ("system", "developer")), None)
+    first = next(iter(messages), None)
+    return first if isinstance(first, Mapping) and first.get("role") in ("system", "developer") else None

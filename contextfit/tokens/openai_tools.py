@@ -19,6 +19,13 @@ Two renderings, chosen by the profile's :attr:`ChatFormat.openai`:
   wrapper, ``{"tool_uses":[{"recipient_name":"functions.<name>","parameters":{...}}]}``
   in compact JSON, plus 6 and 3 per call.
 
+* ``harmony`` (the GPT-5 family; ``harmony-o`` the o-series, unmeasured, counted
+  alike): as ``o200k`` but with hmarr's ``(_: {``, 81 tokens more whenever
+  function tools are sent (measured on GPT-5 mini and GPT-5.4 mini through
+  Chat Completions; the Responses API measured without them — contextfit
+  cannot tell the endpoint, so it counts the higher), and 6 more per call
+  message (its channel and format header).
+
 Shapes no recorded count covers are counted on the high side and reported
 (:func:`definition_margins`, :func:`message_margins`): the plan says so with
 ``TOOL_SHAPES_UNVERIFIED`` and its count is approximate.
@@ -32,12 +39,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "CL100K", "O200K", "calls_tokens", "choice_tokens", "definition_margins", "function_call_tokens", "message_margins",
-    "system_padding", "typescript_namespace",
+    "CL100K", "HARMONY", "HARMONY_O", "O200K", "calls_tokens", "choice_tokens", "definition_margins",
+    "function_call_tokens", "message_margins", "rule_for", "system_padding", "typescript_namespace",
 ]
 
 O200K = "o200k"
 CL100K = "cl100k"
+HARMONY = "harmony"
+HARMONY_O = "harmony-o"
+_HARMONY = frozenset({HARMONY, HARMONY_O})
+#: Model ids (and their dated snapshots) read with each harmony rule in Chat Completions.
+HARMONY_MODELS = {HARMONY: ("gpt-5",), HARMONY_O: ("o1", "o3", "o4")}
+#: GPT-5 in Chat Completions: what sending function tools adds besides their definitions
+#: (GPT-5 mini and GPT-5.4 mini: 80 or 81 on eight tool sets; the higher).
+HARMONY_TOOLS_TOKENS = 81
+#: ... and what a call message costs more than GPT-4o's reading (two recorded rounds: 6 each).
+HARMONY_CALL_TOKENS = 6
 
 #: What the definitions' wrapper costs beyond the namespace text: a system message of their own.
 WRAPPER_TOKENS = 9
@@ -67,8 +84,11 @@ TOOL_SEARCH_TOKENS = 560
 #: (OpenAI's tool-search guide), measured at about 28 tokens more each; counted as this much more.
 DEFERRED_TOOL_TOKENS = 30
 #: Schema keywords whose rendering no recorded count covers, per rendering (one token each, on top).
+_O200K_KEYS = ("default", "enum", "anyOf", "oneOf", "allOf", "$ref", "const", "nullable", "examples")
 _UNVERIFIED_KEYS = {
-    O200K: ("default", "enum", "anyOf", "oneOf", "allOf", "$ref", "const", "nullable", "examples"),
+    O200K: _O200K_KEYS,
+    HARMONY: _O200K_KEYS,
+    HARMONY_O: _O200K_KEYS,
     CL100K: ("default", "oneOf", "allOf", "$ref", "nullable", "examples"),
 }
 _MAX_DEPTH = 32
@@ -170,6 +190,20 @@ def _type(prop: Mapping, indent: int, depth: int) -> str:
     return "any"
 
 
+def rule_for(profile_rule: str, model_id: str) -> str:
+    """The rendering for a model: a harmony rule for the GPT-5 family and the o-series, else
+    its profile's.
+
+    >>> rule_for("o200k", "gpt-5.4-mini"), rule_for("o200k", "o3"), rule_for("o200k", "gpt-4o")
+    ('harmony', 'harmony-o', 'o200k')
+    """
+    if profile_rule == O200K:
+        for rule, prefixes in HARMONY_MODELS.items():
+            if any(model_id == prefix or model_id.startswith((prefix + "-", prefix + ".")) for prefix in prefixes):
+                return rule
+    return profile_rule
+
+
 def definition_margins(tools: Iterable[Any], rule: str) -> Counter:
     """The schema constructs of ``tools`` no recorded count covers, with how often each
     occurs; each adds one token to the count.
@@ -197,7 +231,7 @@ def _walk(schema: Mapping, keys: Sequence[str], rule: str, found: Counter, top: 
         found["type list"] += 1
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
-        if properties and not top and rule == O200K:
+        if properties and not top and rule != CL100K:
             found["nested object"] += 1
         for prop in properties.values():
             if isinstance(prop, Mapping):
@@ -255,21 +289,22 @@ def calls_tokens(calls: Sequence[Mapping], count: Callable[[str], int], rule: st
     14
     """
     functions = [_function(call) for call in calls]
+    header = HARMONY_CALL_TOKENS if rule in _HARMONY else 0
     if len(functions) == 1:
         name, arguments = _text(functions[0].get("name")), _text(functions[0].get("arguments"))
-        return ONE_CALL_TOKENS + count("functions." + name) + count(name) + count(arguments)
+        return header + ONE_CALL_TOKENS + count("functions." + name) + count(name) + count(arguments)
     uses = ",".join(
         '{"recipient_name":' + json.dumps("functions." + _text(function.get("name")), ensure_ascii=False)
         + ',"parameters":' + _compact(function.get("arguments")) + "}"
         for function in functions
     )
-    return PARALLEL_TOKENS + PER_PARALLEL_CALL * len(functions) + count('{"tool_uses":[' + uses + "]}")
+    return header + PARALLEL_TOKENS + PER_PARALLEL_CALL * len(functions) + count('{"tool_uses":[' + uses + "]}")
 
 
 def function_call_tokens(function: Mapping, count: Callable[[str], int], rule: str) -> int:
     """A legacy ``function_call``: hmarr's name + arguments + 3 for ``cl100k``; for ``o200k``,
     read as one tool call (unmeasured there, the higher of the two)."""
-    if rule == O200K:
+    if rule != CL100K:
         return calls_tokens([{"function": function}], count, rule)
     return FUNCTION_CALL_TOKENS + count(_text(function.get("name"))) + count(_text(function.get("arguments")))
 
@@ -314,14 +349,18 @@ def message_margins(message: Mapping, rule: str) -> tuple[list[str], int]:
             shapes.append("more than two parallel tool calls")
         if rule == CL100K:
             shapes.append("tool calls on a cl100k model")
+        elif rule == HARMONY_O:
+            shapes.append("tool calls on an o-series model")
+        elif rule == HARMONY and len(calls) > 1:
+            shapes.append("parallel tool calls on GPT-5")
         for call in calls if len(calls) > 1 else ():
             arguments = _function(call).get("arguments")
             if isinstance(arguments, str) and not _is_json(arguments):
                 shapes.append("parallel call arguments that are not JSON")
                 break
-    if rule == O200K and isinstance(message.get("function_call"), Mapping):
+    if rule != CL100K and isinstance(message.get("function_call"), Mapping):
         shapes.append("legacy function_call")
-    if rule == O200K and message.get("role") == "function":
+    if rule != CL100K and message.get("role") == "function":
         shapes.append("legacy function result")
     return shapes, margin
 
