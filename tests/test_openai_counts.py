@@ -312,6 +312,25 @@ def test_unmeasured_schema_keywords_add_a_token_each_and_are_flagged():
     assert _flag(plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o", tools=[plain])) is None
 
 
+def test_a_forced_tool_choice_is_said_when_a_request_is_read():
+    body = {"model": "gpt-3.5-turbo", "messages": [{"role": "user", "content": "hello"}],
+            "functions": [{"name": "foo", "parameters": {"type": "object", "properties": {}}}],
+            "function_call": {"name": "foo"}}
+    conversation = load_conversation(json.dumps(body))
+    assert any('tool_choice={"name": "foo"}; plans do not take it' in warning for warning in conversation.warnings)
+    auto = load_conversation(json.dumps({**body, "function_call": "auto"}))
+    assert not any("tool_choice" in warning for warning in auto.warnings)
+    counter = token_counter("gpt-3.5-turbo")
+    assert counter(body["messages"]) + counter.count_tools(conversation.tools, body["messages"], body["function_call"]) == 36
+
+
+def test_a_call_message_joined_from_parts_counts_as_the_whole():
+    counter = token_counter("gpt-4o")
+    message = {"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    for parts in (["Let me ", "look."], [""], []):
+        assert counter.count_joined(message, parts) == counter.count_message({**message, "content": "".join(parts)})
+
+
 def test_hostile_definitions_and_calls_are_counted_never_raised():
     counter = token_counter("gpt-4o")
     junk_tools = [None, "x", 3, {"function": "nope"}, {"function": {"name": 7, "parameters": {"properties": "bad"}}},

@@ -186,7 +186,8 @@ class TokenCounter:
         >>> counter.count_joined(block, parts) == counter.count_message({**block, "content": "".join(parts)})
         True
         """
-        if self._template is not None or self.tokenizer.approximate:
+        if self._template is not None or self.tokenizer.approximate or message.get("tool_calls"):
+            # (a call message's count depends on whether it has text: OpenAI's margin for text beside calls)
             return self.count_message({**message, "content": "".join(parts)})
         return self.count_message({**message, "content": ""}) + self.tokenizer.count_joined(parts)
 
