@@ -24,7 +24,7 @@ from contextfit import plan_prompt, token_counter
 from contextfit.errors import UnknownModel
 from contextfit.inputs.formats import load_conversation
 from contextfit.tokens import openai_tools, tool_defs
-from contextfit.views.tools import tool_rows
+from contextfit.dashboard.tools import tool_rows
 
 HMARR = json.loads((TEST_DATA / "hmarr_openai_chat_tokens.json").read_text())
 
