@@ -24,6 +24,7 @@ from contextfit import plan_prompt, token_counter
 from contextfit.errors import UnknownModel
 from contextfit.inputs.formats import load_conversation
 from contextfit.tokens import openai_tools, tool_defs
+from contextfit.dashboard import breakdown
 from contextfit.dashboard.tools import tool_rows
 
 HMARR = json.loads((TEST_DATA / "hmarr_openai_chat_tokens.json").read_text())
@@ -434,6 +435,10 @@ def test_an_anthropic_deferred_tool_is_not_counted_until_a_tool_search_loads_it(
         ("tool_search_tool_bm25", "sent", plan.to_dict()["tools"]["perTool"][0]["tokens"]),
         ("get_exchange_rate", "registered, not sent", 0)]
     assert plan.blocks[0].content == "1 tool definition: tool_search_tool_bm25; 1 more registered, not sent: get_exchange_rate"
+    # the Compare page's per-tool table says so too, and still adds up to the tools' tokens
+    table = breakdown.per_tool(plan)
+    assert ("get_exchange_rate", "registered, not sent") in [(row["tool"], row["status"]) for row in table]
+    assert sum(row["tokens"] for row in table) == plan.tools_tokens
     # the search's tool_reference loaded it: from then on it is sent and counted
     loaded = plan_prompt(load_conversation(json.dumps(body)), model=body["model"])
     assert loaded.tools_tokens == counter.count_tools([deferred, search]) > plan.tools_tokens
