@@ -8,7 +8,7 @@ that belongs to no message — is its own row, "chat overhead".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..pipeline.plan import PromptPlan
