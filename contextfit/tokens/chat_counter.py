@@ -14,6 +14,7 @@ from typing import Any
 
 from contextfit.caches import register
 from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_for
+from contextfit.tokens.memo import TextMemo
 from contextfit.tokens.models import get_model
 from contextfit.tokens import openai_tools
 from contextfit.tokens.openai_tools import typescript_namespace
@@ -60,8 +61,8 @@ class TokenCounter:
 
     # __weakref__: the engine keeps per-counter state in a WeakKeyDictionary
     __slots__ = (
-        "__weakref__", "_count", "_estimator", "_per_message", "_role_costs", "_template", "additive", "base_tokens",
-        "chat", "images", "tokenizer",
+        "__weakref__", "_call_costs", "_count", "_estimator", "_per_message", "_role_costs", "_template", "additive",
+        "base_tokens", "chat", "images", "tokenizer",
     )
 
     def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None, *, point: bool = False,
@@ -81,6 +82,9 @@ class TokenCounter:
         self.base_tokens: int = self.chat.reply_priming if self._template is None else self._template.count(self._count, ())
         self._per_message = self.chat.per_message
         self._role_costs: dict[str, int] = {}
+        # what OpenAI tool calls cost, by their names and arguments (building the parallel wrapper's JSON
+        # costs more than counting it)
+        self._call_costs: TextMemo[int] = TextMemo(CALL_COSTS_BYTES)
 
     @property
     def profile(self) -> str:
@@ -247,8 +251,15 @@ class TokenCounter:
         junk = sum(self._tool_call_tokens(call) for call in calls if call is not None and not isinstance(call, Mapping))
         if not functions:
             return junk
-        margin = openai_tools.message_margins(message, self.chat.openai)[1]
-        return openai_tools.calls_tokens(functions, self._count, self.chat.openai) + margin + junk
+        margin = openai_tools.text_margin(message)
+        try:
+            key = "\x1f".join(f"{call['function']['name']}\x1e{call['function']['arguments']}" for call in functions)
+        except (KeyError, TypeError):  # an odd call: counted without the memo
+            return openai_tools.calls_tokens(functions, self._count, self.chat.openai) + margin + junk
+        cost = self._call_costs.get(key)
+        if cost is None:
+            cost = self._call_costs.put(key, openai_tools.calls_tokens(functions, self._count, self.chat.openai))
+        return cost + margin + junk
 
     def _tool_call_tokens(self, call: Any) -> int:
         if not isinstance(call, Mapping):
@@ -347,7 +358,9 @@ class TokenCounter:
         return self._count(_json(part))  # unknown part: all of it, an over-count
 
 
-_COUNTERS: dict[tuple[str, str], TokenCounter] = {}
+_COUNTERS: dict[tuple[str, str, str], TokenCounter] = {}
+#: Bytes each counter's memo of OpenAI tool-call costs may hold.
+CALL_COSTS_BYTES = 4 * 1024 * 1024
 
 
 def _forget_counters() -> None:

@@ -330,6 +330,12 @@ def _compact(arguments: Any) -> str:
         return _text(arguments)
 
 
+def text_margin(message: Mapping) -> int:
+    """The tokens a call message's count holds on top for text beside its calls (the margin of
+    :func:`message_margins`, without naming the shapes)."""
+    return TEXT_WITH_CALLS_TOKENS if _has_text(message.get("content")) else 0
+
+
 def message_margins(message: Mapping, rule: str) -> tuple[list[str], int]:
     """The shapes of one message no recorded count covers, and the tokens its count
     holds on top for them (already in :meth:`TokenCounter.count_message`).
@@ -342,9 +348,9 @@ def message_margins(message: Mapping, rule: str) -> tuple[list[str], int]:
     calls = message.get("tool_calls")
     calls = [call for call in calls if isinstance(call, Mapping)] if isinstance(calls, list) else []
     if calls:
-        if _has_text(message.get("content")):
+        margin = text_margin(message)
+        if margin:
             shapes.append("text beside tool calls")
-            margin += TEXT_WITH_CALLS_TOKENS
         if len(calls) > 2:
             shapes.append("more than two parallel tool calls")
         if rule == CL100K:
