@@ -470,6 +470,23 @@ def test_openai_deferred_tools_cost_their_name_and_description_and_the_search_an
     assert "deferred" not in plan_prompt(loaded, model="gpt-5.4").to_dict()["tools"]
 
 
+def test_recorded_responses_requests_with_a_tool_search_are_never_under_and_flagged():
+    """The two GPT-5.4 Responses requests of the shared handoff cassette: a hosted tool search whose
+    call and output are in the history (the API billed 341 and 383)."""
+    yaml = pytest.importorskip("yaml")
+    path = shared_path("pydantic-ai", "anthropic_messages", "test_live_tool_search_handoff_anthropic_openai_anthropic.yaml")
+    found = 0
+    for interaction in yaml.safe_load(path.read_text())["interactions"]:
+        if not interaction["request"]["uri"].endswith("/v1/responses"):
+            continue
+        body, billed = interaction["request"]["parsed_body"], interaction["response"]["parsed_body"]["usage"]["input_tokens"]
+        plan = plan_prompt(load_conversation(json.dumps(body)), model=body["model"])
+        assert plan.prompt_tokens >= billed and plan.tokenizer.approximate
+        assert _flag(plan)["shapes"]["hosted tool_search (estimated)"] == 1
+        found += 1
+    assert found == 2
+
+
 def test_an_openai_namespace_gives_its_functions_and_is_itself_only_named():
     namespace = {"type": "namespace", "name": "finance", "description": "Money tools.", "tools": [
         {"type": "function", "name": "quote", "parameters": {"type": "object", "properties": {}}},

@@ -15,6 +15,9 @@ rendering work as for Chat Completions:
 * ``function_call_output`` (and ``custom_tool_call_output``): a ``tool`` message;
 * ``reasoning``: a ``reasoning`` part at the start of the content of the
   assistant message that follows it (kept whole: ``summary``, ``encrypted_content``);
+* ``tool_search_call`` / ``tool_search_output``: a call of ``tool_search`` and
+  its result, whose content is the JSON of the definitions it loaded (they
+  also join the request's tools, sent);
 * anything else (hosted tool calls, ``item_reference``, ...): skipped, and a
   warning names each skipped item.
 
@@ -39,7 +42,7 @@ ROLES = ("user", "assistant", "system", "developer")
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 #: Item types only the Responses API has; one of them in a list marks it as Responses input.
-ITEM_TYPES = frozenset({"reasoning", "item_reference", *_CALLS, *_OUTPUTS})
+ITEM_TYPES = frozenset({"reasoning", "item_reference", "tool_search_call", "tool_search_output", *_CALLS, *_OUTPUTS})
 _PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 #: Tool definition types sent as a function schema; the others are OpenAI's hosted tools.
@@ -181,6 +184,7 @@ class _Reader:
         #: tool definitions items carry: loaded by a tool search (``tool_search_output``), or
         #: sent mid-conversation (``additional_tools``); the request's tools take them in
         self.loaded_tools: list[Any] = []
+        self.searches: list[str] = []  # the ids of the tool searches' calls, in order
 
     def add(self, item: Any, path: str, index: int) -> None:
         item = expect_dict(item, path)
@@ -193,6 +197,10 @@ class _Reader:
             self._output(item, path, index)
         elif kind == "reasoning":
             self._reasoning(item, path)
+        elif kind == "tool_search_call":
+            self._search_call(item, path, index)
+        elif kind == "tool_search_output":
+            self._search_output(item, path, index)
         elif kind:
             if kind in _TOOL_ITEMS and isinstance(item.get("tools"), list):
                 self.loaded_tools.extend(tool for tool in item["tools"] if isinstance(tool, dict))
@@ -285,6 +293,29 @@ class _Reader:
         self._flush_reasoning(path)
         self.open_call = None
         self._append({"role": "tool", "tool_call_id": call_id, "content": output}, item, index)
+
+    def _search_call(self, item: dict, path: str, index: int) -> None:
+        """A tool search's call: a call of ``tool_search`` with its arguments (a server search without
+        a ``call_id`` is linked by its own ``id``)."""
+        call_id = next((value for value in (item.get("call_id"), item.get("id")) if isinstance(value, str) and value),
+                       f"tool_search_{index}")
+        arguments = item.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        self.searches.append(call_id)
+        self._call({"call_id": call_id, "name": "tool_search", "arguments": arguments}, path, index, "arguments")
+
+    def _search_output(self, item: dict, path: str, index: int) -> None:
+        """A tool search's result: a tool message holding the definitions it loaded (as JSON; they are
+        counted with the request's tools too, the higher reading, as OpenAI does not say where it puts them)."""
+        tools = item.get("tools")
+        tools = [tool for tool in tools if isinstance(tool, dict)] if isinstance(tools, list) else []
+        self.loaded_tools.extend(tools)
+        call_id = item.get("call_id")
+        if not (isinstance(call_id, str) and call_id):
+            call_id = self.searches[-1] if self.searches else f"tool_search_{index}"
+        output = json.dumps(tools, ensure_ascii=False) if tools else ""
+        self._output({"type": "tool_search_output", "call_id": call_id, "output": output}, path, index)
 
     def _reasoning(self, item: dict, path: str) -> None:
         summary = item.get("summary", [])
