@@ -210,9 +210,14 @@ def summary(tools: Sequence[Any], deferred: Sequence[Any] = ()) -> str:
     '2 tool definitions: a, b'
     >>> summary([{"name": "search"}], [{"name": "rates"}])
     '1 tool definition: search; 1 more registered, not sent: rates'
+    >>> summary([], [{"name": "rates"}])
+    'no tool definition sent; 1 registered, not sent: rates'
     """
+    later = ", ".join(tool_name(tool) for tool in deferred)
+    if not tools:
+        return f"no tool definition sent; {len(deferred)} {NOT_SENT}: {later}"
     names = ", ".join(tool_name(tool) for tool in tools)
     text = f"{len(tools)} tool definition{'s' if len(tools) != 1 else ''}: {names}"
     if deferred:
-        text += f"; {len(deferred)} more {NOT_SENT}: " + ", ".join(tool_name(tool) for tool in deferred)
+        text += f"; {len(deferred)} more {NOT_SENT}: {later}"
     return text
