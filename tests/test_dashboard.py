@@ -221,7 +221,9 @@ def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     price = contextfit.tokens.models.get_model(setup.model).prices
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
-        assert row["prompt tokens"] == f"{plan.prompt_tokens:,}"
+        # the sample's assistant turns hold text beside their tool calls, a shape no recorded OpenAI count
+        # covers: counted high and flagged (TOOL_SHAPES_UNVERIFIED), so the cell reads "up to"
+        assert plan.tokenizer.approximate and row["prompt tokens"] == f"up to {plan.prompt_tokens:,}"
         assert row["% of budget"] == f"{round(100 * plan.prompt_tokens / plan.budget, 1)}%"
         assert int(row["dropped"]) == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
         assert int(row["summarized"]) == sum(b.reason == "summarized" for b in plan.blocks)
