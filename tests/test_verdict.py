@@ -9,13 +9,14 @@ import pytest
 from conftest import shared_path
 
 import contextfit
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.fitting.registry import ContextStrategyRegistry
 from contextfit.errors import TokenBudgetExceeded
 from contextfit.inputs.samples import SAMPLES, load_sample
 from contextfit.dashboard import breakdown, diff, report, verdict
 from contextfit.dashboard import page_data as dashboard
 
-STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+STRATEGIES = tuple(BUILTIN_STRATEGIES)
 
 
 def plans_for(key="support_chat", model=None, **settings):
