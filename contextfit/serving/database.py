@@ -130,6 +130,25 @@ def create_database_engine(database: str | os.PathLike | None = None, *, timeout
     return engine
 
 
+#: Failures of the database itself (unreachable, a dropped connection, locked past the timeout, a full
+#: disk, a read-only file), as opposed to a statement it refuses: retry later, 503 ``STORE_UNAVAILABLE``.
+_OUTAGES = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError, sa.exc.TimeoutError)
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` says the database cannot be reached or written now (it may work later),
+    rather than that a statement is wrong.
+
+    >>> is_outage(sa.exc.OperationalError("BEGIN", {}, Exception("database or disk is full")))
+    True
+    >>> is_outage(sa.exc.IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed")))
+    False
+    """
+    if isinstance(error, _OUTAGES):
+        return True
+    return isinstance(error, sa.exc.DBAPIError) and bool(error.connection_invalidated)
+
+
 @contextmanager
 def transaction(engine: Engine, *, write: bool = False) -> Iterator[Connection]:
     """One transaction, committed on success and rolled back on error.

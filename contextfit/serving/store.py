@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from pathlib import Path
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,12 +36,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from . import schema_lock
-from .audit import FAILED, PromptContextAudit, utc_now
+from .audit import COMPLETED, FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
-from .database import create_database_engine, database_url, transaction
+from .database import create_database_engine, database_url, is_outage, transaction
 from ..errors import AuditNotFound, ChatNotFound, GenerationInterrupted, StoreUnavailable
-from .liveness import expired_generations, expiry, owner_is_gone, process_owner
+from .liveness import database_clock, expired_generations, expiry, owner_is_gone, process_owner
 from .outcomes import FinishQueue, FinishRetry, failure_reason
+from .spool import Spool, spool_folder
 from .validation import check_messages
 from .validation import json_text as _dumps
 from ..pipeline.settings import check_settings
@@ -119,7 +121,8 @@ class Store:
     threads (``:memory:`` databases excepted: they are for one thread).
     ``lock_timeout`` is how long a write waits for another connection's lock
     (default :func:`~contextfit.serving.database.lock_timeout`); ``finish_retry`` how
-    :meth:`settle_generation` retries.
+    :meth:`settle_generation` retries; ``spool`` the folder where outcomes the
+    database refused wait (default :func:`~contextfit.serving.spool.spool_folder`).
     """
 
     def __init__(
@@ -128,10 +131,14 @@ class Store:
         *,
         lock_timeout: float | None = None,
         finish_retry: FinishRetry | None = None,
+        spool: str | os.PathLike | None = None,
     ) -> None:
         self.url = database_url(database)
         self.engine = create_database_engine(database, timeout=lock_timeout)
-        self.finishes = FinishQueue(self.finish_generation, finish_retry)
+        url = self.engine.url
+        sqlite_path = (url.database or "") if url.get_backend_name() == "sqlite" else None
+        folder = Path(spool) if spool is not None else spool_folder(url.render_as_string(hide_password=True), sqlite_path)
+        self.finishes = FinishQueue(self.finish_generation, finish_retry, Spool(folder), is_outage)
 
     def __repr__(self) -> str:
         return f"Store({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -298,36 +305,70 @@ class Store:
     def finish_generation(self, audit: PromptContextAudit, seq: int, reply: dict | None = None) -> dict | None:
         """Finalize a generation in one transaction: forget it as in progress,
         append ``reply`` to the chat, and make ``audit`` the chat's audit unless
-        a later generation's audit is already there. Returns the stored reply,
-        or ``None`` when the chat was deleted meanwhile or another process already
-        finalized it ``INTERRUPTED`` (its lease ran out); then nothing is stored.
+        a later generation's audit is already there. Returns the stored reply
+        (``None`` without one, or when the chat was deleted meanwhile).
+
+        A reply is stored once, whatever happened meanwhile: when another process
+        already finalized the generation ``INTERRUPTED`` (its lease ran out while
+        the database was locked or unreachable), the reply is still appended and
+        ``audit`` replaces that ``INTERRUPTED`` one, which was a guess; a reply
+        written again (from the spool, or after a commit whose answer was lost)
+        is recognised by its ``meta.id`` and not appended twice.
         """
         with transaction(self.engine, write=True) as connection:
             if not self._lock_chat(connection, audit.chat_id):
                 return None
             gone = connection.execute(_generations.delete().where(_generations.c.generation_id == audit.generation_id))
-            if gone.rowcount == 0:  # already finalized by another process: its lease ran out (INTERRUPTED)
-                return None
+            late = gone.rowcount == 0  # finalized already: INTERRUPTED by another process, or by this very write
             if reply is not None:
                 reply = check_messages([reply])[0]
-                self._append(connection, audit.chat_id, [reply])
-            current = connection.execute(
-                sa.select(_audits.c.seq).where(_audits.c.chat_id == audit.chat_id)
-            ).scalar_one_or_none()
-            values = {
-                "generation_id": audit.generation_id,
-                "seq": seq,
-                "status": audit.status,
-                "error_code": audit.error_code,
-                "audit": _dumps(audit.to_dict()),
-                "created_at": audit.created_at,
-                "finished_at": audit.finished_at,
-            }
-            if current is None:
-                connection.execute(_audits.insert().values(chat_id=audit.chat_id, **values))
-            elif current < seq:
-                connection.execute(_audits.update().where(_audits.c.chat_id == audit.chat_id).values(**values))
+                again = late or audit.status != COMPLETED  # the spool's outcome: the client may have appended it
+                if not (again and self._holds_reply(connection, audit.chat_id, reply)):
+                    self._append(connection, audit.chat_id, [reply])
+            self._put_audit(connection, audit, seq, over_interrupted=late)
         return reply
+
+    def _put_audit(self, connection: Connection, audit: PromptContextAudit, seq: int, *,
+                   over_interrupted: bool = False) -> None:  # fmt: skip
+        """Make ``audit`` the chat's audit unless a later generation's is there (or, with
+        ``over_interrupted``, unless the one there is not this generation's ``INTERRUPTED``)."""
+        current = connection.execute(
+            sa.select(_audits.c.seq, _audits.c.generation_id, _audits.c.error_code).where(_audits.c.chat_id == audit.chat_id)
+        ).one_or_none()
+        values = {
+            "generation_id": audit.generation_id,
+            "seq": seq,
+            "status": audit.status,
+            "error_code": audit.error_code,
+            "audit": _dumps(audit.to_dict()),
+            "created_at": audit.created_at,
+            "finished_at": audit.finished_at,
+        }
+        if current is None:
+            connection.execute(_audits.insert().values(chat_id=audit.chat_id, **values))
+        elif current.seq < seq or (over_interrupted and current.generation_id == audit.generation_id
+                                   and current.error_code == GenerationInterrupted.code):  # fmt: skip
+            connection.execute(_audits.update().where(_audits.c.chat_id == audit.chat_id).values(**values))
+
+    @staticmethod
+    def _holds_reply(connection: Connection, chat_id: str, reply: dict) -> bool:
+        """Whether the chat already holds this reply (the same ``meta.id``, which only its generation made)."""
+        meta = reply.get("meta")
+        ident = meta.get("id") if isinstance(meta, dict) else None
+        if not isinstance(ident, str) or not ident:
+            return False
+        marker = _dumps({"id": ident})[1:-1]  # "id":"msg_..." as the stored JSON text spells it
+        candidates = connection.execute(
+            sa.select(_messages.c.message).where(
+                _messages.c.chat_id == chat_id, _messages.c.role == reply["role"],
+                _messages.c.message.contains(marker, autoescape=True),
+            )
+        )  # fmt: skip
+        for (text,) in candidates:
+            found = json.loads(text).get("meta")
+            if isinstance(found, dict) and found.get("id") == ident:
+                return True
+        return False
 
     def settle_generation(self, audit: PromptContextAudit, seq: int, reply: dict | None = None) -> dict | None:
         """:meth:`finish_generation`, retried; when the database keeps failing, the
@@ -363,26 +404,57 @@ class Store:
         stopped without recording them (it died, or its database failed until it exited):
         a process on this host that is gone, or a lease that ran out (:mod:`contextfit.serving.liveness`).
 
-        Returns their generation ids. Each replaces its chat's audit unless a
-        later generation already finished.
+        Never this process's own generations: it is alive, and finalizes them itself
+        (or keeps their outcome until the database takes it). A lease is judged again
+        in the transaction that finalizes it, so one renewed meanwhile is left alone.
+        Returns the ids of the generations it finalized, and only those.
+        Each replaces its chat's audit unless a later generation already finished.
         """
-        recovered, expired = [], expired_generations(self.engine)  # expired: any host's, by the database's clock
-        for seq, owner, audit in self.pending_generations():
-            if owner_is_gone(owner) or audit.generation_id in expired:
-                self.finish_generation(audit.finish(FAILED, GenerationInterrupted()), seq)
-                recovered.append(audit.generation_id)
+        mine = process_owner()
+        expired = expired_generations(self.engine)  # expired: any host's, by the database's clock
+        query = sa.select(_generations.c.seq, _generations.c.generation_id, _generations.c.owner)
+        with transaction(self.engine) as connection:
+            rows = connection.execute(query.order_by(_generations.c.seq)).all()
+        recovered = []
+        for seq, generation_id, owner in rows:
+            if owner == mine:
+                continue
+            dead = owner_is_gone(owner)
+            if (dead or generation_id in expired) and self._reap(generation_id, seq, lease_only=not dead):
+                recovered.append(generation_id)
         return recovered
+
+    def _reap(self, generation_id: str, seq: int, *, lease_only: bool) -> bool:
+        """Finalize one generation ``INTERRUPTED`` if it is still in progress (and, with
+        ``lease_only``, its lease still run out); returns whether it did."""
+        with transaction(self.engine, write=True) as connection:
+            row = connection.execute(
+                sa.select(_generations.c.chat_id, _generations.c.audit).where(_generations.c.generation_id == generation_id)
+            ).one_or_none()
+            if row is None or not self._lock_chat(connection, row.chat_id):
+                return False  # finished meanwhile, or its chat was deleted (and the row with it)
+            condition = _generations.c.generation_id == generation_id
+            if lease_only:
+                condition = condition & (_generations.c.expires_at < database_clock(connection))
+            if connection.execute(_generations.delete().where(condition)).rowcount == 0:
+                return False  # finished, or its lease renewed, while this waited for the lock
+            audit = PromptContextAudit.from_dict(json.loads(row.audit)).finish(FAILED, GenerationInterrupted())
+            self._put_audit(connection, audit, seq)
+        return True
 
 
 def open_store(database: str | os.PathLike | None = None, **options: Any) -> Store:
-    """A ready store: schema migrated and dead processes' generations finalized.
+    """A ready store: schema migrated, the outcomes kept by an earlier process
+    written (:mod:`contextfit.serving.spool`), and dead processes' generations finalized.
 
     ``database`` is a SQLite path (created if missing), ``:memory:``, or a
     SQLAlchemy URL such as ``postgresql://user:pass@127.0.0.1/contextfit``;
     by default ``$CONTEXTFIT_DB`` or ``contextfit.db``. ``options`` go to
-    :class:`Store` (``lock_timeout``, ``finish_retry``).
+    :class:`Store` (``lock_timeout``, ``finish_retry``, ``spool``).
     """
     store = Store(database, **options)
     store.migrate()
+    store.finishes.drain()  # first: a kept outcome is the truth, INTERRUPTED only a guess
+    store.finishes.start()  # whatever the database did not take yet, in the background
     store.recover_interrupted()
     return store
