@@ -51,6 +51,9 @@ import httpx
 
 from .load import Cluster, fresh_schema
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from api_support import TcpProxy  # noqa: E402  (the tests' proxy: a database that goes away and comes back)
+
 MODEL = "llama-3.1-8b"  # an approximate tokenizer: nothing to load
 KEY = "sk-bench-hostile"
 
@@ -330,68 +333,6 @@ def case_flood(tmp: Path, stalled: int = 400, legit: int = 60) -> dict[str, Any]
             sock.close()
         cluster.close()
     return {"stalled": stalled, "requests": legit, "answered": answered, "refused": refused}
-
-
-class TcpProxy:
-    """Forwards 127.0.0.1:``port`` to ``target``; :meth:`down` drops every connection and refuses new ones."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
-        self._pairs: list[socket.socket] = []
-        self._listener: socket.socket | None = None
-        self.up()
-
-    def up(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def down(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            try:
-                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread (Linux)
-            except OSError:
-                pass
-            listener.close()
-        for sock in self._pairs:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
-        self._pairs.clear()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.target)
-            self._pairs += [client, server]
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        for sock in (source, sink):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _every_endpoint(url: str, chat_id: str, doomed: str) -> dict[str, str]:

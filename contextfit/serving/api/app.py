@@ -25,13 +25,16 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
+import sqlalchemy as sa
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
-from ...errors import ContextfitError, GenerationCancelled
+from ...errors import ContextfitError, GenerationCancelled, StoreUnavailable
+from ..database import is_outage
+from ..outcomes import failure_reason
 from ..cancellation import request_cancel, until_stopped
 from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
 from ..liveness import Reaper, lease_seconds
@@ -307,6 +310,7 @@ def create_app(
     app.add_middleware(RequestGuard, hosts=hosts, api_key=api_key)
     app.add_middleware(ContainFailures)
     app.add_exception_handler(ContextfitError, contextfit_error)
+    app.add_exception_handler(sa.exc.SQLAlchemyError, database_error)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, internal_error)
@@ -336,14 +340,29 @@ def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
-async def contextfit_error(_request: Request, exc: ContextfitError) -> JSONResponse:
-    """Every :class:`~contextfit.ContextfitError` as ``{"error": {"code", "message", ...}}`` with its status."""
+async def contextfit_error(request: Request, exc: ContextfitError) -> JSONResponse:
+    """Every :class:`~contextfit.ContextfitError` as ``{"error": {"code", "message", ...}}`` with its status;
+    a 503 says when to try again (``Retry-After``)."""
     detail = exc.to_dict()
-    response = _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
+    status = STATUS.get(exc.code, 400)
+    response = _error(status, detail.pop("code"), detail.pop("message"), **detail)
     retry_after = getattr(exc, "retry_after", None)
+    if retry_after is None and status == 503:
+        retry_after = request.app.state.limits.retry_after
     if retry_after is not None:
         response.headers["Retry-After"] = str(retry_after)
     return response
+
+
+async def database_error(request: Request, exc: sa.exc.SQLAlchemyError) -> JSONResponse:
+    """The database cannot be reached or written (down, a dropped connection, locked past the
+    timeout, a full disk): 503 ``STORE_UNAVAILABLE`` with ``Retry-After``, from every endpoint.
+    Any other database error is a 500 like any other failure."""
+    if not is_outage(exc):
+        raise exc  # on to the 500 handler, which answers without details and leaves the traceback to the log
+    error = StoreUnavailable(f"The database cannot be reached or written now ({failure_reason(exc)}); nothing was "
+                             "changed by this request. Try again shortly.")  # fmt: skip
+    return await contextfit_error(request, error)
 
 
 async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
