@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from contextfit.serving import liveness, store as store_module
 from contextfit.serving.api import create_app
 from contextfit.serving.audit import COMPLETED, audit_from_plan
-from contextfit.engine.pipeline import plan_prompt
+from contextfit.pipeline.plan import plan_prompt
 from contextfit.serving.store import open_store
 
 pytest_plugins = ["api_fixtures"]  # the database fixture: SQLite, and PostgreSQL when configured

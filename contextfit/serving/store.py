@@ -39,7 +39,8 @@ from . import schema_lock
 from .audit import COMPLETED, FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
 from .database import create_database_engine, database_url, is_outage, transaction
-from ..errors import AuditNotFound, ChatNotFound, GenerationInterrupted, StoreUnavailable
+from .. import limits
+from ..errors import AuditNotFound, ChatNotFound, ChatTooLarge, GenerationInterrupted, StoreUnavailable
 from .liveness import database_clock, expired_generations, expiry, owner_is_gone, process_owner
 from .outcomes import FinishQueue, FinishRetry, failure_reason
 from .spool import Spool, spool_folder
@@ -53,7 +54,8 @@ def _table(name: str, *columns: str) -> sa.TableClause:
     return sa.table(name, *map(sa.column, columns))
 
 
-_chats = _table("chats", "id", "title", "model", "settings", "created_at", "updated_at")
+_chats = _table("chats", "id", "title", "model", "settings", "created_at", "updated_at", "message_count",
+                "message_bytes")
 _messages = _table("messages", "id", "chat_id", "position", "role", "message", "created_at")
 _generations = _table("generations", "seq", "generation_id", "chat_id", "owner", "audit", "created_at", "expires_at")
 _audits = _table(
@@ -104,6 +106,69 @@ class ChatSummary:
         return data
 
 
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What an append stored: the chat's fields, the new ``messages`` as stored, the position of
+    the first (``appended_from``) and the chat's ``message_count`` now — never the whole chat."""
+
+    id: str
+    title: str | None
+    model: str | None
+    settings: dict[str, Any]
+    messages: list[dict]
+    created_at: str
+    updated_at: str
+    appended_from: int
+    message_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return camel_dict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatLimits:
+    """How much one stored chat may hold: as much as one imported file
+    (:data:`contextfit.limits.MAX_MESSAGES` messages, :data:`~contextfit.limits.MAX_FILE_BYTES`
+    bytes of stored message JSON). Appends and new chats past either are refused
+    ``CHAT_TOO_LARGE``, a generation on a full chat too (before any provider call);
+    a reply is always stored, even when it takes the chat past the limits.
+
+    >>> ChatLimits().messages, ChatLimits().bytes // 2**20
+    (100000, 16)
+    """
+
+    messages: int = limits.MAX_MESSAGES
+    bytes: int = limits.MAX_FILE_BYTES
+
+    def check(self, count: int, size: int, adding: Sequence[str]) -> None:
+        """Raise ``CHAT_TOO_LARGE`` naming the first of ``adding`` (stored JSON texts) that a chat
+        of ``count`` messages and ``size`` bytes has no room for.
+
+        >>> ChatLimits(messages=3).check(2, 10, ['{"role":"user"}', '{"role":"user"}'])
+        Traceback (most recent call last):
+        ...
+        contextfit.errors.ChatTooLarge: A stored chat holds at most 3 messages and 16 MiB, like an imported file; this one holds 2 messages (0.0 MiB), and messages[1] would pass that. Start a new chat (a summary of this one can open it).
+        """
+        total_count, total_size = count, size
+        for index, text in enumerate(adding):
+            total_count, total_size = total_count + 1, total_size + len(text.encode("utf-8"))
+            if total_count > self.messages or total_size > self.bytes:
+                raise ChatTooLarge(
+                    f"A stored chat holds at most {self.messages:,} messages and {self.bytes / 2**20:g} MiB, like an "
+                    f"imported file; this one holds {count:,} messages ({size / 2**20:.1f} MiB), and messages[{index}] "
+                    "would pass that. Start a new chat (a summary of this one can open it).",
+                    location=f"messages[{index}]",
+                )
+
+    def full(self, count: int, size: int) -> bool:
+        """Whether a chat of ``count`` messages and ``size`` bytes has no room for one more message."""
+        return count >= self.messages or size >= self.bytes
+
+
+def _size(texts: Sequence[str]) -> int:
+    return sum(len(text.encode("utf-8")) for text in texts)
+
+
 @contextmanager
 def _unavailable_on_failure(message: str) -> Iterator[None]:
     """Raise a database failure as ``STORE_UNAVAILABLE``: ``message``, then the database's reason."""
@@ -122,7 +187,8 @@ class Store:
     ``lock_timeout`` is how long a write waits for another connection's lock
     (default :func:`~contextfit.serving.database.lock_timeout`); ``finish_retry`` how
     :meth:`settle_generation` retries; ``spool`` the folder where outcomes the
-    database refused wait (default :func:`~contextfit.serving.spool.spool_folder`).
+    database refused wait (default :func:`~contextfit.serving.spool.spool_folder`);
+    ``chat_limits`` how much one chat may hold (:class:`ChatLimits`).
     """
 
     def __init__(
@@ -132,8 +198,10 @@ class Store:
         lock_timeout: float | None = None,
         finish_retry: FinishRetry | None = None,
         spool: str | os.PathLike | None = None,
+        chat_limits: ChatLimits | None = None,
     ) -> None:
         self.url = database_url(database)
+        self.chat_limits = chat_limits or ChatLimits()
         self.engine = create_database_engine(database, timeout=lock_timeout)
         url = self.engine.url
         sqlite_path = (url.database or "") if url.get_backend_name() == "sqlite" else None
@@ -164,25 +232,28 @@ class Store:
     ) -> Chat:
         """Store a new chat and its messages; returns it with its new id."""
         checked, settings = check_messages(list(messages)), check_settings(settings)
+        texts = [_dumps(message) for message in checked]
+        self.chat_limits.check(0, 0, texts)
         now, chat_id = utc_now(), "chat_" + uuid.uuid4().hex
         with transaction(self.engine, write=True) as connection:
             connection.execute(
                 _chats.insert().values(
-                    id=chat_id, title=title, model=model, settings=_dumps(settings), created_at=now, updated_at=now
+                    id=chat_id, title=title, model=model, settings=_dumps(settings), created_at=now, updated_at=now,
+                    message_count=0, message_bytes=0,
                 )
             )
-            self._insert_messages(connection, chat_id, 0, checked, now)
+            self._insert_messages(connection, chat_id, 0, checked, texts, now)
         return Chat(chat_id, title, model, settings, checked, now, now)
 
-    def get_chat(self, chat_id: str) -> Chat:
-        """The chat with its messages; raises ``CHAT_NOT_FOUND``."""
+    def get_chat(self, chat_id: str, *, with_messages: bool = True) -> Chat:
+        """The chat with its messages (none read with ``with_messages=False``); raises ``CHAT_NOT_FOUND``."""
         with transaction(self.engine) as connection:
             row = connection.execute(sa.select(_chats).where(_chats.c.id == chat_id)).one_or_none()
             if row is None:
                 raise ChatNotFound(chat_id)
             messages = connection.execute(
                 sa.select(_messages.c.message).where(_messages.c.chat_id == chat_id).order_by(_messages.c.position)
-            )
+            ) if with_messages else ()  # fmt: skip
             return Chat(
                 row.id,
                 row.title,
@@ -208,12 +279,17 @@ class Store:
                 raise ChatNotFound(chat_id)
         return self.get_chat(chat_id)
 
-    def append_messages(self, chat_id: str, messages: Sequence[dict]) -> Chat:
-        """Add messages at the end of a chat; returns the chat."""
+    def append_messages(self, chat_id: str, messages: Sequence[dict]) -> Appended:
+        """Add messages at the end of a chat; returns what was appended (never the whole chat).
+
+        Raises ``CHAT_TOO_LARGE`` (nothing appended) when the chat would pass its :class:`ChatLimits`.
+        """
         checked = check_messages(list(messages))
         with transaction(self.engine, write=True) as connection:
-            self._append(connection, chat_id, checked)
-        return self.get_chat(chat_id)
+            first = self._append(connection, chat_id, checked, bounded=True)
+            row = connection.execute(sa.select(_chats).where(_chats.c.id == chat_id)).one()
+        return Appended(row.id, row.title, row.model, json.loads(row.settings), checked, row.created_at,
+                        row.updated_at, first, row.message_count)  # fmt: skip
 
     def delete_chat(self, chat_id: str) -> None:
         """Delete a chat with its messages, its generations in progress and its audit."""
@@ -223,13 +299,12 @@ class Store:
 
     def list_chats(self) -> list[ChatSummary]:
         """Every chat, most recently updated first, with its message count and audit status."""
-        counts = sa.select(_messages.c.chat_id, sa.func.count().label("n")).group_by(_messages.c.chat_id).subquery()
         query = (
             sa.select(
                 _chats.c.id,
                 _chats.c.title,
                 _chats.c.model,
-                sa.func.coalesce(counts.c.n, 0).label("n"),
+                _chats.c.message_count,
                 _chats.c.created_at,
                 _chats.c.updated_at,
                 _audits.c.status,
@@ -237,7 +312,6 @@ class Store:
                 _audits.c.finished_at,
             )  # fmt: skip
             .select_from(_chats)
-            .outerjoin(counts, counts.c.chat_id == _chats.c.id)
             .outerjoin(_audits, _audits.c.chat_id == _chats.c.id)
             .order_by(_chats.c.updated_at.desc(), _chats.c.id)
         )
@@ -246,35 +320,49 @@ class Store:
 
     def _lock_chat(self, connection: Connection, chat_id: str) -> bool:
         """Lock the chat's row until the transaction ends (SQLite's write lock already covers it)."""
-        query = sa.select(_chats.c.id).where(_chats.c.id == chat_id).with_for_update()
-        return connection.execute(query).one_or_none() is not None
+        return self._locked_size(connection, chat_id) is not None
 
-    def _append(self, connection: Connection, chat_id: str, messages: list[dict]) -> None:
-        if not self._lock_chat(connection, chat_id):
+    @staticmethod
+    def _locked_size(connection: Connection, chat_id: str) -> tuple[int, int] | None:
+        """Lock the chat's row (see :meth:`_lock_chat`) and return its message count and bytes; ``None`` when it is gone."""
+        query = sa.select(_chats.c.message_count, _chats.c.message_bytes).where(_chats.c.id == chat_id).with_for_update()
+        row = connection.execute(query).one_or_none()
+        return None if row is None else (row[0], row[1])
+
+    def _append(self, connection: Connection, chat_id: str, messages: list[dict], *, bounded: bool = False) -> int:
+        """Append ``messages`` (within the chat's limits when ``bounded``); returns the first one's position."""
+        size = self._locked_size(connection, chat_id)
+        if size is None:
             raise ChatNotFound(chat_id)
+        texts = [_dumps(message) for message in messages]
+        if bounded:
+            self.chat_limits.check(*size, texts)
         last = connection.execute(
             sa.select(sa.func.max(_messages.c.position)).where(_messages.c.chat_id == chat_id)
         ).scalar()
-        now = utc_now()
-        self._insert_messages(connection, chat_id, 0 if last is None else last + 1, messages, now)
-        connection.execute(_chats.update().where(_chats.c.id == chat_id).values(updated_at=now))
+        first = 0 if last is None else last + 1
+        self._insert_messages(connection, chat_id, first, messages, texts, utc_now())
+        return first
 
     @staticmethod
-    def _insert_messages(connection: Connection, chat_id: str, first: int, messages: list[dict], now: str) -> None:
+    def _insert_messages(connection: Connection, chat_id: str, first: int, messages: list[dict], texts: list[str],
+                         now: str) -> None:  # fmt: skip
+        """Insert the messages (``texts``: their stored JSON) and count them in the chat's size."""
         if messages:
             connection.execute(
                 _messages.insert(),
                 [
-                    {
-                        "chat_id": chat_id,
-                        "position": first + number,
-                        "role": message["role"],
-                        "message": _dumps(message),
-                        "created_at": now,
-                    }  # fmt: skip
-                    for number, message in enumerate(messages)
+                    {"chat_id": chat_id, "position": first + number, "role": message["role"], "message": text,
+                     "created_at": now}  # fmt: skip
+                    for number, (message, text) in enumerate(zip(messages, texts))
                 ],
             )
+        connection.execute(
+            _chats.update().where(_chats.c.id == chat_id).values(
+                updated_at=now, message_count=_chats.c.message_count + len(messages),
+                message_bytes=_chats.c.message_bytes + _size(texts),
+            )
+        )  # fmt: skip
 
     # generations and audits
 
@@ -286,8 +374,14 @@ class Store:
         """
         not_started = "The generation was not started, and nothing was sent to the provider: the database failed"
         with _unavailable_on_failure(not_started), transaction(self.engine, write=True) as connection:
-            if not self._lock_chat(connection, audit.chat_id):
+            size = self._locked_size(connection, audit.chat_id)
+            if size is None:
                 raise ChatNotFound(audit.chat_id)
+            if self.chat_limits.full(*size):
+                raise ChatTooLarge(
+                    f"This chat is full ({size[0]:,} messages, {size[1] / 2**20:.1f} MiB; a chat holds at most "
+                    f"{self.chat_limits.messages:,} messages and {self.chat_limits.bytes / 2**20:g} MiB): a reply "
+                    "would not fit, so nothing was sent to the provider. Start a new chat.", location="generate")  # fmt: skip
             connection.execute(
                 _generations.insert().values(
                     generation_id=audit.generation_id,
