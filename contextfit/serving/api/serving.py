@@ -11,7 +11,13 @@ own h11 protocol with:
   request on a kept-alive connection);
 - a body deadline: the whole body within ``body_seconds`` of the headers;
 - the keep-alive timeout (``keep_alive_seconds``, uvicorn's own);
-- at most ``max_connections`` open connections: one more is closed at once.
+- at most ``max_connections`` open connections. When one more arrives, the
+  connection that has waited longest for its client — sending nothing for
+  :data:`STALLED_SECONDS` or more, in its headers, its body, or idle between
+  requests — is closed to make room, so a slow client (or hundreds of them)
+  cannot lock the others out. A request the app is working on, or one whose
+  bytes keep coming, is never closed so; when every connection is such, the
+  new one is closed at once.
 
 A stalled client is logged once, when its connection is closed; when many
 are, the first few are logged and the rest counted in one line a minute.
@@ -29,6 +35,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .limits import ServerLimits
 
 logger = logging.getLogger("uvicorn.error")  # formatted and filtered like uvicorn's own warnings
+
+#: Seconds without a byte from its client after which a connection waiting for it may be closed for a new one.
+STALLED_SECONDS = 1.0
 
 
 class QuietLog:
@@ -75,23 +84,50 @@ class _TimedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline = None
         self._phase: str | None = None
+        self._heard = 0.0  # loop time of the client's last byte (or of the connection, or of the last answer)
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
-            self.log.note(f"refused a connection from {_peer(self.client)}: {self.limits.max_connections} are open already")
-            self.transport.close()
-            return
+        self._heard = self.loop.time()
+        if sum(not _closing(other) for other in self.connections) > self.limits.max_connections:
+            victim = self._longest_stalled()
+            if victim is None:
+                self.log.note(f"refused a connection from {_peer(self.client)}: {self.limits.max_connections} are "
+                              "open already, each working or receiving")  # fmt: skip
+                self.transport.close()
+                return
+            idle = self.loop.time() - victim._heard
+            self.log.note(f"closed the stalled connection from {_peer(victim.client)} (nothing for {idle:.1f} s) to make "
+                          f"room: {self.limits.max_connections} are open")  # fmt: skip
+            victim.transport.close()
         self._watch()
 
     def data_received(self, data: bytes) -> None:
+        self._heard = self.loop.time()
         super().data_received(data)
         self._watch()
 
     def on_response_complete(self) -> None:
+        self._heard = self.loop.time()
         self._stop_deadline()
         super().on_response_complete()  # arms uvicorn's keep-alive timeout until the next request's first byte
         self._watch()  # a pipelined next request may already be arriving
+
+    def _waits_for_client(self) -> bool:
+        """Whether this connection waits for its client: its headers, its body, or a next request
+        (not a request the app is working on, whose client owes nothing)."""
+        if _closing(self):
+            return False
+        if self._phase is not None:
+            return True
+        return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+
+    def _longest_stalled(self) -> _TimedH11Protocol | None:
+        """The other connection that has waited longest, and at least :data:`STALLED_SECONDS`, for its client."""
+        now = self.loop.time()
+        stalled = [other for other in self.connections if other is not self and isinstance(other, _TimedH11Protocol)
+                   and other._waits_for_client() and now - other._heard >= STALLED_SECONDS]  # fmt: skip
+        return min(stalled, key=lambda other: other._heard, default=None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_deadline()
@@ -127,6 +163,11 @@ class _TimedH11Protocol(H11Protocol):
             what = "complete request headers" if phase == "headers" else "complete request body"
             self.log.note(f"closed a stalled connection from {_peer(self.client)}: no {what} within {seconds:g} s")
             self.transport.close()
+
+
+def _closing(connection: Any) -> bool:
+    transport = getattr(connection, "transport", None)
+    return transport is None or transport.is_closing()
 
 
 def _peer(client: tuple[str, int] | None) -> str:
