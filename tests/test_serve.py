@@ -278,3 +278,39 @@ def test_beyond_loopback_an_api_key_or_an_explicit_opt_out_is_required(tmp_path,
     assert "every request needs the API key" in err and "chat.lan" in err and "from-the-environment" not in err
     assert [kwargs["host"] for kwargs in started] == ["0.0.0.0", "0.0.0.0"]
     assert main(["serve", "--threads", "0", *db]) == 2 and "workers" in capsys.readouterr().err
+
+
+READ_ONLY_CHILD = """
+import os, sys, sqlite3
+import sqlalchemy.dialects.sqlite.pysqlite
+import contextfit.cli, contextfit.serving.api, contextfit.serving.api.serving, contextfit.serving.store
+if os.getuid() == 0:  # root writes anything: be an ordinary user, with everything imported already
+    os.setgid(65534)
+    os.setuid(65534)
+sys.exit(contextfit.cli.main(["serve", "--db", sys.argv[1], "--port", sys.argv[2]]))
+"""
+
+
+def test_a_read_only_shared_memory_file_is_refused_at_start_with_its_reason():
+    import shutil
+    import tempfile
+
+    from contextfit.serving.store import open_store
+
+    folder = Path(tempfile.mkdtemp(prefix="contextfit-ro-"))  # not under pytest's folder, which is the owner's only
+    try:
+        folder.chmod(0o777)
+        database = folder / "chats.db"
+        open_store(database).close()
+        shm = Path(f"{database}-shm")
+        shm.write_bytes(b"\0" * 32768)
+        shm.chmod(0o444)
+        if os.getuid() == 0:
+            os.chown(database, 65534, 65534)
+        child = subprocess.run([sys.executable, "-c", READ_ONLY_CHILD, str(database), str(free_port())],
+                               capture_output=True, text=True, timeout=WAIT)  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert child.returncode == 2, child.stderr  # refused, not killed by a signal
+    assert f"its shared-memory file {shm} is read-only for this user" in child.stderr
+    assert "chown or chmod" in child.stderr and "Traceback" not in child.stderr

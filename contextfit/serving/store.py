@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection
 from . import schema_lock
 from .audit import COMPLETED, FAILED, PromptContextAudit, utc_now
 from .camel import camel_dict
-from .database import create_database_engine, database_url, is_outage, transaction
+from .database import check_files, create_database_engine, database_url, is_outage, transaction
 from .. import limits
 from ..errors import AuditNotFound, ChatNotFound, ChatTooLarge, GenerationInterrupted, StoreUnavailable
 from .liveness import database_clock, expired_generations, expiry, owner_is_gone, process_owner
@@ -538,7 +538,7 @@ class Store:
 
 
 def open_store(database: str | os.PathLike | None = None, **options: Any) -> Store:
-    """A ready store: schema migrated, the outcomes kept by an earlier process
+    """A ready store: its files checked (:func:`~contextfit.serving.database.check_files`), schema migrated, the outcomes kept by an earlier process
     written (:mod:`contextfit.serving.spool`), and dead processes' generations finalized.
 
     ``database`` is a SQLite path (created if missing), ``:memory:``, or a
@@ -546,6 +546,7 @@ def open_store(database: str | os.PathLike | None = None, **options: Any) -> Sto
     by default ``$CONTEXTFIT_DB`` or ``contextfit.db``. ``options`` go to
     :class:`Store` (``lock_timeout``, ``finish_retry``, ``spool``).
     """
+    check_files(database)  # a read-only SQLite file is refused with its reason, before SQLite trips on it
     store = Store(database, **options)
     store.migrate()
     store.finishes.drain()  # first: a kept outcome is the truth, INTERRUPTED only a guess
