@@ -236,3 +236,61 @@ def test_close_tries_once_more_and_logs_what_it_could_not_record(caplog):
     assert failed.generation_id in caplog.text and "INTERRUPTED" in caplog.text
     flaky.failing = False
     assert queue.close() == [] and flaky.written == [(failed.generation_id, "failed", "CANCELLED", None)]
+
+
+# -- the spool: durable, private, never in the way ----------------------------------------------
+
+
+def test_the_spool_is_private_and_a_damaged_or_refused_outcome_never_blocks_the_others(tmp_path, caplog):
+    from contextfit.serving.spool import Kept, Spool
+
+    folder = tmp_path / "spool"
+    spool = Spool(folder)
+    first, second = (pending_audit().finish(COMPLETED) for _ in range(2))
+    assert spool.keep(Kept(first, 1, {"role": "assistant", "content": "one"})) is None  # on disk
+    assert spool.keep(Kept(second, 2)) is None
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert {path.stat().st_mode & 0o777 for path in folder.iterdir()} == {0o600}
+    (folder / f"{first.generation_id}.json").write_text("{not json")  # damaged on disk
+    written = []
+
+    def write(audit, seq, reply):
+        if audit.generation_id == second.generation_id and not written:
+            written.append("refused")
+            raise ValueError("a statement the database refuses")  # not an outage: set aside
+        return reply
+
+    queue = FinishQueue(write, QUICK, spool, is_outage=lambda error: not isinstance(error, ValueError))
+    with caplog.at_level(logging.ERROR, logger="contextfit.serving.spool"):
+        assert queue.drain() == 0
+    assert sorted(path.suffix for path in folder.iterdir()) == [".failed", ".failed"]  # kept aside, for a person
+    assert "cannot be read" in caplog.text and "the database refused it" in caplog.text
+
+
+def test_an_outcome_the_disk_refuses_is_kept_in_memory_and_said_so(tmp_path):
+    from contextfit.serving.spool import Kept, Spool
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    flaky = FlakyDatabase()
+    flaky.failing = True
+    queue = FinishQueue(flaky, FinishRetry(attempts=1, backoff=0.01), Spool(blocked / "spool"))
+    with pytest.raises(StoreUnavailable) as caught:
+        queue.settle(pending_audit().finish(COMPLETED), 1, {"role": "assistant", "content": "paid"})
+    assert "kept in the server's memory only (NotADirectoryError" in caught.value.message
+    flaky.failing = False
+    wait_until(lambda: not queue.waiting())
+    assert [reply for *_, reply in flaky.written] == [{"role": "assistant", "content": "paid"}]
+    queue.close()
+    assert Spool(None).keep(Kept(pending_audit(), 1)) == "the database is in memory"
+
+
+def test_where_the_spool_is(tmp_path, monkeypatch):
+    from contextfit.serving.spool import spool_folder
+
+    monkeypatch.delenv("CONTEXTFIT_SPOOL_DIR")
+    assert open_store(tmp_path / "chats.db").finishes.spool.folder == tmp_path / "chats.db.spool"
+    assert open_store(":memory:").finishes.spool.folder is None
+    assert spool_folder("postgresql+psycopg://cf:***@db/cf", None).parent == Path("contextfit-spool")
+    monkeypatch.setenv("CONTEXTFIT_SPOOL_DIR", str(tmp_path / "elsewhere"))
+    assert open_store(tmp_path / "chats.db").finishes.spool.folder.parent == tmp_path / "elsewhere"

@@ -11,12 +11,15 @@
 5. in one transaction store the reply and finalize the audit ``completed``,
    or finalize it ``failed`` (the provider's normalized code) or
    ``cancelled`` (the caller's task was cancelled). That write is retried;
-   if the database keeps failing, the reply is raised back to the caller in
-   ``STORE_UNAVAILABLE`` and the outcome is recorded once the database
-   works again (:mod:`contextfit.serving.outcomes`).
+   if the database keeps failing, the outcome is kept on disk
+   (:mod:`contextfit.serving.spool`), the reply is raised back to the caller
+   in ``STORE_UNAVAILABLE``, and both are recorded once the database works
+   again (:mod:`contextfit.serving.outcomes`).
 
-Blocking work (the database, tokenizing) runs in worker threads, so many
-generations can run at once on one event loop. :func:`send_conversation` is
+Blocking and CPU work (the database, the settings, planning, the audit and
+its regex facts, the reply's conversion) runs in worker threads — the
+planning and the audit in the caller's bounded pool (``offload``) — so many
+generations can run at once on one event loop and none holds it up. :func:`send_conversation` is
 the blocking helper for scripts and the dashboard.
 """
 

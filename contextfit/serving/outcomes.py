@@ -208,7 +208,10 @@ class FinishQueue:
         while True:
             stopped = self._stop.wait(self.retry.delay(attempt))
             if not stopped:
-                self.drain()
+                try:
+                    self.drain()
+                except Exception:  # never the end of the retries: the next round tries again
+                    logger.exception("could not retry the kept outcomes")
             attempt += 1
             with self._lock:  # decided under the lock, so an outcome kept meanwhile starts a new thread
                 if stopped or not self.spool.ids():

@@ -129,6 +129,9 @@ class Spool:
                 (self.folder / (generation_id + _SUFFIX)).unlink()
             except FileNotFoundError:
                 pass  # another process of this machine wrote it first
+            except OSError as exc:  # written to the database all the same: writing it again would be harmless
+                logger.warning("generation %s: its kept outcome could not be removed from %s (%s)",
+                               generation_id, self.folder, exc)  # fmt: skip
 
     def ids(self) -> list[str]:
         """The generations waiting, oldest first (by the time they were kept)."""
@@ -137,7 +140,7 @@ class Spool:
         if self.folder is not None:
             try:
                 entries = list(os.scandir(self.folder))
-            except FileNotFoundError:
+            except OSError:  # not made yet (nothing was ever kept there), or unreadable: nothing on disk to write
                 entries = []
             for entry in entries:
                 stem = entry.name[: -len(_SUFFIX)]
@@ -159,6 +162,9 @@ class Spool:
             return Kept.from_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
+        except OSError as exc:  # unreadable now: left where it is, for a later try
+            logger.warning("generation %s: its kept outcome in %s cannot be read now (%s)", generation_id, path, exc)
+            return None
         except (ValueError, KeyError, TypeError) as exc:  # not ours, or damaged: set aside, never in the way
             self.set_aside(generation_id, f"it cannot be read ({type(exc).__name__}: {exc})")
             return None
@@ -173,6 +179,8 @@ class Spool:
                 path.replace(path.with_suffix(".failed"))
             except FileNotFoundError:
                 return
+            except OSError:
+                pass  # logged below all the same
         logger.error("generation %s: its kept outcome is set aside in %s: %s", generation_id, self.folder, why)
 
     def _write(self, generation_id: str, text: str) -> None:

@@ -9,7 +9,8 @@ intact. :meth:`Store.settle_generation` is that finish with retries, which
 never loses a reply when the database fails (:mod:`contextfit.serving.outcomes`).
 :meth:`Store.recover_interrupted` finalizes the generations of processes
 that stopped before recording them as ``failed`` with ``INTERRUPTED``;
-:func:`open_store` runs it.
+:func:`open_store` runs it. A chat is bounded like an imported file
+(:class:`ChatLimits`), and keeps its message count and size in its row.
 
 >>> store = open_store(":memory:")
 >>> chat = store.create_chat(title="Demo", messages=[{"role": "user", "content": "Hi"}])
@@ -206,6 +207,7 @@ class Store:
         url = self.engine.url
         sqlite_path = (url.database or "") if url.get_backend_name() == "sqlite" else None
         folder = Path(spool) if spool is not None else spool_folder(url.render_as_string(hide_password=True), sqlite_path)
+        folder = folder.absolute() if folder is not None else None  # the same folder whatever the process's cwd later
         self.finishes = FinishQueue(self.finish_generation, finish_retry, Spool(folder), is_outage)
 
     def __repr__(self) -> str:
