@@ -163,6 +163,17 @@ def test_a_full_server_closes_its_longest_stalled_connection_for_a_new_one(serve
         sock.close()
 
 
+def test_a_flood_of_fresh_sockets_displaces_itself_rather_than_a_new_client(served):
+    flood = [served.connect() for _ in range(MAX_CONNECTIONS)]
+    for sock in flood:
+        sock.sendall(b"GET / HTTP/1.1\r\n")  # no pause: none has been quiet for long yet
+    answer = httpx.get(served.url("/api/v2/chats"), headers={"connection": "close"})
+    assert answer.status_code == 200
+    assert sum(not still_open(sock) for sock in flood) == 1  # the oldest of them made room
+    for sock in flood:
+        sock.close()
+
+
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory) -> Iterator[tuple[Served, FakeProvider]]:
     """A server of 3 connections whose generations wait for a provider until it is released."""

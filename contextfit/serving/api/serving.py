@@ -11,13 +11,14 @@ own h11 protocol with:
   request on a kept-alive connection);
 - a body deadline: the whole body within ``body_seconds`` of the headers;
 - the keep-alive timeout (``keep_alive_seconds``, uvicorn's own);
-- at most ``max_connections`` open connections. When one more arrives, the
-  connection that has waited longest for its client — sending nothing for
-  :data:`STALLED_SECONDS` or more, in its headers, its body, or idle between
-  requests — is closed to make room, so a slow client (or hundreds of them)
-  cannot lock the others out. A request the app is working on, or one whose
-  bytes keep coming, is never closed so; when every connection is such, the
-  new one is closed at once.
+- at most ``max_connections`` open connections. When one more arrives, a
+  connection that waits for its client is closed to make room, so a slow
+  client (or hundreds of them) cannot lock the others out: the one that has
+  sent nothing for longest, if it is :data:`STALLED_SECONDS` or more (in its
+  headers, its body, or idle between requests), else the oldest still in its
+  headers or idle (a flood of fresh sockets displaces itself). A request the
+  app is working on, or whose body keeps coming, is never closed so; when
+  every connection is such, the new one is closed at once.
 
 A stalled client is logged once, when its connection is closed; when many
 are, the first few are logged and the rest counted in one line a minute.
@@ -113,20 +114,24 @@ class _TimedH11Protocol(H11Protocol):
         super().on_response_complete()  # arms uvicorn's keep-alive timeout until the next request's first byte
         self._watch()  # a pipelined next request may already be arriving
 
-    def _waits_for_client(self) -> bool:
-        """Whether this connection waits for its client: its headers, its body, or a next request
-        (not a request the app is working on, whose client owes nothing)."""
+    def _waits_for_client(self) -> str | None:
+        """What this connection waits for from its client: ``"headers"``, ``"body"``, ``"idle"``
+        (a next request), or ``None`` (a request the app is working on: its client owes nothing)."""
         if _closing(self):
-            return False
+            return None
         if self._phase is not None:
-            return True
-        return self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+            return self._phase
+        done = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+        return "idle" if done else None
 
     def _longest_stalled(self) -> _TimedH11Protocol | None:
-        """The other connection that has waited longest, and at least :data:`STALLED_SECONDS`, for its client."""
+        """The connection to close for a new one (see the module docstring), or ``None``."""
         now = self.loop.time()
-        stalled = [other for other in self.connections if other is not self and isinstance(other, _TimedH11Protocol)
-                   and other._waits_for_client() and now - other._heard >= STALLED_SECONDS]  # fmt: skip
+        waiting = [(other, other._waits_for_client()) for other in self.connections
+                   if other is not self and isinstance(other, _TimedH11Protocol)]  # fmt: skip
+        stalled = [other for other, phase in waiting if phase is not None and now - other._heard >= STALLED_SECONDS]
+        if not stalled:  # none quiet for long: the oldest that has not even sent its headers (never a body under way)
+            stalled = [other for other, phase in waiting if phase in ("headers", "idle")]
         return min(stalled, key=lambda other: other._heard, default=None)
 
     def connection_lost(self, exc: Exception | None) -> None:
