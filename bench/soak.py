@@ -180,7 +180,9 @@ def run_outcomes(args: argparse.Namespace) -> dict:
         async def complete(self, request):
             lock = sqlite3.connect(database, timeout=60, isolation_level=None, check_same_thread=False)
             lock.execute("BEGIN IMMEDIATE")  # held 2.5 leases: past the lock timeout (0.5 s) and the lease
-            threading.Timer(2.5, lambda: (lock.execute("COMMIT"), lock.close())).start()
+            release = threading.Timer(2.5, lambda: (lock.execute("COMMIT"), lock.close()))
+            releases.append(release)
+            release.start()
             return ProviderReply({"role": "assistant", "content": f"paid {request.messages[-1]['content']}"},
                                  request.model, "stop")  # fmt: skip
 
@@ -188,7 +190,7 @@ def run_outcomes(args: argparse.Namespace) -> dict:
 
     store, client = _api(folder, lock_timeout=0.5, finish_retry=FinishRetry(attempts=2, backoff=0.1),
                          providers={"locked": LockedOnReply()})  # fmt: skip
-    samples, answers, chats = [], Counter(), []
+    samples, answers, chats, releases = [], Counter(), [], []
     started = time.perf_counter()
     with client:
         for request in range(args.requests):
@@ -196,6 +198,7 @@ def run_outcomes(args: argparse.Namespace) -> dict:
                 {"role": "user", "content": f"question {request}"}]}).json()["id"]  # fmt: skip
             chats.append((chat_id, f"paid question {request}"))
             answers[client.post(f"/api/v2/chats/{chat_id}/generate", json={"provider": "locked"}).status_code] += 1
+            releases[-1].join()  # the next chat is created once the lock is gone
             gc.collect()
             samples.append(rss_mb())
         deadline = time.monotonic() + 60
@@ -208,12 +211,12 @@ def run_outcomes(args: argparse.Namespace) -> dict:
     store.close()
     warm = samples[min(args.warmup, len(samples)) - 1]
     growth = samples[-1] - warm
-    lost = args.requests - stored_once
+    not_stored = args.requests - stored_once
     return {"via": "outcomes", "generations": args.requests, "answers": dict(answers), "stored_once": stored_once,
-            "lost": lost, "audits": dict(audits), "spool_left": waiting, "seconds": round(time.perf_counter() - started, 1),
+            "not_stored": not_stored, "audits": dict(audits), "spool_left": waiting, "seconds": round(time.perf_counter() - started, 1),
             "rss_after_warmup_mb": round(warm, 1), "rss_final_mb": round(samples[-1], 1), "growth_mb": round(growth, 1),
             "bound_mb": args.bound,
-            "flat": growth <= args.bound and lost == 0 and waiting == 0 and "INTERRUPTED" not in audits}  # fmt: skip
+            "flat": growth <= args.bound and not_stored == 0 and waiting == 0 and "INTERRUPTED" not in audits}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
