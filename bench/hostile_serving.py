@@ -52,7 +52,7 @@ import httpx
 from .load import Cluster, fresh_schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from api_support import TcpProxy  # noqa: E402  (the tests' proxy: a database that goes away and comes back)
+from api_support import TcpProxy, endpoint_calls  # noqa: E402  (the tests' proxy and list of endpoints)
 
 MODEL = "llama-3.1-8b"  # an approximate tokenizer: nothing to load
 KEY = "sk-bench-hostile"
@@ -337,19 +337,7 @@ def case_flood(tmp: Path, stalled: int = 400, legit: int = 60) -> dict[str, Any]
 
 def _every_endpoint(url: str, chat_id: str, doomed: str) -> dict[str, str]:
     """One request to each endpoint; ``status code[+Retry-After]`` per endpoint."""
-    calls = {
-        "create": ("POST", "/api/v2/chats", {"messages": [{"role": "user", "content": "Hi"}]}),
-        "list": ("GET", "/api/v2/chats", None),
-        "get": ("GET", f"/api/v2/chats/{chat_id}", None),
-        "update": ("PATCH", f"/api/v2/chats/{chat_id}", {"title": "t"}),
-        "append": ("POST", f"/api/v2/chats/{chat_id}/messages", {"messages": [{"role": "user", "content": "More"}]}),
-        "generate": ("POST", f"/api/v2/chats/{chat_id}/generate", None),
-        "audit": ("GET", f"/api/v2/chats/{chat_id}/context-audit", None),
-        "preview": ("POST", "/api/v2/context-preview", {"chatId": chat_id}),
-        "replay": ("POST", "/api/v2/replay", {"chatId": chat_id, "strategies": ["truncate"]}),
-        "cancel": ("POST", f"/api/v2/chats/{chat_id}/cancel", None),
-        "delete": ("DELETE", f"/api/v2/chats/{doomed}", None),
-    }
+    calls = endpoint_calls(chat_id, doomed)
     answers = {}
     for name, (method, path, body) in calls.items():
         try:

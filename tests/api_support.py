@@ -286,3 +286,20 @@ class TcpProxy:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def endpoint_calls(chat_id: str, doomed: str) -> dict[str, tuple[str, str, dict | None]]:
+    """One request to each endpoint of the API, by name: ``(method, path, JSON body)``; ``doomed`` is deleted."""
+    return {
+        "create": ("POST", "/api/v2/chats", {"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hi"}]}),
+        "list": ("GET", "/api/v2/chats", None),
+        "get": ("GET", f"/api/v2/chats/{chat_id}", None),
+        "update": ("PATCH", f"/api/v2/chats/{chat_id}", {"title": "renamed"}),
+        "append": ("POST", f"/api/v2/chats/{chat_id}/messages", {"messages": [{"role": "user", "content": "More"}]}),
+        "generate": ("POST", f"/api/v2/chats/{chat_id}/generate", None),
+        "audit": ("GET", f"/api/v2/chats/{chat_id}/context-audit", None),
+        "preview": ("POST", "/api/v2/context-preview", {"chatId": chat_id}),
+        "replay": ("POST", "/api/v2/replay", {"chatId": chat_id, "strategies": ["truncate"]}),
+        "cancel": ("POST", f"/api/v2/chats/{chat_id}/cancel", None),
+        "delete": ("DELETE", f"/api/v2/chats/{doomed}", None),
+    }

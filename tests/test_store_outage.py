@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_support import LOCAL, TcpProxy
+from api_support import LOCAL, TcpProxy, endpoint_calls
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
@@ -25,7 +25,6 @@ pytest_plugins = ["api_fixtures"]
 
 HI = [{"role": "user", "content": "Hi"}]
 MODEL = "llama-3.1-8b"
-WRITES = ("create", "update", "append", "generate", "cancel", "delete")
 
 
 class SqliteGone:
@@ -79,20 +78,8 @@ def outage(request, tmp_path) -> Iterator[SqliteGone | PostgresGone]:
 
 
 def every_endpoint(client: TestClient, chat_id: str, doomed: str) -> dict[str, httpx.Response]:
-    calls = {
-        "create": ("POST", "/api/v2/chats", {"model": MODEL, "messages": HI}),
-        "list": ("GET", "/api/v2/chats", None),
-        "get": ("GET", f"/api/v2/chats/{chat_id}", None),
-        "update": ("PATCH", f"/api/v2/chats/{chat_id}", {"title": "renamed"}),
-        "append": ("POST", f"/api/v2/chats/{chat_id}/messages", {"messages": [{"role": "user", "content": "More"}]}),
-        "generate": ("POST", f"/api/v2/chats/{chat_id}/generate", None),
-        "audit": ("GET", f"/api/v2/chats/{chat_id}/context-audit", None),
-        "preview": ("POST", "/api/v2/context-preview", {"chatId": chat_id}),
-        "replay": ("POST", "/api/v2/replay", {"chatId": chat_id, "strategies": ["truncate"]}),
-        "cancel": ("POST", f"/api/v2/chats/{chat_id}/cancel", None),
-        "delete": ("DELETE", f"/api/v2/chats/{doomed}", None),
-    }
-    return {name: client.request(method, path, json=body) for name, (method, path, body) in calls.items()}
+    return {name: client.request(method, path, json=body)
+            for name, (method, path, body) in endpoint_calls(chat_id, doomed).items()}  # fmt: skip
 
 
 def test_every_endpoint_answers_503_while_the_database_is_gone_and_recovers_by_itself(outage):
