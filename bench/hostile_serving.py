@@ -386,12 +386,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hostile_serving", description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="*", metavar="CASE", help=f"any of {', '.join(CASES)} (default: every case)")
     parser.add_argument("--tries", type=int, help="tries of the lease and leaves cases")
+    parser.add_argument("--lease", type=float, help="the lease of the lease and leaves cases, seconds (default 2)")
     args = parser.parse_args(argv)
     unknown = set(args.cases) - set(CASES)
     if unknown:
         parser.error(f"unknown case(s) {', '.join(sorted(unknown))}; choose from {', '.join(CASES)}")
     for name in args.cases or list(CASES):
-        options = {"tries": args.tries} if args.tries and name in ("lease", "leaves") else {}
+        options = {key: value for key, value in (("tries", args.tries), ("lease", args.lease))
+                   if value and name in ("lease", "leaves")}  # fmt: skip
         with tempfile.TemporaryDirectory(prefix=f"contextfit-hostile-{name}-") as folder:
             started = time.perf_counter()
             result = CASES[name](Path(folder), **options)
