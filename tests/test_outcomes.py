@@ -90,6 +90,39 @@ def test_a_reply_the_client_appended_itself_is_not_stored_twice(quick_store, dat
     assert quick_store.get_chat(chat_id).messages == [*HI, caught.value.reply]
     assert quick_store.get_audit(chat_id).error_code == "STORE_UNAVAILABLE"
 
+def test_a_client_that_leaves_before_the_503_loses_nothing(quick_store, database):
+    chat_id = quick_store.create_chat(model=MODEL, messages=HI).id
+    locking = LockingProvider(database, chat_id)
+    slow = open_store(database, lock_timeout=0.2, finish_retry=FinishRetry(attempts=3, backoff=1, max_backoff=1))
+    outcome = {}
+
+    async def client_leaves() -> None:
+        async with anyio.create_task_group() as group:
+            async def run() -> None:
+                try:
+                    await generate(slow, {"locking": locking}, chat_id, provider="locking")
+                except StoreUnavailable as exc:  # what the client would have been told, had it stayed
+                    outcome["raised"] = exc.code
+
+            group.start_soon(run)
+            while not locking.calls:
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.5)  # the reply is in, its write is being retried ...
+            group.cancel_scope.cancel()  # ... and the client gives up (a proxy's timeout)
+
+    try:
+        anyio.run(client_leaves)
+        assert outcome == {"raised": "STORE_UNAVAILABLE"}  # its finish went on, shielded, after the client left
+        [kept] = slow.finishes.spool.folder.glob("gen_*.json")  # kept on disk before anyone was answered
+        assert "a paid reply" in kept.read_text()
+    finally:
+        locking.release()
+    wait_until(lambda: not slow.finishes.waiting())
+    assert [m["content"] for m in slow.get_chat(chat_id).messages] == ["Hi", "a paid reply"]
+    assert slow.get_audit(chat_id).error_code == "STORE_UNAVAILABLE"
+    slow.close()
+
+
 def test_a_database_locked_before_the_call_refuses_the_generation_and_calls_no_provider(quick_store, database):
     chat_id = quick_store.create_chat(model=MODEL, messages=HI).id
     locking = LockingProvider(database, chat_id)
