@@ -86,13 +86,7 @@ def run(args: argparse.Namespace) -> dict:
     chars = int(args.mb * 1_000_000)
     text = corpus(chars * 2, args.seed)
     if args.via == "api":
-        from fastapi.testclient import TestClient
-
-        from contextfit.serving.api import create_app
-        from contextfit.serving.store import open_store
-
-        folder = tempfile.mkdtemp(prefix="contextfit-soak-")
-        client = TestClient(create_app(open_store(str(Path(folder) / "soak.db")), max_body_bytes=chars * 2 + 1_000_000))
+        _store, client = _api(tempfile.mkdtemp(prefix="contextfit-soak-"), max_body_bytes=chars * 2 + 1_000_000)
 
         def preview(messages: list[dict]) -> int:
             body = json.dumps({"messages": messages, "model": args.model, "settings": {"contextStrategy": args.strategy}})
@@ -128,9 +122,9 @@ def _api(folder: str, **options):
     from contextfit.serving.api import create_app
     from contextfit.serving.store import open_store
 
-    providers = options.pop("providers", None)
+    app_options = {name: options.pop(name) for name in ("providers", "max_body_bytes") if name in options}
     store = open_store(str(Path(folder) / "soak.db"), **options)
-    return store, TestClient(create_app(store, providers), base_url="http://127.0.0.1")
+    return store, TestClient(create_app(store, **app_options), base_url="http://127.0.0.1")  # a loopback Host
 
 
 def run_appends(args: argparse.Namespace) -> dict:
