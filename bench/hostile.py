@@ -22,6 +22,7 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from contextfit.pipeline.plan import compare_strategies
 
 _TESTS = Path(__file__).resolve().parent.parent / "tests"
 
@@ -49,7 +50,7 @@ def _fit_all(source: str) -> str:
     import contextfit
 
     conversation = contextfit.load_conversation(source)
-    plans = contextfit.pipeline.plan.compare_strategies(conversation.messages, model="gpt-4o")  # what `contextfit fit` runs
+    plans = compare_strategies(conversation.messages, model="gpt-4o")  # what `contextfit fit` runs
     return f"{len(conversation.messages):,} messages fitted under {len(plans)} strategies"
 
 

@@ -7,6 +7,7 @@ import streamlit as st
 import contextfit
 from contextfit.dashboard import block_chart, breakdown, budget_bar, charts, compare_state, page_data as dashboard, diff, fate_grid, presentation, report, source_panel, verdict
 from contextfit.dashboard.frame import in_frame
+from contextfit.tokens.models import list_models
 
 in_frame()
 
@@ -40,7 +41,7 @@ conversation = source.conversation
 state[compare_state.CURRENT], state[compare_state.CURRENT_KEY] = conversation, source.key
 
 input_key = source.key
-models = [info.id for info in contextfit.tokens.models.list_models()]
+models = [info.id for info in list_models()]
 names = contextfit.registry.names()
 # Settings survive page switches and reruns (kept outside widget state), start from the URL once per
 # session, and are repaired before the widgets are drawn: a widget never holds a value the engine refuses.

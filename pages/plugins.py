@@ -6,13 +6,14 @@ import streamlit as st
 import contextfit
 from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard.frame import in_frame
+from contextfit.fitting.registry import interceptors, load_plugins
 
 in_frame()
 
 st.title("Plugins")
 st.caption("Built-in strategies register through the same door as plugins; installed packages add more "
            "through the contextfit.plugins entry-point group.")
-errors = contextfit.fitting.registry.load_plugins()
+errors = load_plugins()
 for error in errors:
     st.error(f"PLUGIN_ERROR: plugin {dashboard.plain(error['plugin'])} failed to load: {dashboard.plain(error['message'])}")
 st.subheader("Strategies")
@@ -22,7 +23,7 @@ st.dataframe(
     width="stretch",
 )
 st.subheader("Interceptors")
-entries = contextfit.fitting.registry.interceptors.entries()
+entries = interceptors.entries()
 if entries:
     st.dataframe(
         pd.DataFrame([{"interceptor": e.name, "origin": e.origin, "description": e.description} for e in entries]),

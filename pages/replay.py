@@ -14,6 +14,7 @@ from contextfit.dashboard import replay as views
 from contextfit.serving.audits import chat_label, list_audited_chats
 from contextfit.dashboard.compare_state import keep_reserve_below, reserve_max
 from contextfit.dashboard.frame import in_frame
+from contextfit.tokens.models import list_models
 
 in_frame()
 
@@ -36,7 +37,7 @@ st.caption(
 )
 
 views.restore(state)  # the choices Streamlit dropped while another page was shown
-models = [info.id for info in contextfit.tokens.models.list_models()]
+models = [info.id for info in list_models()]
 current = views.current_conversation(state, read)
 linked = views.from_link(state, st.query_params.to_dict(), models, list(BUILTIN_STRATEGIES),
                          [sample.key for sample in SAMPLES], current is not None, views.compare_sample(state))

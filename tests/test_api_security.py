@@ -18,6 +18,7 @@ from contextfit.serving.api import create_app
 from contextfit.serving.api.limits import ServerLimits
 from contextfit.inputs.lorebook.matching import RegexKey, RegexLimits
 from contextfit.serving.providers import EchoProvider
+from contextfit.serving.sessions import ChatSessions
 
 pytest_plugins = ["api_fixtures"]  # the database and store fixtures
 
@@ -256,7 +257,7 @@ def test_a_failure_that_is_not_an_exception_is_still_a_json_500(store, monkeypat
         raise FakePanic("called `Result::unwrap()` on an `Err` value: StackOverflow")
 
     monkeypatch.setattr(contextfit.serving.generation, "plan_prompt", panic)
-    monkeypatch.setattr(contextfit.serving.sessions.ChatSessions, "plan", panic)  # a stored chat's planning
+    monkeypatch.setattr(ChatSessions, "plan", panic)  # a stored chat's planning
     app = create_app(store, {"echo": EchoProvider()})
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         assert error(client.post("/api/v2/context-preview", json=HELLO), 500) == "INTERNAL_ERROR"

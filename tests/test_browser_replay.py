@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+
 from urllib.parse import urlparse
 
 import pytest
@@ -116,7 +118,7 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
     legend = page.locator(".contextfit-lines-legend")
     expect(legend).to_be_visible()
     assert legend.evaluate("element => element.scrollWidth <= element.clientWidth + 1")
-    assert legend.locator(".line-swatch").count() == 8
+    assert legend.locator(".line-swatch").count() == len(BUILTIN_STRATEGIES) + 3  # and three stable_prefix variants
     for label in ("Turns (CSV)", "Replay (JSON)"):
         text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
             '[data-testid="stMarkdownContainer"]')

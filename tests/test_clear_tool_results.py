@@ -12,6 +12,7 @@ import contextfit
 from contextfit.fitting import results as r
 from contextfit.inputs.formats import load_conversation
 from contextfit.pipeline.settings import plan_options
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 OUTPUT = "def handler(request):\n    return compute(request.body)\n" * 40  # ~600 tokens of file text
 
@@ -43,7 +44,7 @@ def cleared_sources(result) -> list[int]:
 
 def test_it_is_a_builtin_the_dashboard_compares_by_default():
     assert "clear-tool-results" in contextfit.registry.names()
-    assert "clear-tool-results" in contextfit.pipeline.plan.BUILTIN_STRATEGIES
+    assert "clear-tool-results" in BUILTIN_STRATEGIES
 
 
 def test_the_coding_agent_sample_shows_it_at_work():

@@ -17,9 +17,10 @@ from contextfit.dashboard import compare_state
 from contextfit.dashboard import page_data as dashboard
 from contextfit.fitting.strategies import ContextStrategy
 from contextfit.inputs.samples import load_sample, sample_text
+from contextfit.tokens.models import list_models
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
-MODELS = [info.id for info in contextfit.tokens.models.list_models()]
+MODELS = [info.id for info in list_models()]
 CHAT = [{"role": "system", "content": "Be brief."}] + [
     {"role": "user" if i % 2 else "assistant", "content": f"Turn {i} is about the harbour bell and the storm. " * 6}
     for i in range(1, 13)

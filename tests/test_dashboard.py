@@ -16,6 +16,8 @@ import contextfit
 from contextfit.dashboard import charts as chart_views
 from contextfit.dashboard import block_chart, page_data as dashboard, source_panel, verdict
 from contextfit.inputs.samples import SAMPLES, load_sample
+from contextfit.serving.audits import chat_label, list_audited_chats, load_audit_plan
+from contextfit.tokens.models import get_model
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
@@ -60,7 +62,7 @@ def test_suggested_setup_uses_the_bundle_then_the_model():
     assert (setup.model, setup.context_limit, setup.response_reserve) == ("gpt-4o", 1500, 400)
     plain = contextfit.load_conversation('[{"role": "user", "content": "hi"}]')
     setup = dashboard.suggested_setup(plain, "claude-sonnet-4")
-    info = contextfit.tokens.models.get_model("claude-sonnet-4")
+    info = get_model("claude-sonnet-4")
     assert setup.context_limit == info.context_limit and setup.response_reserve <= info.max_output
 
 
@@ -218,7 +220,7 @@ def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
     assert list(table["strategy"]) == list(STRATEGIES)
-    price = contextfit.tokens.models.get_model(setup.model).prices
+    price = get_model(setup.model).prices
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
         # the sample's assistant turns hold text beside their tool calls, a shape no recorded OpenAI count
@@ -353,7 +355,7 @@ def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     setup = dashboard.suggested_setup(conversation)
     store = str(tmp_path / "chats.db")
     chat_id = dashboard.send_with_echo(conversation, setup, "summarize", store=store)
-    audit, plan = contextfit.serving.audits.load_audit_plan(chat_id, store)
+    audit, plan = load_audit_plan(chat_id, store)
     expected = dashboard.plan_one(conversation, setup, "summarize")
     assert audit.status == "completed" and audit.strategy == "summarize"
     assert audit.prompt_tokens == expected.prompt_tokens
@@ -367,11 +369,11 @@ def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     # now (the echo's reply too: the title counted them at sending, one short) and when it was made
     assert open_store(store).get_chat(chat_id).title == f"summarize · {setup.model}"
     named = dashboard.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
-    chats = {chat.id: chat for chat in contextfit.serving.audits.list_audited_chats(store)}
-    label = contextfit.serving.audits.chat_label(chats[named])
+    chats = {chat.id: chat for chat in list_audited_chats(store)}
+    label = chat_label(chats[named])
     when, _, rest = label.partition(" · ")
     assert rest == f"coding_agent · summarize · {setup.model} · {len(conversation.messages) + 1} messages"
-    assert len(when) == 14 and when.count(":") == 2 and contextfit.serving.audits.chat_label(chats[chat_id]) != label
+    assert len(when) == 14 and when.count(":") == 2 and chat_label(chats[chat_id]) != label
 
 
 def test_the_audit_page_says_when_there_is_nothing_yet(tmp_path, monkeypatch):

@@ -25,6 +25,8 @@ from contextfit.serving.api import create_app
 from contextfit.serving.generation import generate, send_conversation
 from contextfit.serving.providers import EchoProvider, HttpPolicy, OpenAIProvider, ProviderReply
 from contextfit.serving.store import Store, open_store
+from contextfit.inputs.formats import load_conversation_file
+from contextfit.serving.audits import list_audited_chats, load_audit, load_audit_plan
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
@@ -267,7 +269,7 @@ def test_a_client_that_disconnects_cancels_its_generation(store, fake_provider):
 
 
 def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data):
-    conversation = contextfit.inputs.formats.load_conversation_file(test_data / "formats" / "card_v2.json")
+    conversation = load_conversation_file(test_data / "formats" / "card_v2.json")
     conversation = contextfit.Conversation(
         messages=[{"role": "user", "content": "Tell me about the forest."}],
         character=conversation.character,
@@ -277,10 +279,10 @@ def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data)
     assert result.audit.status == "completed" and result.message["content"] == "Tell me about the forest."
     kinds = {block.kind for block in result.audit.blocks}
     assert "character" in kinds
-    chats = contextfit.serving.audits.list_audited_chats(str(tmp_path / "dash.db"))
+    chats = list_audited_chats(str(tmp_path / "dash.db"))
     assert [(c.id, c.title, c.audit_status) for c in chats] == [(result.audit.chat_id, "From Compare", "completed")]
-    assert contextfit.serving.audits.load_audit(result.audit.chat_id, str(tmp_path / "dash.db")) == result.audit
-    audit, plan = contextfit.serving.audits.load_audit_plan(result.audit.chat_id, str(tmp_path / "dash.db"))
+    assert load_audit(result.audit.chat_id, str(tmp_path / "dash.db")) == result.audit
+    audit, plan = load_audit_plan(result.audit.chat_id, str(tmp_path / "dash.db"))
     assert audit == result.audit and [b.reason for b in plan.blocks] == [b.reason for b in audit.blocks]
     texts = {block.id: block.content for block in plan.blocks}
     assert texts["m0"] == "Tell me about the forest." and plan.prompt_tokens == audit.prompt_tokens
@@ -293,7 +295,7 @@ def test_an_audit_shows_exactly_the_plan_of_the_same_conversation(tmp_path, stra
     path = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
     if not path.exists():
         pytest.skip("the role-play sample is not there")
-    conversation = contextfit.inputs.formats.load_conversation_file(path)  # card, lorebook, persona, memory, suggested limits
+    conversation = load_conversation_file(path)  # card, lorebook, persona, memory, suggested limits
     plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_strategy=strategy)
     result = send_conversation(
         conversation, model="gpt-4o", settings={"contextStrategy": strategy}, store=str(tmp_path / "s.db")

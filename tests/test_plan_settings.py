@@ -25,6 +25,8 @@ from contextfit.cli import main
 from contextfit.serving.store import open_store
 
 from api_support import LOCAL
+from contextfit.inputs.formats import load_conversation_file
+from contextfit.pipeline.plan import compare_strategies
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 ROLEPLAY = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
@@ -48,7 +50,7 @@ def bundle(tmp_path) -> Path:
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_keywords_settings_object_and_json_settings_give_the_same_plan(bundle, strategy):
-    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
+    conversation = load_conversation_file(bundle)
     messages, stored = conversation_chat(conversation)  # the chat's JSON settings: card, lorebook, persona, memory
     json_settings = {**stored, "contextStrategy": strategy}
     # SPEC's keyword form, every part passed by hand (the only place a test spells the mapping out).
@@ -82,10 +84,10 @@ def test_keywords_on_top_of_a_settings_object_win():
 
 
 def test_compare_strategies_is_the_generator_the_dashboard_draws(bundle):
-    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
+    conversation = load_conversation_file(bundle)
     setup = dashboard.suggested_setup(conversation)
     drawn = list(dashboard.iter_plans(conversation, setup))
-    compared = contextfit.pipeline.plan.compare_strategies(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
+    compared = compare_strategies(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
     assert [name for name, _ in drawn] == list(compared) == STRATEGIES
     assert [same(plan) for _, plan in drawn] == [same(plan) for plan in compared.values()]
     one_by_one = {name: same(contextfit.plan_prompt(conversation, dashboard.plan_settings(setup), context_strategy=name))
@@ -97,7 +99,7 @@ def test_compare_strategies_is_the_generator_the_dashboard_draws(bundle):
 def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strategy):
     """One file in, one plan out, whichever face plans it (the bundle's suggested
     summary size, scan depth and relevance window included)."""
-    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
+    conversation = load_conversation_file(bundle)
     out = io.StringIO()
     assert main(["fit", str(bundle), "--strategy", strategy, "--json"], out=out) == 0
     from_cli = json.loads(out.getvalue())[strategy]
@@ -123,7 +125,7 @@ def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strateg
 
 
 def test_sending_from_the_dashboard_audits_the_plan_the_dashboard_shows(bundle, tmp_path):
-    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
+    conversation = load_conversation_file(bundle)
     setup = dashboard.suggested_setup(conversation)
     shown = dashboard.plan_one(conversation, setup, "summarize")
     store = open_store(str(tmp_path / "sent.db"))
@@ -156,7 +158,7 @@ def test_an_unknown_setting_is_refused_through_every_door():
     with pytest.raises(contextfit.errors.InvalidSettings, match=r"Unknown setting 'contextlimit' \(did you mean 'contextLimit'\?\)"):
         PlanSettings.from_json({"contextlimit": 500}, model="gpt-4o")
     with pytest.raises(contextfit.errors.InvalidSettings, match="unknown keyword 'contextStrategy'.*'context_strategy'"):
-        contextfit.pipeline.plan.compare_strategies(chat, model="gpt-4o", contextStrategy="summarize")
+        compare_strategies(chat, model="gpt-4o", contextStrategy="summarize")
     with pytest.raises(TypeError):
         PlanSettings(model="gpt-4o", context_limt=500)  # the object itself has only its fields
 

@@ -22,6 +22,8 @@ from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
 from contextfit.tokens.sent import sent_counter
 from contextfit.dashboard import charts, page_data as dashboard
+from contextfit.pipeline.plan import compare_strategies
+from contextfit.tokens.models import get_model
 
 
 def sent_tokens(plan) -> int:
@@ -93,7 +95,7 @@ def test_claude_models_that_keep_earlier_thinking_are_sent_it_and_count_it():
      ("claude-haiku-5-5", True), ("gpt-4o", False), ("o3", False), ("deepseek-v3", False), ("gemini-2.5-pro", False)],
 )
 def test_which_models_keep_earlier_turns_reasoning(model, keeps):
-    info = contextfit.tokens.models.get_model(model)
+    info = get_model(model)
     assert reasoning.keeps_earlier_reasoning(info.id, info.provider) is keeps
 
 
@@ -208,7 +210,7 @@ def test_plans_with_reasoning_keep_every_promise(messages, share, model, strateg
         assert sent_reasoning == sum(1 for b in found if b.included)
     else:  # Claude: every thinking part sent belongs to an included row's message
         assert thinking_sent(plan) == sum(thinking_parts(plan.blocks[b.index + 1].message) for b in found if b.included)
-    if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(contextfit.tokens.models.get_model(model))):
+    if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(get_model(model))):
         start = reasoning.current_turn_start(messages)
         earlier = {plan_id(m, i) for i, m in enumerate(messages[:start])}
         assert not earlier & {b.id.removesuffix(":reasoning") for b in found if b.included}
@@ -238,7 +240,7 @@ def _grown_like_fresh(messages, model, limit, pieces, edits):
         warm = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
                 for name, plan in session.plans(strategies=strategies, **keywords)}
         cold = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
-                for name, plan in contextfit.pipeline.plan.compare_strategies(copy.deepcopy(mirror), strategies=strategies,
+                for name, plan in compare_strategies(copy.deepcopy(mirror), strategies=strategies,
                                                                 **keywords).items()}
         assert warm == cold, f"after {done} messages"
 

@@ -13,6 +13,7 @@ from contextfit.replays.prompt_cache import anthropic_cache, automatic_cached
 from contextfit.replays.run import replay
 from contextfit.replays.facts import declared_facts, entities
 from contextfit.errors import InvalidMessages, InvalidSettings
+from contextfit.tokens.models import get_model
 
 HELLO = "hello" + " hello" * 1199  # 1,200 o200k tokens: "hello", then 1,199 times " hello"
 
@@ -358,7 +359,7 @@ def test_each_anthropic_model_caches_from_its_own_documented_minimum():
 
     models = ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-3-5-haiku", "claude-haiku-4-5", "claude-opus-4-5",
               "claude-opus-4-6")
-    assert [pc.anthropic_minimum(m, contextfit.tokens.models.get_model(m).cache_minimum) for m in models] == [
+    assert [pc.anthropic_minimum(m, get_model(m).cache_minimum) for m in models] == [
         1024, 1024, 2048, 4096, 4096, 4096]  # the catalog's cache_minimum, as Anthropic lists them
     # a prompt between 2,048 and 4,096 tokens: Haiku 3.5 reads its previous request from the cache,
     # Haiku 4.5 caches nothing (before, every Haiku was held to 2,048)

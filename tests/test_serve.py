@@ -18,9 +18,9 @@ import httpx
 import pytest
 from api_support import API_KEY, FakeProvider
 
-import contextfit.serving.api.serving
 from contextfit.cli import main
 from contextfit.serving.api.serving import STALLED_SECONDS
+from contextfit.serving.api import serving
 
 HEADER_SECONDS = 2
 MAX_CONNECTIONS = 3
@@ -275,7 +275,7 @@ def test_the_api_key_is_asked_of_every_request_of_a_served_process(tmp_path):
 
 def test_beyond_loopback_an_api_key_or_an_explicit_opt_out_is_required(tmp_path, monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(contextfit.serving.api.serving, "run", lambda app, **kwargs: started.append(kwargs))
+    monkeypatch.setattr(serving, "run", lambda app, **kwargs: started.append(kwargs))
     monkeypatch.delenv("CONTEXTFIT_API_KEY", raising=False)
     db = ["--db", str(tmp_path / "x.db")]
     assert main(["serve", "--host", "0.0.0.0", *db]) == 2 and started == []

@@ -14,6 +14,7 @@ from test_fitting_properties import _budget, _check, _fit
 import contextfit
 from contextfit.fitting import results as r
 from contextfit.inputs.formats import load_conversation
+from contextfit.inputs.messages import kind_of
 
 THOUGHT = "Let me think about which file holds the handler and why it fails. " * 30
 
@@ -101,7 +102,7 @@ def test_summarize_summarizes_what_still_does_not_fit_without_the_reasoning():
     result = fit(chat, thinned - 150, "summarize", summary_tokens=80)
     assert COUNTER(result.kept) <= thinned - 150
     assert thinking_parts(result.kept) == 1  # all older reasoning went first
-    summary = next(m for m in result.kept if contextfit.inputs.messages.kind_of(m) == "summary")
+    summary = next(m for m in result.kept if kind_of(m) == "summary")
     assert "thinking" not in str(summary) and "Let me think" not in summary["content"]
     summarized = [d.index for d in result.decisions if d.reason == r.SUMMARIZED and d.index is not None]
     compressed = [d.sources[0] for d in result.decisions if d.reason == r.COMPRESSED]

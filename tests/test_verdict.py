@@ -15,6 +15,7 @@ from contextfit.errors import TokenBudgetExceeded
 from contextfit.inputs.samples import SAMPLES, load_sample
 from contextfit.dashboard import breakdown, diff, report, verdict
 from contextfit.dashboard import page_data as dashboard
+from contextfit.tokens.models import get_model
 
 STRATEGIES = tuple(BUILTIN_STRATEGIES)
 
@@ -42,7 +43,7 @@ def test_one_row_per_strategy_with_the_plans_numbers():
         assert row.dropped == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
         assert row.summarized == sum(b.reason == "summarized" for b in plan.blocks)
         assert row.compressed == sum(b.reason == "compressed" for b in plan.blocks)
-        price = contextfit.tokens.models.get_model(plan.model).prices.input  # US dollars per million
+        price = get_model(plan.model).prices.input  # US dollars per million
         assert row.cost == pytest.approx(plan.prompt_tokens * price / 1_000_000)
     by_name = {row.strategy: row for row in rows}
     assert by_name["summarize"].summarized > 0 and by_name["truncate"].summarized == 0
@@ -65,7 +66,7 @@ def test_a_model_without_catalog_prices_says_so(monkeypatch):
     import dataclasses
 
     plan = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
-    unpriced = dataclasses.replace(contextfit.tokens.models.get_model("gpt-4o"), prices=None)
+    unpriced = dataclasses.replace(get_model("gpt-4o"), prices=None)
     monkeypatch.setattr(verdict, "get_model", lambda model: unpriced)  # the catalog is being priced model by model
     row = verdict.verdict_row("truncate", plan)
     assert row.cost is None and verdict.table([row])[0]["prompt cost"] == verdict.NO_PRICE

@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..pipeline.plan import BUILTIN_STRATEGIES
-from ..replays.run import replay, request_positions
-from ..errors import ContextfitError
-from ..inputs.formats import load_conversation_file
-from ..tokens.chat_counter import token_counter
-from .runner import MODEL, SHARES
+from contextfit.errors import ContextfitError
+from contextfit.inputs.formats import load_conversation_file
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+from contextfit.replays.run import replay, request_positions
+from contextfit.retention.runner import MODEL, SHARES
+from contextfit.tokens.chat_counter import token_counter
 
 #: The chats read (relative to the fixtures folder): SillyTavern and TavernAI chats, ShareGPT.
 CHATS = (
@@ -39,7 +39,7 @@ CHATS = (
 
 def fixtures_folder() -> Path:
     """``$CONTEXTFIT_SHARED_FIXTURES``, else ``../shared/fixtures`` beside the checkout."""
-    here = Path(__file__).resolve().parents[2]
+    here = Path(__file__).resolve().parents[1]
     return Path(os.environ.get("CONTEXTFIT_SHARED_FIXTURES", here.parent / "shared" / "fixtures"))
 
 
