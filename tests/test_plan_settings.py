@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import contextfit
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.pipeline.settings import PlanSettings
 from contextfit.dashboard import page_data as dashboard
 from contextfit.serving.api import create_app
@@ -28,7 +29,7 @@ from api_support import LOCAL
 from contextfit.inputs.formats import load_conversation_file
 from contextfit.pipeline.plan import compare_strategies
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+STRATEGIES = list(BUILTIN_STRATEGIES)
 ROLEPLAY = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
 #: Settings the role-play bundle suggests beyond its limit and reserve (the dashboard once ignored them).
 SUGGESTED = {"contextLimit": 1500, "responseReserve": 400, "summaryTokens": 80, "scanDepth": 3, "relevanceWindow": 3}
