@@ -35,13 +35,21 @@ this order, without repeats:
 4. numbers of two characters or more (``42``, ``3.5``, ``2024``);
 5. capitalized names: runs of capitalized words (a capital, then small
    letters, in any script) not at the start of a sentence (``… met Ada
-   Lovelace``, ``… mit Jürgen Müller``).
+   Lovelace``, ``… mit Jürgen Müller``);
+6. CJK terms, for the scripts that write no capitals and no spaces: runs of
+   katakana (``メアリー``), and runs of two to ten Han characters (``清水寺``);
+   a longer Han run (a Chinese clause) is cut at the characters that mostly
+   stand alone (``的``, ``了``, ``是``, ``我``…) and keeps its pieces of two to ten.
 
 An entity is found in a text between non-word characters (``42`` is not in
-``1423``). The rule reads only the text: it is deterministic and offline.
+``1423``); Han, hiragana and katakana characters are no such boundary
+(``清水寺`` is in ``清水寺と金閣寺``, ``42`` in ``第42号``). The rule reads
+only the text: it is deterministic and offline.
 
 >>> entities('Did the "blue box" fix ORD-1234 for Ada Lovelace at 42 Main St? Check parse_args().')
 ['blue box', 'parse_args()', 'ORD-1234', '42', 'Ada Lovelace', 'Main St']
+>>> entities("2日目は清水寺とメアリーの金閣寺に行きたい。"), entities("我想去北京的故宫博物院看看")
+(['日目', '清水寺', 'メアリー', '金閣寺'], ['北京', '故宫博物院'])
 """
 
 from __future__ import annotations
@@ -97,6 +105,17 @@ _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _IDENTIFIER_ANY = re.compile(_IDENTIFIER.pattern.replace(r"\b[A-Z]{2,}\b", r"\b[^\W\d_]{2,}\b"))
 _CAPITALS_ANY = re.compile(r"\b[^\W\d_]{2,}\b")
 _LETTER_WORD = re.compile(r"\b[^\W\d_]+\b")
+# CJK: Han (the unified ideographs, extension A, the compatibility block), hiragana and katakana
+# (with the prolonged sound mark ー and the middle dot ・, half-width forms too). They write words
+# without spaces, so they are no word boundary for contains_word (Hangul writes spaces: it is).
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_CJK = re.compile(f"[{_HAN}{_KANA}]")
+_CJK_TERM = re.compile(f"(?P<kana>[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]{{2,}})|(?P<han>[{_HAN}]{{2,}})")
+# Han characters that mostly stand alone in Chinese (particles, pronouns, common verbs and
+# measure words): a Han run longer than a term is cut at them.
+_HAN_BREAKS = re.compile("[的了是在和与及或而我你他她它们这那有不也就都要会对把被给从到吗呢吧啊很还又说去来想可以之其个为着过看]")
+_TERM_MOST = 10
 
 
 def entities(text: str) -> list[str]:
@@ -134,7 +153,37 @@ def entities(text: str) -> list[str]:
                 add(rest[1], end - len(rest[1]), end)
             continue
         add(name, start, end)
+    if not ascii and _CJK.search(text):
+        for start, end in _cjk_terms(text):
+            add(text[start:end], start, end)
     return found
+
+
+def _cjk_terms(text: str) -> Iterable[tuple[int, int]]:
+    """Where ``text`` holds CJK terms (rule 6 of the module docstring): (start, end) of each.
+
+    >>> text = "清水寺と・メアリー・の北京的故宫博物院看看我们的上海浦东国际机场"
+    >>> [text[a:b] for a, b in _cjk_terms(text)]
+    ['清水寺', 'メアリー', '北京', '故宫博物院', '上海浦东国际机场']
+    """
+    for match in _CJK_TERM.finditer(text):
+        start, end = match.span()
+        if match.lastgroup == "kana":
+            while start < end and text[start] in "・ー":  # no mark at either end
+                start += 1
+            while end > start and text[end - 1] == "・":
+                end -= 1
+            if end - start >= 2:
+                yield start, end
+            continue
+        if end - start <= _TERM_MOST:
+            yield start, end
+            continue
+        piece = start
+        for cut in (*(start + found.start() for found in _HAN_BREAKS.finditer(match.group(0))), end):
+            if 2 <= cut - piece <= _TERM_MOST:
+                yield piece, cut
+            piece = cut + 1
 
 
 def _all_capitals(word: str) -> bool:
@@ -194,7 +243,18 @@ def contains_word(text: str, entity: str, start: int = 0, end: int | None = None
 
 
 def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
+    """A character that joins a word: a letter, digit or ``_``, but not Han or kana, which write
+    words without spaces (their words have no boundary to stand between)."""
+    return (char.isalnum() or char == "_") and (char < "\u3040" or not _CJK.match(char))
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Han, hiragana or katakana character.
+
+    >>> has_cjk("清水寺"), has_cjk("Zürich")
+    (True, False)
+    """
+    return _CJK.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

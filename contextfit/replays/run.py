@@ -41,7 +41,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, repeat
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -53,17 +53,29 @@ from ..tokens.template import trace
 from . import prompt_cache as pc
 from ..fitting.host import Analyse
 from ..pipeline.assembly import fill_macros
-from ..pipeline.plan import BUILTIN_STRATEGIES, Prepared, fit_prepared, macro_names
+from ..pipeline.plan import BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared
 from ..pipeline.settings import FIELDS, PlanSettings, settings_for
-from ..fitting.results import FitResult
+from ..fitting.results import FitResult, fate_counts
 from ..pipeline.session import FitSession
 from .facts import (
     IN_SUMMARY, LOST, MAX_NAME, STANDING, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts,
-    entities, filled_facts, message_ids, pinned_position, pinned_status, shortened,
+    entities, filled_facts, has_cjk, message_ids, pinned_position, pinned_status, shortened,
 )
+from .losses import losses
+from .must_survive import as_facts, default_facts
+from .recommend import (
+    CONVERSATION, REQUEST, RETENTION, Outcome, Recommendation, Totals, check_priority, decide, has_question,
+    plan_fact_states, relative_band,
+)
+from .volume import reply_of, request_cost
 
 DECLARED = "declared"
+#: No fact declared: the facts the conversation marks (``must_survive.py``).
+DEFAULT_FACTS = "default-facts"
+#: No fact declared, and the conversation marks none (or ``facts=ENTITY_RULE``): the entity rule, turn by turn.
 DEFAULT_ENTITIES = "default-entities"
+#: ``facts=ENTITY_RULE`` asks for the entity rule whatever the conversation marks.
+ENTITY_RULE = "entities"
 #: The catalog's providers as their own names spell them, for the notes (another provider is named by its id).
 PROVIDER_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "meta": "Meta",
                   "mistral": "Mistral", "qwen": "Qwen", "deepseek": "DeepSeek"}
@@ -195,6 +207,16 @@ class Replay:
     totals: dict[str, StrategyTotals]
     notes: tuple[str, ...] = ()
     diagnostics: tuple[dict, ...] = ()
+    #: each strategy's evidence for the recommendation: its plan of the latest request, its totals
+    outcomes: tuple[Outcome, ...] = ()
+    #: the recommendation under the replay's priority (:meth:`recommend` for another)
+    recommendation: Recommendation | None = None
+
+    def recommend(self, priority: str = RETENTION) -> Recommendation:
+        """The recommendation of this replay under ``priority`` (``retention``, ``cost`` or ``cache``):
+        over every request when the replay covered them all, else over the latest request."""
+        covered = all(totals.turns == len(self.requests) for totals in self.totals.values())
+        return decide(self.outcomes, priority, CONVERSATION if covered else REQUEST)
 
     def verdict(self) -> dict[str, str | None]:
         """The cheapest strategy, the one that kept most facts, and the best cache-hit rate
@@ -231,6 +253,7 @@ class Replay:
             "turns": {name: [turn.to_dict() for turn in turns] for name, turns in self.turns.items()},
             "notes": list(self.notes),
             "diagnostics": list(self.diagnostics),
+            "recommendation": None if self.recommendation is None else self.recommendation.to_dict(),
         }
 
 
@@ -347,9 +370,11 @@ def replay(
     *,
     model: str | None = None,
     strategies: Sequence[Any] | str | None = BUILTIN_STRATEGIES,
-    facts: Sequence[Any] | None = None,
+    facts: Sequence[Any] | str | None = None,
     settings: PlanSettings | None = None,
     progress: Callable[[int, int], Any] | None = None,
+    priority: str = RETENTION,
+    last: int | None = None,
     **keywords: Any,
 ) -> Replay:
     """Replay ``conversation`` (message dicts or a :class:`~contextfit.Conversation`)
@@ -362,9 +387,19 @@ def replay(
     ``{"strategy": "truncate", "options": {"stable_prefix": True}}``; a
     setting every strategy shares, such as ``context_limit``, is refused
     there with ``INVALID_SETTINGS``: it is one of these keywords);
-    ``facts`` the must-survive facts (``survival.py``; without them the
-    default entity rule applies). A turn a strategy cannot fit is recorded
-    with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
+    ``facts`` the must-survive facts (``facts.py``); without them, a
+    conversation's own ``settings.facts``, else the facts the conversation
+    marks (``must_survive.py``: pins, names, required lore, quoted tool
+    results, what the latest turns refer back to; ``fact_rule`` is then
+    ``default-facts``), else — or with ``facts=ENTITY_RULE`` — the entity
+    rule, turn by turn (``default-entities``). A turn a strategy cannot fit is
+    recorded with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
+
+    ``priority`` (``retention``, ``cost`` or ``cache``) is the
+    :attr:`Replay.recommendation`'s (``recommend.py``); ``last``, when given,
+    replays only the last ``last`` requests (the earlier ones are read, not
+    fitted): ``last=2`` prices the latest request with what it shares with the
+    one before, as a full replay does, for a fraction of the work.
 
     ``progress(done, total)``, when given, is called with the turns replayed
     so far and the number of turns: once with 0 when the input is checked,
@@ -374,6 +409,9 @@ def replay(
     """
     if progress is not None and not callable(progress):
         raise InvalidSettings(f"progress must be a callable taking (done, total), got {progress!r}.")
+    check_priority(priority)
+    if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+        raise InvalidSettings(f"last must be a whole number of requests of at least 1, got {last!r}.")
     chosen = {"model": model, **keywords}
     messages, plan_settings = settings_for(conversation, settings, chosen)
     messages = list(messages)
@@ -383,12 +421,21 @@ def replay(
     plan_variants = [(variant, plan_settings.replace(**variant.options)) for variant in variants(strategies)]
     if facts is None:  # a conversation's own, as its limits fill what the caller leaves unchosen
         facts = conversation_facts(conversation)
+    rule = DECLARED
+    if facts is None:  # what the conversation marks as mattering, else the entity rule
+        found = default_facts(assembled(messages, plan_settings).blocks, user_name=plan_settings.user_name)
+        facts, rule = as_facts(found), DEFAULT_FACTS
+    elif isinstance(facts, str) and facts == ENTITY_RULE:
+        facts = []
     walker = _Walker(messages, plan_settings, requests, declared_facts(facts))
     turns: dict[str, list[TurnResult]] = {variant.label: [] for variant, _ in plan_variants}
     previous: dict[str, _Sent | None] = {variant.label: None for variant, _ in plan_variants}
+    first_turn = 1 if last is None else max(len(requests) - last + 1, 1)
     if progress is not None:
-        progress(0, len(requests))
+        progress(0, len(requests) - first_turn + 1)
     for turn, position in enumerate(requests, start=1):
+        if turn < first_turn:
+            continue
         prepared, analyse = walker.prepared(position)
         output = walker.output_tokens(prepared, turn - 1)
         in_force = walker.in_force(position)
@@ -410,7 +457,7 @@ def replay(
             turns[variant.label].append(record)
             previous[variant.label] = sent
         if progress is not None:
-            progress(turn, len(requests))
+            progress(turn - first_turn + 1, len(requests) - first_turn + 1)
     info = walker.info
     notes = []
     if info.prices is None:
@@ -427,7 +474,9 @@ def replay(
         notes.extend(_no_cache_notes(turns, walker.rule, walker.minimum, provider))
     notes.extend(_failure_notes(turns))
     notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
-    return Replay(
+    totals = {label: totals_of(label, rows) for label, rows in turns.items()}
+    outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, totals, whole=first_turn == 1)
+    result = Replay(
         model=info.id,
         provider=info.provider,
         cache_rule=walker.rule,
@@ -435,15 +484,60 @@ def replay(
         budget=walker.last.budget,
         context_limit=walker.last.context_limit,
         response_reserve=walker.last.response_reserve,
-        fact_rule=DECLARED if walker.facts else DEFAULT_ENTITIES,
+        fact_rule=rule if walker.facts else DEFAULT_ENTITIES,
         facts=tuple(walker.facts),
         strategies=tuple(turns),
         requests=tuple(requests),
         turns=turns,
-        totals={label: totals_of(label, rows) for label, rows in turns.items()},
+        totals=totals,
         notes=tuple(notes),
         diagnostics=tuple(walker.finder.budget.diagnostics) if walker.finder else (),
+        outcomes=outcomes,
     )
+    return replace(result, recommendation=result.recommend(priority))
+
+
+def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]], prepared: Prepared,
+              analyse: Analyse, turns: Mapping[str, list[TurnResult]], totals: Mapping[str, StrategyTotals],
+              whole: bool) -> tuple[Outcome, ...]:
+    """Each strategy's evidence for the recommendation: its plan of the latest request (what it
+    keeps and loses there, in words), that request's cost with its reply, and — when every
+    request was replayed — its totals. A strategy that could not fit some request has none."""
+    prices = walker.info.prices
+    reply = reply_of([walker.output_tokens(prepared, index) for index in range(len(walker.requests))])
+    out = []
+    for variant, variant_settings in plan_variants:
+        rows = turns[variant.label]
+        failed = [row for row in rows if row.error is not None]
+        if failed:
+            error = f"{failed[0].error}: {failed[0].error_message}"
+            if len(failed) < len(rows):
+                error = f"could not fit {len(failed)} of {len(rows)} requests ({error})"
+            out.append(Outcome(variant.label, error=error, reply=reply))
+            continue
+        plan = plan_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
+        row = rows[-1]
+        states = (plan_fact_states(plan, walker.facts) if walker.facts
+                  else tuple((state.name, state.status) for state in row.facts))
+        cost = request_cost(prices, plan.prompt_tokens, row.output_tokens or reply.tokens, row.cache_read, row.cache_write)
+        conversation = None
+        if whole:
+            sums = totals[variant.label]
+            spent = None
+            if prices is not None and sums.total_cost is not None:  # every request with a reply: its own, else the mean
+                spent = sums.total_cost + sum(request_cost(prices, r.prompt_tokens or 0, reply.tokens) -
+                                              request_cost(prices, r.prompt_tokens or 0, 0)
+                                              for r in rows if not r.output_tokens)
+            conversation = Totals(len(rows), sums.retention, sums.tokens_sent, spent, sums.cache_hit_rate,
+                                  sums.first_loss_turn)
+        out.append(Outcome(
+            variant.label, losses=losses(plan, (name for name, status in states if status == LOST)),
+            counts=plan.fit.counts(), prompt_tokens=plan.prompt_tokens, band=relative_band(plan),
+            has_question=has_question(plan), facts=states, cost_request=cost,
+            cached_share=row.cache_read / plan.prompt_tokens if plan.prompt_tokens else None,
+            reply=reply, totals=conversation,
+        ))
+    return tuple(out)
 
 
 def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
@@ -615,6 +709,8 @@ _TEXT = attrgetter("text")
 _SUMMARY = attrgetter("summary")
 _IDENT = attrgetter("ident")
 _WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word characters
+#: The kinds of block whose facts are in force from the first request that assembles them.
+_IN_FORCE_FROM_THE_START = STANDING | {msg.LOREBOOK, msg.MEMORY}
 
 
 @dataclass(slots=True)
@@ -825,16 +921,10 @@ class _Walker:
         prices = self.info.prices
         cost = None if prices is None else prices.cost(prompt, output_tokens=output, cached_input_tokens=use.read,
                                                       cache_write_tokens=use.write)
-        summarized = compressed = 0
-        for block in fit.truncated:
-            meta = msg.meta_of(block)
-            if msg.kind_of(block) == msg.SUMMARY:
-                summarized += len(meta.get("summarized") or ())
-            elif meta.get("compressed"):
-                compressed += 1
-        dropped = len(fit.excluded) - summarized - compressed
-        return TurnResult(turn, position, label, prompt, len(fit.kept), max(dropped, 0), summarized, compressed, shared,
-                          use.read, use.write, output, cost, self._facts_of(sent, position, in_force))
+        counts = fate_counts(fit)  # the one count: Compare's verdict reads the same
+        return TurnResult(turn, position, label, prompt, len(fit.kept), counts.dropped, counts.summarized,
+                          counts.compressed, shared, use.read, use.write, output, cost,
+                          self._facts_of(sent, position, in_force))
 
     # -- facts
 
@@ -847,8 +937,10 @@ class _Walker:
                 if first[index] is None:  # a replay holds the whole conversation: the message is not in it
                     raise pin_refusal(index, fact.message, len(self.ids))
         # the character card and persona: sent with every request, so what they say is in force from the first
-        # (the character's name was said to be in no message, and checked at no turn)
-        standing = [text for block, text in zip(self.last.blocks, self.last.texts) if msg.kind_of(block) in STANDING]
+        # (the character's name was said to be in no message, and checked at no turn); the lore and memory
+        # the first request assembles too, which a strategy may drop (a fact only a memory held was never checked)
+        standing = [text for block, text in zip(self.last.blocks, self.last.texts)
+                    if msg.kind_of(block) in _IN_FORCE_FROM_THE_START]
         for position, text in chain(zip(repeat(0), standing), enumerate(self.texts)):
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:
@@ -887,7 +979,7 @@ class _Walker:
         # word's offset in the entity (the search starts there).
         first = _WORD.search(entity)
         earliest = 0
-        if first is not None:
+        if first is not None and not has_cjk(first.group()):  # CJK words are no runs of their own
             holder = self._first_in.get(first.group())
             if holder is None:
                 return False
