@@ -35,7 +35,7 @@ from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, lowered_key, q
 from .page_data import common_failure, error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 from .verdict import BEST_STYLE, replay_verdict, rules_text
-from .verdict import money as dollars
+from ..amounts import csv_dollars, money as dollars
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
 #: when a run does not draw it), the turn slider's among them.
@@ -620,7 +620,7 @@ def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
 
 
 def money(value: float | None) -> str:
-    """Dollars for a cell (:func:`contextfit.dashboard.verdict.money`), "—" for no price.
+    """Dollars for a cell (:func:`contextfit.amounts.money`), "—" for no price.
 
     >>> money(0.0123456), money(None), money(12.5), money(2.5e-05), money(0.0456)
     ('$0.01235', '—', '$12.50', '$0.00002500', '$0.04560')
@@ -689,15 +689,6 @@ def chat_stem(chat_id: str) -> str:
     """
     stem = file_stem(chat_id, "stored")
     return stem if stem.startswith("chat-") else f"chat-{stem}"
-
-
-def csv_dollars(value: float) -> str:
-    """Dollars for a CSV cell, written out (a float's repr wrote 1.215e-05 and 0.0017850000000000001).
-
-    >>> csv_dollars(1.215e-05), csv_dollars(0.0017850000000000001), csv_dollars(12.5), csv_dollars(0.0)
-    ('0.00001215', '0.001785', '12.5', '0')
-    """
-    return f"{value:.12f}".rstrip("0").rstrip(".") or "0"
 
 
 def turns_csv(result: Replay) -> str:

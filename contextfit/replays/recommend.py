@@ -151,8 +151,9 @@ class Outcome:
             return f"No plan: {self.error}"
         return (self.losses or Losses()).line()
 
-    def to_dict(self, basis: str = CONVERSATION) -> dict[str, Any]:
-        volume = self.volume(basis)
+    def to_dict(self, basis: str = CONVERSATION,
+                conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> dict[str, Any]:
+        volume = self.volume(basis, conversations_per_day)
         return {
             "strategy": self.label,
             "error": self.error,
@@ -170,6 +171,7 @@ class Outcome:
             "costPerRequest": volume.per_request,
             "costPer1000Conversations": volume.per_1000,
             "costPerMonth": volume.per_month,
+            "conversationsPerDay": volume.conversations_per_day,
         }
 
 
@@ -209,7 +211,9 @@ class Recommendation:
         """The same evidence under another priority."""
         return decide(self.outcomes, priority, self.basis)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> dict[str, Any]:
+        """The JSON shape (SPEC §10's five keys first; ``strategies`` holds each one's evidence,
+        a month's cost at ``conversations_per_day``)."""
         return {
             "strategy": self.strategy,
             "priority": self.priority,
@@ -220,7 +224,8 @@ class Recommendation:
             "runnerUp": self.runner_up,
             "tied": list(self.tied),
             "notRecommended": [{"strategy": label, "reason": reason} for label, reason in self.not_recommended.items()],
-            "strategies": {o.label: o.to_dict(self.basis) for o in self.outcomes},
+            "reply": self.outcomes[0].reply.to_dict() if self.outcomes else None,
+            "strategies": {o.label: o.to_dict(self.basis, conversations_per_day) for o in self.outcomes},
         }
 
 
@@ -290,7 +295,7 @@ def _winner(best: Outcome, runner: Outcome | None, priority: str, basis: str, ou
         trade = _figures(best, basis)
         return f"Ship {best.label}{why}: it {keeps}{trade}; it {(best.losses or Losses()).words()}."
     clauses = [_keeps(best, basis, runner)]
-    if priority == CACHE or _differs(best.cache(basis), runner.cache(basis), max(best.band, runner.band)):
+    if _differs(best.cache(basis), runner.cache(basis), max(best.band, runner.band)):
         clauses.append(_cache_clause(best, runner, basis))
     clauses.append(_tokens_clause(best, runner, basis))
     cost = _cost_clause(best, runner, basis)

@@ -53,7 +53,9 @@ from ..tokens.template import trace
 from . import prompt_cache as pc
 from ..fitting.host import Analyse
 from ..pipeline.assembly import fill_macros
-from ..pipeline.plan import BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared
+from ..pipeline.plan import (
+    BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared, refuse_unsupported,
+)
 from ..pipeline.settings import FIELDS, PlanSettings, settings_for
 from ..fitting.results import FitResult, fate_counts
 from ..pipeline.session import FitSession
@@ -321,6 +323,7 @@ def variants(strategies: Sequence[Any] | str | None) -> list[Variant]:
                                           f"option: every strategy is fitted under the same {key}; give it to "
                                           "replay().")
             name = _strategy(entry["strategy"], f"{where}.strategy")
+            refuse_unsupported(name, options, f"{where}.options.stable_prefix")  # its row would repeat another's
             label = entry.get("label")
             if label is not None and (not isinstance(label, str) or not label.strip()):
                 raise InvalidSettings(f"{where}.label must be a non-empty string, got {label!r}.")
