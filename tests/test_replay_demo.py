@@ -11,7 +11,8 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.replays.run import TurnResult, totals_of
+from contextfit.inputs.samples import load_sample
+from contextfit.replays.run import TurnResult, replay, totals_of
 from contextfit.inputs.samples import sample_text
 from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard import replay as views
@@ -134,7 +135,10 @@ def test_the_caption_says_its_rules_in_words():
     result = _sample_replay("support_chat")
     text = views.rules_text(result)
     assert "automatic-prefix" not in text and "default-entities" not in text
-    assert text == "prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)"
+    assert text == ("prompt cache: automatic prefix caching · facts: 3 found in the conversation (pins, names, "
+                    "required lore, quoted tool results, what the latest turns refer back to)")
+    entity_rule = replay(load_sample("support_chat"), model="gpt-4o-mini", strategies=["truncate"], facts="entities")
+    assert views.rules_text(entity_rule).endswith("facts: the default rule (entities the latest message repeats)")
 
 
 def test_the_turn_shown_is_in_the_link_and_survives_a_page_switch():

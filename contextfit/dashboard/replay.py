@@ -16,7 +16,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import plotly.graph_objects as go
@@ -58,6 +58,10 @@ class ReplaySetup:
     strategies: tuple[str, ...] = BUILTIN_STRATEGIES
     stable_prefix: bool = True
     facts: tuple[str, ...] = ()
+    #: Compare's hand edits (block id → ``pinned`` / ``manualExcluded`` / ``relevance``,
+    #: :func:`~contextfit.dashboard.page_data.merge_overrides`): the replay fits with them, so
+    #: its latest request is Compare's plan.
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def strategy_entries(self) -> list[Any]:
         """The replay's strategies: each chosen one, then the ``stable_prefix`` variants.
@@ -72,7 +76,15 @@ class ReplaySetup:
         return entries
 
     def keywords(self) -> dict[str, Any]:
-        return {"model": self.model, "context_limit": self.context_limit, "response_reserve": self.response_reserve}
+        """The planning keywords: the model, the limits, and Compare's hand edits when there are any.
+
+        >>> ReplaySetup("gpt-4o", 900, 100, overrides={"m3": {"pinned": True}}).keywords()["overrides"]
+        {'m3': {'pinned': True}}
+        """
+        chosen = {"model": self.model, "context_limit": self.context_limit, "response_reserve": self.response_reserve}
+        if self.overrides:
+            chosen["overrides"] = {ident: dict(edit) for ident, edit in self.overrides.items()}
+        return chosen
 
 
 def facts_from_text(text: str | None) -> tuple[Any, ...]:
@@ -204,8 +216,10 @@ def conversation_input(conversation: Any, setup: ReplaySetup) -> tuple[list[dict
 
 def stored_input(store: Store, chat_id: str, setup: ReplaySetup) -> tuple[list[dict], PlanSettings]:
     """A stored chat's messages and settings (as the preview reads them) under the setup's model and limits."""
-    return preview_input(store, {}, chat_id=chat_id, model=setup.model,
-                         settings={"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve})
+    settings: dict[str, Any] = {"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve}
+    if setup.overrides:
+        settings["overrides"] = {ident: dict(edit) for ident, edit in setup.overrides.items()}
+    return preview_input(store, {}, chat_id=chat_id, model=setup.model, settings=settings)
 
 
 def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup,

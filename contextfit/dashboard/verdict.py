@@ -283,7 +283,7 @@ def rules_text(result: Any) -> str:
     if result.fact_rule == DECLARED:
         facts = f"{count:,} declared fact{'s' if count != 1 else ''}"
     elif result.fact_rule == DEFAULT_FACTS:
-        facts = (f"{count:,} the conversation marks (pins, names, required lore, quoted tool results, "
+        facts = (f"{count:,} found in the conversation (pins, names, required lore, quoted tool results, "
                  "what the latest turns refer back to)")
     else:
         facts = "the default rule (entities the latest message repeats)"

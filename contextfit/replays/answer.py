@@ -54,7 +54,8 @@ def recommendation_for(conversation: Any, settings: PlanSettings | None = None, 
     check_priority(priority)
     if settings is None and keywords.get("model") is None:
         keywords["model"] = conversation_model(conversation)
-    result = replay(conversation, settings=settings, strategies=strategies, facts=facts, last=2, **keywords)
+    result = replay(conversation, settings=settings, strategies=strategies, facts=facts, last=2, to_the_end=True,
+                    **keywords)
     return decide(result.outcomes, priority, REQUEST)
 
 

@@ -310,7 +310,7 @@ def _keeps(o: Outcome, basis: str, other: Outcome | None = None) -> str:
     question = "your question and " if o.has_question else ""
     share = o.retention(basis)
     if share is None:
-        return "keeps your question" if o.has_question else "keeps what it can"
+        return "keeps your question" if o.has_question else "keeps every block it can"
     if basis == CONVERSATION and o.totals is not None:
         facts = ("every must-survive fact at every request" if share >= 1
                  else f"{percent(share)} of the must-survive facts over the {o.totals.requests:,} requests")
@@ -391,6 +391,12 @@ def _why_alone(others: Sequence[Outcome]) -> str:
 def _tie(tied: Sequence[Outcome], priority: str, basis: str) -> str:
     first = tied[0]
     names = _and([o.label for o in tied])
+    if all(o.losses is not None and o.losses.nothing for o in tied):  # everything fits
+        cost = first.volume(basis).per_1000
+        at = f", {money_short(cost)} per 1,000 conversations" if cost is not None else ""
+        every = "all" if len(tied) > 2 else "both"
+        return (f"Any of {names} will do: {every} send every block ({first.tokens(basis) or 0:,} tokens{at}); "
+                "they differ only once the conversation outgrows the budget.")
     keeps = "each " + _keeps(first, basis).replace("keeps", "keep", 1)
     cost = first.volume(basis).per_1000
     at = f" at {money_short(cost)} per 1,000 conversations" if cost is not None else ""

@@ -378,6 +378,7 @@ def replay(
     progress: Callable[[int, int], Any] | None = None,
     priority: str = RETENTION,
     last: int | None = None,
+    to_the_end: bool = False,
     **keywords: Any,
 ) -> Replay:
     """Replay ``conversation`` (message dicts or a :class:`~contextfit.Conversation`)
@@ -402,7 +403,10 @@ def replay(
     :attr:`Replay.recommendation`'s (``recommend.py``); ``last``, when given,
     replays only the last ``last`` requests (the earlier ones are read, not
     fitted): ``last=2`` prices the latest request with what it shares with the
-    one before, as a full replay does, for a fraction of the work.
+    one before, as a full replay does, for a fraction of the work. With
+    ``to_the_end``, a conversation that does not end at a request (an agent's
+    tool results, a reply) gets one more at its end: the conversation as it
+    stands, which is what Compare plans.
 
     ``progress(done, total)``, when given, is called with the turns replayed
     so far and the number of turns: once with 0 when the input is checked,
@@ -419,6 +423,9 @@ def replay(
     messages, plan_settings = settings_for(conversation, settings, chosen)
     messages = list(messages)
     requests = request_positions(messages)
+    asked = len(requests)  # the requests the conversation makes (its replies are theirs)
+    if to_the_end and messages and (not requests or requests[-1] != len(messages) - 1):
+        requests.append(len(messages) - 1)
     if not requests:
         raise InvalidMessages("A replay needs at least one user message: each user message is one request.")
     plan_variants = [(variant, plan_settings.replace(**variant.options)) for variant in variants(strategies)]
@@ -478,7 +485,7 @@ def replay(
     notes.extend(_failure_notes(turns))
     notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
     totals = {label: totals_of(label, rows) for label, rows in turns.items()}
-    outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, totals, whole=first_turn == 1)
+    outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, totals, whole=first_turn == 1, asked=asked)
     result = Replay(
         model=info.id,
         provider=info.provider,
@@ -502,12 +509,14 @@ def replay(
 
 def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]], prepared: Prepared,
               analyse: Analyse, turns: Mapping[str, list[TurnResult]], totals: Mapping[str, StrategyTotals],
-              whole: bool) -> tuple[Outcome, ...]:
+              whole: bool, asked: int) -> tuple[Outcome, ...]:
     """Each strategy's evidence for the recommendation: its plan of the latest request (what it
     keeps and loses there, in words), that request's cost with its reply, and — when every
     request was replayed — its totals. A strategy that could not fit some request has none."""
     prices = walker.info.prices
-    reply = reply_of([walker.output_tokens(prepared, index) for index in range(len(walker.requests))])
+    asked_at = walker.requests[:asked]
+    reply = reply_of([walker.reply_tokens(prepared, position + 1, following)
+                      for position, following in zip(asked_at, [*asked_at[1:], len(walker.messages)])])
     out = []
     for variant, variant_settings in plan_variants:
         rows = turns[variant.label]
@@ -837,6 +846,10 @@ class _Walker:
         """The tokens of the assistant messages after request ``index`` up to the next request."""
         start = self.requests[index] + 1
         end = self.requests[index + 1] if index + 1 < len(self.requests) else len(self.messages)
+        return self.reply_tokens(prepared, start, end)
+
+    def reply_tokens(self, prepared: Prepared, start: int, end: int) -> int:
+        """The tokens of the assistant messages from position ``start`` to ``end``."""
         count = prepared.tokenizer.count_message
         empty = count({"role": "assistant", "content": ""})
         return sum(max(count(m) - empty, 0) for m in self.messages[start:end]
