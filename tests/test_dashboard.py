@@ -214,20 +214,20 @@ def table_with(at, column):
 
 def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     at = app().run()
-    table = table_with(at, "prompt cost")
+    table = table_with(at, "cost / request")
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
     assert list(table["strategy"]) == list(STRATEGIES)
-    price = contextfit.tokens.models.get_model(setup.model).prices
+    expected = {row.strategy: row for row in verdict.verdict_rows(dashboard.plan_all(conversation, setup))}
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
+        counts = plan.fit.counts()  # the one count: the replay's too
         assert row["prompt tokens"] == f"{plan.prompt_tokens:,}"
         assert row["% of budget"] == f"{round(100 * plan.prompt_tokens / plan.budget, 1)}%"
-        assert int(row["dropped"]) == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
-        assert int(row["summarized"]) == sum(b.reason == "summarized" for b in plan.blocks)
-        assert int(row["compressed"]) == sum(b.reason == "compressed" for b in plan.blocks)
-        assert row["prompt cost"] == verdict.money(price.cost(plan.prompt_tokens).total)
-        assert row["what it does"] and row["what it does"] == verdict.descriptions()[name]
+        assert (int(row["dropped"]), int(row["summarized"]), int(row["compressed"])) == (
+            counts.dropped, counts.summarized, counts.compressed)
+        assert row["cost / request"] == verdict.money(expected[name].cost)
+        assert row["what it does"] and row["what it does"].endswith(verdict.descriptions()[name])
     assert at.get("download_button")  # the HTML report and the per-strategy exports
 
 

@@ -412,7 +412,9 @@ def _nothing(outcomes: Sequence[Outcome]) -> str:
         return "Nothing to recommend: no strategy was planned."
     reasons = [f"{o.label} {o.refusal}" for o in outcomes if o.error is None and o.refusal] + \
               [f"{o.label} could not fit" for o in outcomes if o.error is not None]
-    return f"No strategy can be shipped as it stands: {_and(reasons)}."
+    advice = (" Raise the context limit or lower the reserve, or pin what must stay." if any(o.refusal for o in outcomes)
+              else " Raise the context limit or lower the reserve.")
+    return f"No strategy can be shipped as it stands: {_and(reasons)}.{advice}"
 
 
 def _and(items: Sequence[str]) -> str:
