@@ -31,13 +31,13 @@ from ..pipeline.settings import PlanSettings, conversation_model
 from ..tokens.chat_counter import token_counter
 from ..tokens.models import get_model
 from .facts import LOST, declared_facts
-from .losses import losses, turn_numbers
+from .losses import Reading, losses, turn_numbers
 from .must_survive import as_facts, default_facts
 from .recommend import (
     REQUEST, RETENTION, Outcome, Recommendation, check_priority, decide, has_question, plan_fact_states,
     relative_band,
 )
-from .run import Replay, replay
+from .run import REPLIES_READ, Replay, replay
 from .volume import reply_of, request_cost
 
 __all__ = ["recommend", "recommendation_for"]
@@ -82,19 +82,21 @@ def plan_outcomes(plans: Mapping[str, PromptPlan | ContextfitError],
     first = fitted[0]
     inputs = [block.message for block in first.blocks if block.origin == "input"]
     checked = declared_facts(as_facts(default_facts(inputs)) if facts is None else facts)
-    reply = reply_of(_replies(first, inputs))
+    reply = reply_of(_replies(first, inputs)[-REPLIES_READ:])
     try:
         prices = get_model(first.model).prices
     except ContextfitError:
         prices = None
     out = []
+    reading = Reading.of(first)
     for name, plan in plans.items():
         if not isinstance(plan, PromptPlan):
             out.append(Outcome(name, error=f"{plan.code}: {plan}", reply=reply))
             continue
         states = plan_fact_states(plan, checked)
         out.append(Outcome(
-            name, losses=losses(plan, (fact for fact, status in states if status == LOST)), counts=plan.fit.counts(),
+            name, losses=losses(plan, (fact for fact, status in states if status == LOST), reading),
+            counts=plan.fit.counts(),
             prompt_tokens=plan.prompt_tokens, band=relative_band(plan), has_question=has_question(plan), facts=states,
             cost_request=request_cost(prices, plan.prompt_tokens, reply.tokens), cached_share=None, reply=reply,
         ))

@@ -230,6 +230,15 @@ def contains_word(text: str, entity: str, start: int = 0, end: int | None = None
     >>> contains_word("42 is 42.", "42", 1), contains_word("42 is 42.", "42", 1, 7)
     (True, False)
     """
+    return find_word(text, entity, start, end) != -1
+
+
+def find_word(text: str, entity: str, start: int = 0, end: int | None = None) -> int:
+    """Where ``entity`` first stands in ``text[start:end]`` between non-word characters, else -1.
+
+    >>> find_word("order 1423, then 42.", "42"), find_word("order 1423", "42")
+    (17, -1)
+    """
     stop = len(text) if end is None else end
     position = text.find(entity, start, stop)
     while position != -1:
@@ -237,9 +246,9 @@ def contains_word(text: str, entity: str, start: int = 0, end: int | None = None
         end = position + len(entity)
         after = text[end] if end < len(text) else " "
         if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
-            return True
+            return position
         position = text.find(entity, position + 1, stop)
-    return False
+    return -1
 
 
 def _word_char(char: str) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 from ..fitting import results as reasons
 from ..inputs import messages as msg
 
-__all__ = ["Losses", "losses", "question_position", "tool_names", "turn_numbers", "turns_text"]
+__all__ = ["Losses", "Reading", "losses", "question_position", "tool_names", "turn_numbers", "turns_text"]
 
 #: How many names a phrase lists before it counts them ("5 lore entries").
 _NAMED = 3
@@ -126,20 +126,35 @@ class Losses:
                 "line": self.line()}
 
 
-def losses(plan: Any, lost_facts: Iterable[str] = ()) -> Losses:
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What :func:`losses` reads of a request's input blocks, whatever the strategy: each block's
+    turn, the question's position, each tool result's tool. Made once for all the plans of one
+    request (:meth:`of`)."""
+
+    turns: list[int | None]
+    question: int | None
+    names: dict[str, str]
+
+    @classmethod
+    def of(cls, plan: Any) -> Reading:
+        messages = [block.message for block in plan.blocks if block.origin == "input"]
+        return cls(turn_numbers(messages), question_position(messages), tool_names(messages))
+
+
+def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = None) -> Losses:
     """What ``plan`` (a :class:`~contextfit.pipeline.plan.PromptPlan`) does not send as it was,
-    in words; ``lost_facts``: the names of the must-survive facts it does not send."""
+    in words; ``lost_facts``: the names of the must-survive facts it does not send; ``reading``:
+    :meth:`Reading.of` a plan of the same request (made here when not given)."""
     inputs = [block for block in plan.blocks if block.origin == "input"]
-    messages = [block.message for block in inputs]
-    turns = turn_numbers(messages)
-    question = question_position(messages)
+    reading = reading or Reading.of(plan)
+    turns, question, names = reading.turns, reading.question, reading.names
     how: dict[int, str] = {}  # input position -> "folded" / "cleared", for the blocks an inserted one stands for
     for block in plan.blocks:
         if block.origin != "input" and block.included and block.sources:
             fate = "folded" if block.reason == reasons.SUMMARY else "cleared" if block.reason == reasons.COMPRESSED else None
             for source in block.sources if fate else ():
                 how[source] = fate
-    names = tool_names(messages)
     lost: dict[str, list[tuple[int, Any]]] = {"dropped": [], "folded": [], "cleared": []}
     question_lost = None
     pinned = []

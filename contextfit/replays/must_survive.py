@@ -31,14 +31,16 @@ same list (:func:`as_facts`).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any
 
 from ..inputs import messages as msg
 from ..pipeline.plan import assembled
 from ..pipeline.settings import DEFAULT_USER_NAME, PlanSettings, settings_for
-from .facts import MAX_NAME, contains_word, entities, has_cjk, shortened
+from .facts import MAX_NAME, entities, find_word, has_cjk, shortened
 from .losses import is_request, tool_names, turn_numbers
 
 __all__ = ["MustSurvive", "as_facts", "default_facts", "must_survive"]
@@ -48,6 +50,9 @@ RECENT_TURNS = 3
 #: The most entities the refer-back rule lists, and the most quoted tool results.
 MOST_ENTITIES = 12
 MOST_RESULTS = 10
+#: The latest tool results read for quotes, and the entities of each looked for.
+RESULTS_READ = 30
+ENTITIES_READ = 12
 
 PINNED = "pinned"
 CHARACTER_NAME = "character name"
@@ -170,29 +175,31 @@ def _persona_name(text: str, user_name: str | None) -> str | None:
 
 def _quoted_results(blocks: Sequence[dict], ids: list[str], texts: list[str], history: list[int],
                     turns: list[int | None], found: _Found, most: int) -> None:
-    """Tool results whose entities a later message repeats and no earlier message said."""
+    """Tool results whose entities a later message repeats and no earlier message said: the
+    latest :data:`RESULTS_READ`, newest first, each with its first :data:`ENTITIES_READ` entities
+    looked for in one join of the other messages (a 10,000-message agent run is read in one pass
+    per entity, not once per message)."""
     names = tool_names(blocks)
-    results = [p for p in history if msg.link_ids(blocks[p])[1] and texts[p].strip()]
-    said: list[tuple[int, str]] = []  # (position, text) of every history block that is not a tool result
-    for position in history:
-        if position not in names and not msg.link_ids(blocks[position])[1]:
-            said.append((position, texts[position]))
-    picked: list[tuple[int, str, str]] = []
+    is_result = {p for p in history if msg.link_ids(blocks[p])[1]}
+    results = [p for p in history if p in is_result and texts[p].strip()][-RESULTS_READ:]
+    said = [p for p in history if p not in is_result]  # every history message that is no tool result
+    joined, starts = _joined([texts[p] for p in said])
+    picked: list[tuple[int, str]] = []
     for position in reversed(results):  # the newest first: the cap keeps what the next turns need
         if len(picked) == most:
             break
-        before = "\n".join(text for at, text in said if at < position)
-        after = [(at, text) for at, text in said if at > position]
-        if not after:
+        after = bisect_left(said, position)
+        if after == len(said):
             continue
-        for entity in entities(texts[position]):
-            if _holds(before, entity):
+        cut = starts[after]
+        for entity in entities(texts[position])[:ENTITIES_READ]:
+            where = _find(joined, entity, cut)
+            if where == -1 or _find(joined, entity, 0, cut) != -1:  # quoted later, and no earlier message said it
                 continue
-            quoted_at = next((at for at, text in after if _holds(text, entity)), None)
-            if quoted_at is not None:
-                picked.append((position, entity, f"turn {turns[quoted_at]} quotes it (“{shortened(entity, 30)}”)"))
-                break
-    for position, _, why in reversed(picked):
+            quoted_at = said[bisect_right(starts, where) - 1]
+            picked.append((position, f"turn {turns[quoted_at]} quotes it (“{shortened(entity, 30)}”)"))
+            break
+    for position, why in reversed(picked):
         tool = names.get(ids[position], "tool")
         found.add(f"{tool} result {ids[position]}", {"message": ids[position]}, QUOTED_RESULT, why, ids[position])
 
@@ -202,19 +209,29 @@ def _referred_back(blocks: Sequence[dict], texts: list[str], kinds: list[str], h
     """The entities of the latest user messages that an earlier message, a lore entry or a memory holds."""
     asked = [position for position in history if is_request(blocks[position])][-recent:]
     reference = "\n".join(text for kind, text in zip(kinds, texts) if kind in (msg.LOREBOOK, msg.MEMORY))
+    joined, starts = _joined([texts[p] for p in history])
     added = 0
     for position in asked:
-        earlier = "\n".join(texts[p] for p in history if p < position)
+        cut = starts[bisect_left(history, position)]  # the history before this message
         for entity in entities(texts[position]):
             if added == most:
                 return
-            if not (_holds(earlier, entity) or _holds(reference, entity)):
+            if _find(joined, entity, 0, cut) == -1 and _find(reference, entity) == -1:
                 continue
             if found.add(entity, {"text": entity}, REFERRED_BACK, f"turn {turns[position]} refers back to it",
                          msg.message_id(blocks[position], position)):
                 added += 1
 
 
-def _holds(text: str, entity: str) -> bool:
-    """``entity`` in ``text`` as the entity rule finds it (between non-word characters; CJK anywhere)."""
-    return (entity in text) if has_cjk(entity) else contains_word(text, entity)
+def _joined(texts: list[str]) -> tuple[str, list[int]]:
+    """``texts`` joined by newlines, and where each starts in the join (one more: the end)."""
+    starts = list(accumulate((len(text) + 1 for text in texts), initial=0))
+    return "\n".join(texts), starts
+
+
+def _find(text: str, entity: str, start: int = 0, end: int | None = None) -> int:
+    """Where ``entity`` stands in ``text[start:end]`` as the entity rule finds it (between non-word
+    characters; a CJK term anywhere), else -1."""
+    if has_cjk(entity):
+        return text.find(entity, start, len(text) if end is None else end)
+    return find_word(text, entity, start, end)

@@ -295,7 +295,8 @@ def _winner(best: Outcome, runner: Outcome | None, priority: str, basis: str, ou
         trade = _figures(best, basis)
         return f"Ship {best.label}{why}: it {keeps}{trade}; it {(best.losses or Losses()).words()}."
     clauses = [_keeps(best, basis, runner)]
-    if _differs(best.cache(basis), runner.cache(basis), max(best.band, runner.band)):
+    mine, theirs = best.cache(basis), runner.cache(basis)
+    if _differs(mine, theirs, max(best.band, runner.band)) and percent(mine) != percent(theirs):
         clauses.append(_cache_clause(best, runner, basis))
     clauses.append(_tokens_clause(best, runner, basis))
     cost = _cost_clause(best, runner, basis)

@@ -63,7 +63,7 @@ from .facts import (
     IN_SUMMARY, LOST, MAX_NAME, STANDING, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts,
     entities, filled_facts, has_cjk, message_ids, pinned_position, pinned_status, shortened,
 )
-from .losses import losses
+from .losses import Reading, losses
 from .must_survive import as_facts, default_facts
 from .recommend import (
     CONVERSATION, REQUEST, RETENTION, Outcome, Recommendation, Totals, check_priority, decide, has_question,
@@ -515,8 +515,10 @@ def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]]
     request was replayed — its totals. A strategy that could not fit some request has none."""
     prices = walker.info.prices
     asked_at = walker.requests[:asked]
-    reply = reply_of([walker.reply_tokens(prepared, position + 1, following)
-                      for position, following in zip(asked_at, [*asked_at[1:], len(walker.messages)])])
+    ends = [*asked_at[1:], len(walker.messages)]
+    reply = reply_of([walker.reply_tokens(prepared, position + 1, following)  # the latest replies only: bounded work
+                      for position, following in list(zip(asked_at, ends))[-REPLIES_READ:]])
+    reading = None
     out = []
     for variant, variant_settings in plan_variants:
         rows = turns[variant.label]
@@ -542,8 +544,9 @@ def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]]
                                               for r in rows if not r.output_tokens)
             conversation = Totals(len(rows), sums.retention, sums.tokens_sent, spent, sums.cache_hit_rate,
                                   sums.first_loss_turn)
+        reading = reading or Reading.of(plan)  # every plan of the request has the same input blocks
         out.append(Outcome(
-            variant.label, losses=losses(plan, (name for name, status in states if status == LOST)),
+            variant.label, losses=losses(plan, (name for name, status in states if status == LOST), reading),
             counts=plan.fit.counts(), prompt_tokens=plan.prompt_tokens, band=relative_band(plan),
             has_question=has_question(plan), facts=states, cost_request=cost,
             cached_share=row.cache_read / plan.prompt_tokens if plan.prompt_tokens else None,
@@ -721,6 +724,8 @@ _TEXT = attrgetter("text")
 _SUMMARY = attrgetter("summary")
 _IDENT = attrgetter("ident")
 _WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word characters
+#: The replies a reply's size is the mean of: the latest requests' (a long chat's replies are not all counted).
+REPLIES_READ = 100
 #: The kinds of block whose facts are in force from the first request that assembles them.
 _IN_FORCE_FROM_THE_START = STANDING | {msg.LOREBOOK, msg.MEMORY}
 

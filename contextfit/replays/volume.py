@@ -5,8 +5,9 @@ priced as the provider bills it (``prompt_cache.py``: what the request shares
 with the one before it; ``tokens/prices.py``: cached input, cache writes); the
 reply's tokens are the conversation's own (the assistant messages that answer
 the request), and a request whose reply the conversation does not hold (the
-latest, most often) gets the mean of the replies it does hold — or, in a
-conversation with none, :data:`ESTIMATED_REPLY_TOKENS`, said as an estimate.
+latest, most often) gets the mean of the replies it does hold (of its latest
+100 requests) — or, in a conversation with none, :data:`ESTIMATED_REPLY_TOKENS`,
+said as an estimate.
 
 A conversation is what the evidence covers: a replay prices every request of
 the conversation; the plans of one request (Compare, ``contextfit fit``) price
