@@ -24,7 +24,7 @@ from typing import Any
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..amounts import money, money_short
+from ..amounts import money, money_short, window_text
 from ..errors import ContextfitError
 from ..pipeline.plan import PromptPlan
 from ..replays.answer import recommend
@@ -210,7 +210,8 @@ def comparison_html(
         for number, (name, plan) in enumerate(fitted.items()):
             parts += [
                 "<div class='strategy'>",
-                f"<h3>{html.escape(name)}</h3>",
+                f"<h3>{html.escape(name)} <span class='muted'>"
+                f"{html.escape(window_text(plan.prompt_tokens, plan.context_limit))}</span></h3>",
                 f"<p class='lost'>{html.escape(lost.get(name, ''))}</p>",
                 _chart(charts.budget_figure(plan, token_scale=token_scale), f"budget-{number}"),
                 _chart(charts.blocks_figure(plan, token_scale=block_scale), f"blocks-{number}"),

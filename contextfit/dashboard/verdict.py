@@ -103,7 +103,7 @@ def verdict_row(name: str, plan: PromptPlan | ContextfitError, description: str 
     never is (:attr:`~contextfit.replays.recommend.Outcome.refusal`)."""
     if isinstance(plan, ContextfitError):
         return VerdictRow(name, description, error=f"{plan.code}: {plan}")
-    counts = plan.fit.counts()  # the replay's count too: a cleared tool result is compressed, not summarized
+    counts = plan.counts  # the replay's count too: a cleared tool result is compressed, not summarized
     return VerdictRow(
         strategy=name,
         description=description,

@@ -149,6 +149,12 @@ class PromptPlan:
         return [block for block in self.blocks if not block.included]
 
     @property
+    def counts(self) -> r.FateCounts:
+        """How many input blocks it dropped, summarized and sent compressed: the one count every
+        face shows, a replay's too (:func:`~contextfit.fitting.results.fate_counts`)."""
+        return self.fit.counts()
+
+    @property
     def summary(self) -> PlanBlock | None:
         """The summary block, when the strategy made one."""
         return next((block for block in self.blocks if block.reason == "summary" and block.included), None)
