@@ -16,14 +16,17 @@ text) is worked out once — and for each turn and strategy the replay records
 * the request's cost at the catalog's prices (``contextfit.tokens.prices``):
   uncached input, cached input, cache writes and the real reply's tokens as
   output; ``None`` with a note when the model has no prices;
-* whether each must-survive fact is still sent (``survival.py``): the
+* whether each must-survive fact is still sent (``facts.py``): the
   caller's ``facts``, else a conversation's own ``settings.facts`` (a
-  bundle's, as the dashboard reads it), else the default entity rule.
+  bundle's, as the dashboard reads it), else the facts the conversation
+  marks (``must_survive.py``), else the default entity rule.
 
 Totals per strategy: total and mean cost, cache-hit rate (prompt tokens read
 from the cache over prompt tokens sent), tokens sent, the first turn that
 dropped something and the first that lost a fact, and retention (facts
-present over facts in force, all turns together).
+present over facts in force, all turns together). And the recommendation
+(``recommend.py``): which strategy to ship under a priority, with what each
+one loses at the latest request, in words.
 
 >>> chat = [{"role": "system", "content": "Be brief."},
 ...         {"role": "user", "content": "My order is ORD-1234."}, {"role": "assistant", "content": "Noted."},
@@ -31,8 +34,11 @@ present over facts in force, all turns together).
 >>> result = replay(chat, model="gpt-4o", strategies=["truncate"])
 >>> [(t.turn, t.prompt_tokens, t.output_tokens) for t in result.turns["truncate"]]
 [(1, 22, 3), (2, 40, 3)]
->>> result.totals["truncate"].retention, result.fact_rule
-(1.0, 'default-entities')
+>>> result.totals["truncate"].retention, result.fact_rule, [fact.name for fact in result.facts]
+(1.0, 'default-facts', ['ORD-1234'])
+>>> result.recommendation.sentence
+'Ship truncate: it keeps your question and every must-survive fact at every request, sends 62 tokens and costs $0.22 per 1,000 conversations; it sends everything.'
+
 """
 
 from __future__ import annotations
