@@ -8,14 +8,15 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from budget_support import chart_count
+from budget_support import EVERY_STRATEGY, chart_count
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
+from contextfit.dashboard import compare_state
+from contextfit.dashboard import page_data as dashboard
 from contextfit.fitting.strategies import ContextStrategy
 from contextfit.inputs.samples import load_sample, sample_text
-from contextfit.dashboard import compare_state, page_data as dashboard
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 MODELS = [info.id for info in contextfit.tokens.models.list_models()]
@@ -190,7 +191,7 @@ def test_a_limit_below_the_reserve_explains_itself_instead_of_a_traceback():
     assert not at.error
     assert at.warning[0].value.startswith("Response reserve lowered from 16,384 to 2,000")
     assert at.sidebar.number_input(key="reserve").value == 2000
-    assert chart_count(at) == (0, 5, 5, 1)  # the budget bars, block charts and fate matrix, all HTML
+    assert chart_count(at) == EVERY_STRATEGY  # the budget bars, block charts and fate matrix, all HTML
 
 
 def widget(at, key):

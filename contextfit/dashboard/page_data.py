@@ -27,7 +27,7 @@ from ..caches import register
 from ..pipeline.plan import BUILTIN_STRATEGIES, PromptPlan, assembled
 from ..pipeline.session import FitSession
 from ..pipeline.settings import PlanSettings, conversation_model, settings_for
-from ..pipeline.setting_names import plan_options
+from ..pipeline.settings import plan_options
 from .bands import band_text
 from .charts import block_keys
 

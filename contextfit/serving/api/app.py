@@ -38,7 +38,7 @@ from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
 from ..replaying import replay_chat
 from ...replays.recommend import RETENTION
-from ...pipeline.setting_names import unknown_setting_message
+from ...pipeline.settings import unknown_setting_message
 from ..store import Store
 from . import schemas as s
 from .guard import LOOPBACK_HOSTS, ContainFailures, RequestGuard
