@@ -141,7 +141,11 @@ def test_the_recorded_agent_run_at_a_tight_limit_is_never_recommended():
 def test_recommendation_for_is_the_latest_request_priced_with_the_one_before():
     answer = recommendation_for(ROLEPLAY, model="gpt-4o")
     full = replay(ROLEPLAY, model="gpt-4o")
-    assert answer.basis == "request" and full.recommendation.basis == "conversation"
+    assert answer.basis == full.recommendation.basis == "request"
+    assert answer.sentence == full.recommendation.sentence  # Compare's answer is Replay's: the faces agree
+    assert full.recommend(basis="conversation").basis == "conversation"  # the longer view, asked for
+    with pytest.raises(InvalidSettings, match="needs a replay of every request"):
+        replay(ROLEPLAY, model="gpt-4o", last=2).recommend(basis="conversation")
     for label in full.totals:
         mine, whole = answer.outcome(label), full.recommendation.outcome(label)
         # the two-request replay prices the latest request as the whole replay does
@@ -157,15 +161,25 @@ def test_recommendation_for_is_the_latest_request_priced_with_the_one_before():
 def test_the_lost_lines_of_the_roleplay_sample_say_turns_lore_and_memories():
     plans = compare_strategies(ROLEPLAY, PlanSettings.from_keywords(model="gpt-4o"))
     lines = {name: losses(plan).line() for name, plan in plans.items()}
-    assert lines["truncate"] == ("Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memory 1 "
-                                 "(“Tomas promised his sister he would be…”).")
+    assert lines["truncate"] == "Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2."
     assert lines["summarize"] == ("Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories "
                                   "1–4. Folded into the summary: the greeting and turn 1.")
     assert lines["manual"].endswith("2 example chats and part of turn 9.")  # the out-of-character aside
-    assert lines["clear-tool-results"] == ("Lost: lore “The Lamp of Orrin”. Cleared (placeholder sent): the "
-                                           "read_ledger result of turn 2.")
+    assert lines["clear-tool-results"] == ("Lost: lore “The Lamp of Orrin”, “The Drowned Bell”. Cleared (placeholder "
+                                           "sent): the read_ledger result of turn 2.")
+    assert lines["fact-ledger"].endswith("Folded into the ledger: the greeting.")  # its block of facts, not a summary
     assert losses(plans["summarize"]).words() == ("loses lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats "
                                                   "and memories 1–4, and folds the greeting and turn 1 into its summary")
+
+
+def test_one_memory_lost_is_quoted_cut_at_a_word():
+    memory = PlanBlock(0, "memory:1", "system", "memory", "Tomas promised his sister he would be home before the winter.",
+                       14, False, "low_relevance", message={"role": "system", "content": "…", "meta": {"kind": "memory"}})
+
+    class Plan:
+        blocks = [memory]
+
+    assert losses(Plan()).line() == "Lost: memory 1 (“Tomas promised his sister he would be…”)."
 
 
 def test_a_lost_fact_and_a_lost_pin_are_named():

@@ -9,6 +9,7 @@ import pytest
 from conftest import shared_path
 
 import contextfit
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit import amounts
 from contextfit.replays import answer as recommend
 from contextfit.fitting.registry import ContextStrategyRegistry
@@ -17,7 +18,7 @@ from contextfit.inputs.samples import SAMPLES, load_sample
 from contextfit.dashboard import breakdown, diff, report, verdict
 from contextfit.dashboard import page_data as dashboard
 
-STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+STRATEGIES = BUILTIN_STRATEGIES
 
 
 def plans_for(key="support_chat", model=None, **settings):

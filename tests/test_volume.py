@@ -36,7 +36,8 @@ def test_a_short_chat_costs_what_its_requests_and_replies_cost():
     assert volume.per_1000 == pytest.approx(0.215)
     assert volume.per_month == pytest.approx(0.000215 * 1000 * 30)  # $6.45 at 1,000 conversations a day
     assert volume.at(250).per_month == pytest.approx(0.000215 * 250 * 30)
-    assert result.recommendation.cost_per_1000_conversations == pytest.approx(0.215)
+    assert result.recommendation.cost_per_1000_conversations == pytest.approx(0.13)  # the latest request, as Compare
+    assert result.recommend(basis="conversation").cost_per_1000_conversations == pytest.approx(0.215)
 
 
 def _long_system_chat():

@@ -16,7 +16,7 @@ fit --recommend`` say the very same sentence: they make it with the same call.
 >>> from contextfit.inputs.samples import load_sample
 >>> answer = recommendation_for(load_sample("roleplay"))
 >>> answer.strategy, answer.basis, answer.sentence.split(":")[0]
-('summarize', 'request', 'Ship summarize')
+('fact-ledger', 'request', 'Ship fact-ledger')
 """
 
 from __future__ import annotations

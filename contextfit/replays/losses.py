@@ -49,6 +49,8 @@ class Losses:
     cleared: tuple[str, ...] = ()
     #: the must-survive facts this plan does not send (their names)
     facts: tuple[str, ...] = ()
+    #: what the folded blocks went into: ``summary``, or ``ledger`` (fact-ledger's block of facts)
+    into: str = "summary"
 
     @property
     def refusal(self) -> str | None:
@@ -83,7 +85,7 @@ class Losses:
         if self.dropped:
             parts.append(f"loses {_and(self.dropped)}")
         if self.folded:
-            parts.append(f"folds {_and(self.folded)} into its summary")
+            parts.append(f"folds {_and(self.folded)} into its {self.into}")
         if self.cleared:
             several = len(self.cleared) > 1 or self.cleared[0][:1].isdigit()
             parts.append(f"sends {_and(self.cleared)} cleared ({'placeholders' if several else 'a placeholder'} "
@@ -107,13 +109,13 @@ class Losses:
         """
         if self.nothing:
             return "Lost: nothing; every block is sent as it is."
-        folded_question = bool(self.question) and self.question.startswith("folds")
+        folded_question = bool(self.question) and self.question.startswith("folds")  # "…into its summary"
         question = ["your question"] if self.question and not folded_question else []
         dropped = [*question, *(f"the pinned block {name}" for name in self.pinned), *self.dropped]
         folded = [*(["your question"] if folded_question else []), *self.folded]
         out = [f"Lost: {_and(dropped)}." if dropped else "Lost: no block outright."]
         if folded:
-            out.append(f"Folded into the summary: {_and(folded)}.")
+            out.append(f"Folded into the {self.into}: {_and(folded)}.")
         if self.cleared:
             out.append(f"Cleared (placeholder sent): {_and(self.cleared)}.")
         if self.facts:
@@ -150,9 +152,12 @@ def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = 
     reading = reading or Reading.of(plan)
     turns, question, names = reading.turns, reading.question, reading.names
     how: dict[int, str] = {}  # input position -> "folded" / "cleared", for the blocks an inserted one stands for
+    into = "summary"
     for block in plan.blocks:
         if block.origin != "input" and block.included and block.sources:
             fate = "folded" if block.reason == reasons.SUMMARY else "cleared" if block.reason == reasons.COMPRESSED else None
+            if fate == "folded" and msg.meta_of(block.message).get("method") == "fact-ledger":
+                into = "ledger"
             for source in block.sources if fate else ():
                 how[source] = fate
     lost: dict[str, list[tuple[int, Any]]] = {"dropped": [], "folded": [], "cleared": []}
@@ -163,9 +168,9 @@ def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = 
             continue
         fate = how.get(position, "dropped")
         if position == question:
-            question_lost = "folds your question into its summary" if fate == "folded" else "drops your question"
+            question_lost = f"folds your question into its {into}" if fate == "folded" else "drops your question"
             continue
-        if msg.is_pinned(block.message):
+        if is_pinned(block.message):
             pinned.append(block.id)
             continue
         lost[fate].append((position, block))
@@ -176,6 +181,7 @@ def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = 
         folded=tuple(_phrases(lost["folded"], turns, names)),
         cleared=tuple(_phrases(lost["cleared"], turns, names)),
         facts=tuple(lost_facts),
+        into=into,
     )
 
 
@@ -320,6 +326,15 @@ def _plural(count: int, one: str, many: str, counted: bool = True) -> str:
 
 def _is_result(message: dict) -> bool:
     return msg.link_ids(message)[1]
+
+
+def is_pinned(block: dict) -> bool:
+    """``pinned: true`` on a block or in its ``meta`` (as Compare's hand edits set it).
+
+    >>> is_pinned({"meta": {"pinned": True}}), is_pinned({"pinned": "yes"})
+    (True, False)
+    """
+    return block.get("pinned") is True or msg.meta_of(block).get("pinned") is True
 
 
 def is_request(message: dict) -> bool:

@@ -41,7 +41,7 @@ from ..inputs import messages as msg
 from ..pipeline.plan import assembled
 from ..pipeline.settings import DEFAULT_USER_NAME, PlanSettings, settings_for
 from .facts import MAX_NAME, entities, find_word, has_cjk, shortened
-from .losses import is_request, tool_names, turn_numbers
+from .losses import is_pinned, is_request, tool_names, turn_numbers
 
 __all__ = ["MustSurvive", "as_facts", "default_facts", "must_survive"]
 
@@ -110,7 +110,7 @@ def default_facts(blocks: Sequence[dict], *, user_name: str | None = None, recen
     kinds = [msg.kind_of(block) for block in blocks]
     history = [position for position, kind in enumerate(kinds) if kind == "history"]
     for position, block in enumerate(blocks):  # 1. pinned blocks
-        if msg.is_pinned(block):
+        if is_pinned(block):
             if kinds[position] == "history":
                 found.add(f"pinned {ids[position]}", {"message": ids[position]}, PINNED, "pinned", ids[position])
             elif texts[position].strip():

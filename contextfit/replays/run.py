@@ -37,7 +37,7 @@ one loses at the latest request, in words.
 >>> result.totals["truncate"].retention, result.fact_rule, [fact.name for fact in result.facts]
 (1.0, 'default-facts', ['ORD-1234'])
 >>> result.recommendation.sentence
-'Ship truncate: it keeps your question and every must-survive fact at every request, sends 62 tokens and costs $0.22 per 1,000 conversations; it sends everything.'
+'Ship truncate: it keeps your question and the 1 must-survive fact, sends 40 tokens and costs $0.13 per 1,000 conversations; it sends everything.'
 
 """
 
@@ -220,11 +220,18 @@ class Replay:
     #: the recommendation under the replay's priority (:meth:`recommend` for another)
     recommendation: Recommendation | None = None
 
-    def recommend(self, priority: str = RETENTION) -> Recommendation:
-        """The recommendation of this replay under ``priority`` (``retention``, ``cost`` or ``cache``):
-        over every request when the replay covered them all, else over the latest request."""
-        covered = all(totals.turns == len(self.requests) for totals in self.totals.values())
-        return decide(self.outcomes, priority, CONVERSATION if covered else REQUEST)
+    def recommend(self, priority: str = RETENTION, basis: str = REQUEST) -> Recommendation:
+        """The recommendation of this replay under ``priority`` (``retention``, ``cost`` or ``cache``).
+
+        ``basis`` ``request`` (the default) decides on the latest request, priced with what it
+        shares with the one before: the answer Compare and ``contextfit fit --recommend`` give for
+        the same conversation and settings, so the faces agree. ``conversation`` decides on every
+        request the replay replayed (retention at every turn, the cost of every request, cache
+        hits): a longer view, for a replay of the whole conversation."""
+        if basis == CONVERSATION and any(o.totals is None for o in self.outcomes if o.error is None):
+            raise InvalidSettings("basis='conversation' needs a replay of every request (this one replayed the last "
+                                  "ones only: replay without last=).")
+        return decide(self.outcomes, priority, basis)
 
     def verdict(self) -> dict[str, str | None]:
         """The cheapest strategy, the one that kept most facts, and the best cache-hit rate
