@@ -114,7 +114,20 @@ def test_an_uploaded_fixture_gets_the_same_answer_from_fit_and_from_the_package(
     status, out = run("fit", str(path), "--recommend", "--json", "--limit", "300", "--reserve", "60")
     assert status == 0 and json.loads(out)["sentence"] == expected.sentence
     status, out = run("replay", str(path), "--json", "--limit", "300", "--reserve", "60")
-    assert status == 0 and json.loads(out)["recommendation"]["sentence"]
+    assert status == 0 and json.loads(out)["recommendation"]["sentence"] == expected.sentence
+
+
+@pytest.mark.parametrize("limit", [430, 600])
+def test_an_agent_run_that_ends_on_tool_results_gets_one_answer_from_compare_and_replay(limit):
+    # the conversation goes on past its last user message: both faces judge it as it stands
+    path = shared_path("pydantic-ai", "openai_chat", "test_complex_agent_run.request.json")
+    conversation = contextfit.load_conversation(path.read_bytes())
+    compare = recommendation_for(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
+    replayed = replay(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
+    assert compare.sentence == replayed.recommendation.sentence
+    plans = compare_strategies(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
+    for name, plan in plans.items():  # the evidence is Compare's plan of the whole conversation
+        assert replayed.recommendation.outcome(name).prompt_tokens == plan.prompt_tokens
 
 
 def test_stable_prefix_for_a_strategy_that_ignores_it_is_refused_on_every_face(tmp_path):

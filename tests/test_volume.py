@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import contextfit
 from contextfit import amounts
 from contextfit.replays.answer import recommend, recommendation_for
 from contextfit.replays.run import replay
@@ -31,12 +32,15 @@ def test_a_short_chat_costs_what_its_requests_and_replies_cost():
     per_conversation = (22 * 2.50 + 3 * 10.00 + 40 * 2.50 + 3 * 10.00) / M  # 0.000215
     volume = outcome.volume("conversation")
     assert volume.per_conversation == pytest.approx(0.000215) == pytest.approx(per_conversation)
-    assert volume.per_request == pytest.approx((40 * 2.50 + 3 * 10.00) / M)  # the latest: 0.00013
+    # the latest request is the chat as it stands (Compare's plan: 47 tokens, the last reply in it), its reply
+    # the mean of the chat's two: 3 tokens
+    assert contextfit.plan_prompt(chat, model="gpt-4o").prompt_tokens == 47
+    assert volume.per_request == pytest.approx((47 * 2.50 + 3 * 10.00) / M) == pytest.approx(0.0001475)
     assert volume.requests == 2 and volume.reply == Reply(3, 2)
     assert volume.per_1000 == pytest.approx(0.215)
     assert volume.per_month == pytest.approx(0.000215 * 1000 * 30)  # $6.45 at 1,000 conversations a day
     assert volume.at(250).per_month == pytest.approx(0.000215 * 250 * 30)
-    assert result.recommendation.cost_per_1000_conversations == pytest.approx(0.13)  # the latest request, as Compare
+    assert result.recommendation.cost_per_1000_conversations == pytest.approx(0.1475)  # the latest request, as Compare
     assert result.recommend(basis="conversation").cost_per_1000_conversations == pytest.approx(0.215)
 
 
@@ -66,7 +70,7 @@ def test_cached_input_is_priced_as_the_provider_bills_it_and_a_missing_reply_is_
 
 
 def test_a_chat_without_a_reply_is_priced_with_a_stated_estimate():
-    plans_only = recommend({"truncate": __import__("contextfit").plan_prompt(
+    plans_only = recommend({"truncate": contextfit.plan_prompt(
         [{"role": "user", "content": "Hello!"}], model="gpt-4o")})
     outcome = plans_only.outcome("truncate")
     assert outcome.reply == Reply(ESTIMATED_REPLY_TOKENS, 0) and outcome.reply.estimated

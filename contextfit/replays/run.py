@@ -37,7 +37,7 @@ one loses at the latest request, in words.
 >>> result.totals["truncate"].retention, result.fact_rule, [fact.name for fact in result.facts]
 (1.0, 'default-facts', ['ORD-1234'])
 >>> result.recommendation.sentence
-'Ship truncate: it keeps your question and the 1 must-survive fact, sends 40 tokens and costs $0.13 per 1,000 conversations; it sends everything.'
+'Ship truncate: it keeps your question and the 1 must-survive fact, sends 47 tokens and costs $0.15 per 1,000 conversations; it sends everything.'
 
 """
 
@@ -498,7 +498,23 @@ def replay(
     notes.extend(_failure_notes(turns))
     notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
     totals = {label: totals_of(label, rows) for label, rows in turns.items()}
-    outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, totals, whole=first_turn == 1, asked=asked)
+    # The recommendation judges the conversation as it stands, as Compare plans it: past the last request
+    # (its reply, an agent's tool results) that is one more request, priced against the last one, not a row.
+    final = {label: rows[-1] for label, rows in turns.items()}
+    if requests[-1] < len(messages) - 1:
+        end = len(messages) - 1
+        prepared, analyse = walker.prepared(end)
+        in_force = walker.in_force(end)
+        for variant, variant_settings in plan_variants:
+            try:
+                fit = fit_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
+            except TokenBudgetExceeded as exc:
+                final[variant.label] = _failed(len(requests) + 1, end, variant.label, 0, in_force, exc)
+                continue
+            final[variant.label] = walker.turn(len(requests) + 1, end, variant.label, prepared, fit,
+                                               walker.sent(prepared, fit), previous[variant.label], 0, in_force)
+    outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, final, totals, whole=first_turn == 1,
+                         asked=asked)
     result = Replay(
         model=info.id,
         provider=info.provider,
@@ -521,11 +537,12 @@ def replay(
 
 
 def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]], prepared: Prepared,
-              analyse: Analyse, turns: Mapping[str, list[TurnResult]], totals: Mapping[str, StrategyTotals],
-              whole: bool, asked: int) -> tuple[Outcome, ...]:
-    """Each strategy's evidence for the recommendation: its plan of the latest request (what it
-    keeps and loses there, in words), that request's cost with its reply, and — when every
-    request was replayed — its totals. A strategy that could not fit some request has none."""
+              analyse: Analyse, turns: Mapping[str, list[TurnResult]], final: Mapping[str, TurnResult],
+              totals: Mapping[str, StrategyTotals], whole: bool, asked: int) -> tuple[Outcome, ...]:
+    """Each strategy's evidence for the recommendation: its plan of the latest request (``prepared``:
+    the conversation as it stands; ``final``: that request's row) — what it keeps and loses there,
+    in words, its cost with its reply —, and — when every request was replayed — its totals. A
+    strategy that could not fit some request has none."""
     prices = walker.info.prices
     asked_at = walker.requests[:asked]
     ends = [*asked_at[1:], len(walker.messages)]
@@ -535,15 +552,16 @@ def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]]
     out = []
     for variant, variant_settings in plan_variants:
         rows = turns[variant.label]
-        failed = [row for row in rows if row.error is not None]
+        checked = rows if final[variant.label] is rows[-1] else [*rows, final[variant.label]]
+        failed = [row for row in checked if row.error is not None]
         if failed:
             error = f"{failed[0].error}: {failed[0].error_message}"
-            if len(failed) < len(rows):
-                error = f"could not fit {len(failed)} of {len(rows)} requests ({error})"
+            if len(failed) < len(checked):
+                error = f"could not fit {len(failed)} of {len(checked)} requests ({error})"
             out.append(Outcome(variant.label, error=error, reply=reply))
             continue
         plan = plan_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
-        row = rows[-1]
+        row = final[variant.label]
         states = (plan_fact_states(plan, walker.facts) if walker.facts
                   else tuple((state.name, state.status) for state in row.facts))
         cost = request_cost(prices, plan.prompt_tokens, row.output_tokens or reply.tokens, row.cache_read, row.cache_write)
