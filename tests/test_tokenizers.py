@@ -336,7 +336,10 @@ _message = st.fixed_dictionaries(
 def test_counter_equals_base_plus_sum_of_messages_for_any_shape(profile: str, messages: list) -> None:
     counter = token_counter(profile)
     per_message = [counter.count_message(message) for message in messages]
-    assert all(isinstance(n, int) and n >= counter.chat.per_message for n in per_message)
+    # every message costs its framing (a legacy ``function`` result 2 less on cl100k_base, as the API bills it)
+    floor = [counter.chat.per_message - (2 if profile == "cl100k_base" and isinstance(m, dict) and m.get("role") == "function"
+                                         else 0) for m in messages]
+    assert all(isinstance(n, int) and n >= least for n, least in zip(per_message, floor))
     total = counter(messages)
     # exact open-model chat templates are not additive (the engine recounts them)
     assert total == counter.base_tokens + sum(per_message) if counter.additive else isinstance(total, int) and total >= 0

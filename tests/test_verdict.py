@@ -18,7 +18,7 @@ from contextfit.inputs.samples import SAMPLES, load_sample
 from contextfit.dashboard import breakdown, diff, report, verdict
 from contextfit.dashboard import page_data as dashboard
 
-STRATEGIES = BUILTIN_STRATEGIES
+STRATEGIES = tuple(BUILTIN_STRATEGIES)
 
 
 def plans_for(key="support_chat", model=None, **settings):
