@@ -180,8 +180,8 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
         block_axes.add(chart.top)
         # one column per block in prompt order, with its shade and tokens, as tall as its tokens on the shared axis
         assert [fills for _, _, fills, _ in chart.columns] == [
-            [(chart_views.shade_of(b.reason), b.tokens or 0, 0.0, pytest.approx(100 * (b.tokens or 0) / (chart.top * 1.05), abs=0.001))]
-            for b in plan.blocks]
+            [(shade, b.tokens or 0, 0.0, pytest.approx(100 * (b.tokens or 0) / (chart.top * 1.05), abs=0.001))]
+            for b, shade in zip(plan.blocks, chart_views.plan_shades(plan))]  # a cleared result's original: cleared
         keys = chart_views.block_keys(plan)
         assert [tip.split(" · ")[0] for *_, tip in chart.columns] == keys  # each hover names its block
     assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
@@ -427,7 +427,7 @@ def test_one_strategy_alone_has_a_verdict_and_no_diff():
     at = app().run()
     at.sidebar.multiselect[0].set_value(["summarize"]).run()
     assert not at.exception and not at.error
-    assert list(table_with(at, "prompt cost")["strategy"]) == ["summarize"]
+    assert list(table_with(at, "cost / request")["strategy"]) == ["summarize"]
     assert not any(box.key in ("diff-a", "diff-b") for box in at.selectbox)
 
 

@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import shared_path
 
 from contextfit.inputs.formats import load_conversation_file
 from contextfit.inputs.samples import load_sample
-from contextfit.replays.facts import contains_word, entities
+from contextfit.errors import InvalidSettings
+from contextfit.replays.facts import contains_word, declared_facts, entities, fact_report
 from contextfit.replays.must_survive import as_facts, must_survive
 from contextfit.replays.run import ENTITY_RULE, replay
 
@@ -66,11 +68,14 @@ def test_a_fact_the_latest_turn_refers_back_to_in_a_memory_alone_is_followed():
     memory = ["Mara lost her brother Eamon to the sea.", "The sea story continues: " + "waves and storms and the sea " * 20]
     items = must_survive(chat, memory=memory)
     assert _names(items) == [("Eamon", "referred back to")]  # said in no earlier message: the memory holds it
+    assert items[0].fact == {"text": "Eamon", "name": "Eamon", "besides": True}
     result = replay(chat, model="gpt-4o", memory=memory, context_limit=150, response_reserve=20, strategies=["truncate"])
-    # in force from the first request (the memory is assembled with it), where the memory could not be sent
+    # in force from the first request (the memory is assembled with it), where the memory could not be sent; at the
+    # second the question names Eamon, but a fact it refers back to must be sent besides it: the memory is not
     assert [[(f.name, f.status) for f in turn.facts] for turn in result.turns["truncate"]] == [
-        [("Eamon", "lost")], [("Eamon", "verbatim")]]
-    assert result.totals["truncate"].retention == 0.5
+        [("Eamon", "lost")], [("Eamon", "lost")]]
+    roomy = replay(chat, model="gpt-4o", memory=memory, context_limit=600, response_reserve=20, strategies=["truncate"])
+    assert roomy.totals["truncate"].retention == 1.0
 
 
 def test_cjk_text_has_entities_and_boundaries_where_it_had_none():
@@ -97,7 +102,9 @@ def test_a_japanese_chat_gets_default_facts_and_the_replay_follows_them():
     result = replay(chat, model="gpt-4o", context_limit=300, response_reserve=50, strategies=["truncate"])
     assert result.fact_rule == "default-facts" and "金閣寺" in [fact.name for fact in result.facts]
     states = [{f.name: f.status for f in turn.facts}.get("金閣寺") for turn in result.turns["truncate"]]
-    assert states == ["verbatim", "lost", "verbatim"]  # turn 2 dropped turn 1, the only message that said it
+    # not in force while only the question says it; then lost: turn 1, the only message that said it, is
+    # dropped, and the question that asks about it again does not keep it
+    assert states == [None, "lost", "lost"]
     # the entity rule, turn by turn, finds the term too (it found nothing in CJK text)
     by_rule = replay(chat, model="gpt-4o", context_limit=300, response_reserve=50, strategies=["truncate"],
                      facts=ENTITY_RULE)
@@ -124,3 +131,24 @@ def test_an_uploaded_sillytavern_chat_gets_its_facts():
     assert items and all(len(item.name) <= 80 for item in items)
     result = replay(conversation, model="gpt-4o", strategies=["truncate"])
     assert result.fact_rule == "default-facts" and [fact.name for fact in result.facts] == [item.name for item in items]
+
+
+def test_a_fact_declared_besides_must_be_sent_apart_from_the_question_that_names_it():
+    chat = [{"role": "user", "content": "My order is ORD-7731. " + "Some detail. " * 60},
+            {"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Where is ORD-7731?"}]
+    plain = replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"],
+                   facts=["ORD-7731"]).turns["truncate"][-1]
+    besides = replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"],
+                     facts=[{"text": "ORD-7731", "besides": True}]).turns["truncate"][-1]
+    # the first message is dropped: the question still names the order, but does not keep what was said of it
+    assert [(f.name, f.status) for f in plain.facts] == [("ORD-7731", "verbatim")]
+    assert [(f.name, f.status) for f in besides.facts] == [("ORD-7731", "lost")]
+    with pytest.raises(InvalidSettings, match=r"facts\[0\]\.besides applies to a text or regex fact"):
+        declared_facts([{"message": 0, "besides": True}])
+    with pytest.raises(InvalidSettings, match=r"facts\[0\]\.besides must be true or false"):
+        declared_facts([{"text": "x", "besides": "yes"}])
+    # an audit reads it alike: the generation's question is no keeper of what it refers back to
+    kept = chat[1:]
+    assert fact_report(declared_facts([{"text": "ORD-7731", "besides": True}]), chat, kept) == [
+        {"name": "ORD-7731", "status": "lost"}]
+    assert fact_report(declared_facts(["ORD-7731"]), chat, kept) == [{"name": "ORD-7731", "status": "verbatim"}]

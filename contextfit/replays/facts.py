@@ -9,7 +9,10 @@ A fact is declared as
   one so written that does not compile is refused (a lorebook would read it as
   text; ``{"text": ...}`` says that), while ``/usr/bin/`` (a slash inside) is text;
 * a mapping ``{"text": ...}`` or ``{"regex": ...}``, with an optional
-  ``"name"`` and ``"message"`` (a message id or index): the fact is *pinned*
+  ``"name"``, ``"besides": true`` (it must be sent besides the request's own
+  user message, and is in force once a message before that one says it: a
+  fact the question refers back to is not kept by the question) and
+  ``"message"`` (a message id or index): the fact is *pinned*
   to that message and is in force from the turn that message is part of;
   ``{"message": ...}`` alone pins the whole message: it is present when that
   message is sent or a summary line quotes it. A replay refuses a pin to a
@@ -274,10 +277,14 @@ class Fact:
     text: str | None = None
     regex: str | None = None
     message: str | int | None = None
+    #: ``True``: the fact must be sent *besides* the user message of the request (a fact a question
+    #: refers back to is not kept by the question itself); in force once a message before it says it.
+    besides: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in (("name", self.name), ("text", self.text), ("regex", self.regex),
-                                               ("message", self.message)) if value is not None}
+        found = {key: value for key, value in (("name", self.name), ("text", self.text), ("regex", self.regex),
+                                                ("message", self.message)) if value is not None}
+        return {**found, "besides": True} if self.besides else found
 
 
 def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
@@ -423,10 +430,16 @@ def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
             fact = {"text": fact}
     if not isinstance(fact, Mapping):
         raise InvalidSettings(f"{where} must be a string or an object, got {type(fact).__name__}.")
-    unknown = set(fact) - {"name", "text", "regex", "message"}
+    unknown = set(fact) - {"name", "text", "regex", "message", "besides"}
     if unknown:
-        raise InvalidSettings(f"{where} has unknown key(s) {', '.join(sorted(map(str, unknown)))}; use text, regex, message, name.")
+        raise InvalidSettings(f"{where} has unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+                              "use text, regex, message, name, besides.")
     text, pattern, message, name = fact.get("text"), fact.get("regex"), fact.get("message"), fact.get("name")
+    besides = fact.get("besides", False)
+    if not isinstance(besides, bool):
+        raise InvalidSettings(f"{where}.besides must be true or false, got {besides!r}.")
+    if besides and text is None and pattern is None:
+        raise InvalidSettings(f"{where}.besides applies to a text or regex fact (a pinned message is its own).")
     if text is not None and pattern is not None:
         raise InvalidSettings(f"{where} gives both text and regex; a fact is one or the other.")
     for key, value in (("text", text), ("regex", pattern), ("name", name)):
@@ -440,7 +453,8 @@ def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
         raise InvalidSettings(f"{where}.regex must be written /pattern/flags (a lorebook regex key), got {pattern!r}.")
     if name is not None and len(name) > MAX_NAME:  # a report names the fact at every turn
         raise InvalidSettings(f"{where}.name must be at most {MAX_NAME} characters, got {len(name):,}.")
-    return Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message), name is not None
+    return (Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message, besides),
+            name is not None)
 
 
 def filled_facts(facts: Sequence[Fact], names: Mapping[str, str]) -> list[Fact]:
@@ -543,13 +557,23 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
     finder = FactFinder(facts)
     ids = message_ids(messages)
     standing = [block for block in kept if msg.kind_of(block) in STANDING]  # the card and persona: always sent
-    texts = [msg.message_text(m) for m in messages if isinstance(m, dict)]
+    texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
     if names:  # as the prompt says them
         texts = [fill_macros(text, names) for text in texts]
     said = frozenset().union(*map(finder.found_in, [*texts, *map(msg.message_text, standing)]))
+    # the request's own user message (the last one): what a "besides" fact must be sent apart from
+    asking = next((position for position in range(len(messages) - 1, -1, -1) if isinstance(messages[position], dict)
+                   and msg.role_of(messages[position]) == "user"), None)
+    asked = None if asking is None else ids[asking]
+    said_before = frozenset().union(*map(finder.found_in, [*texts[:asking], *map(msg.message_text, standing)])) \
+        if asking is not None else said
     summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
     plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
     in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))
+    question = None if asking is None else messages[asking]
+    besides_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain
+                                        if block is not question  # the question, or its assembled block
+                                        and not (msg.role_of(block) == "user" and msg.explicit_id(block) == asked)))
     in_summary = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in summaries))
     report = []
     for index, fact in enumerate(facts):
@@ -559,9 +583,10 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
                 continue
             pairs = [(msg.message_id(block, -1), bool(msg.meta_of(block).get("compressed"))) for block in plain]
             status = pinned_status(ids[position], pairs, summaries)
-        elif index not in said:
+        elif index not in (said_before if fact.besides else said):
             continue
         else:
-            status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+            sent = besides_plain if fact.besides else in_plain
+            status = VERBATIM if index in sent else IN_SUMMARY if index in in_summary else LOST
         report.append({"name": fact.name, "status": status})
     return report

@@ -218,7 +218,7 @@ def _referred_back(blocks: Sequence[dict], texts: list[str], kinds: list[str], h
                 return
             if _find(joined, entity, 0, cut) == -1 and _find(reference, entity) == -1:
                 continue
-            if found.add(entity, {"text": entity}, REFERRED_BACK, f"turn {turns[position]} refers back to it",
+            if found.add(entity, {"text": entity, "besides": True}, REFERRED_BACK, f"turn {turns[position]} refers back to it",
                          msg.message_id(blocks[position], position)):
                 added += 1
 

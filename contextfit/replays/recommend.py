@@ -437,10 +437,18 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
     inputs = [block for block in plan.blocks if block.origin == "input"]
     ids = {block.id for block in inputs}
     said = frozenset().union(*(finder.found_in(block.content) for block in inputs))
+    asking = question_position([block.message for block in inputs])  # a "besides" fact is not kept by the question
+    asked = None if asking is None else inputs[asking]
+    before = asking if asking is not None else len(inputs)
+    said_before = frozenset().union(*(finder.found_in(block.content) for block in inputs[:before]
+                                      if block.kind == msg.HISTORY or block.kind == msg.SYSTEM),
+                                    *(finder.found_in(block.content) for block in inputs
+                                      if block.kind not in (msg.HISTORY, msg.SYSTEM)))
     sent = [block for block in plan.blocks if block.included and block.origin != "reasoning"]
     summaries = [block for block in sent if block.kind == msg.SUMMARY]
     plain = [block for block in sent if block.kind != msg.SUMMARY]
     in_plain = frozenset().union(*(finder.found_in(block.content) for block in plain))
+    besides_plain = frozenset().union(*(finder.found_in(block.content) for block in plain if block is not asked))
     in_summary = frozenset().union(*(finder.found_in(block.content) for block in summaries))
     pairs = [(block.id, bool(msg.meta_of(block.message).get("compressed"))) for block in plain]
     states = []
@@ -450,8 +458,9 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
             if wanted not in ids:
                 continue
             states.append((fact.name, pinned_status(wanted, pairs, [block.message for block in summaries])))
-        elif index in said:
-            states.append((fact.name, VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST))
+        elif index in (said_before if fact.besides else said):
+            kept = besides_plain if fact.besides else in_plain
+            states.append((fact.name, VERBATIM if index in kept else IN_SUMMARY if index in in_summary else LOST))
     return tuple(states)
 
 

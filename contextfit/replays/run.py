@@ -993,7 +993,7 @@ class _Walker:
         # the first request assembles too, which a strategy may drop (a fact only a memory held was never checked)
         standing = [text for block, text in zip(self.last.blocks, self.last.texts)
                     if msg.kind_of(block) in _IN_FORCE_FROM_THE_START]
-        for position, text in chain(zip(repeat(0), standing), enumerate(self.texts)):
+        for position, text in chain(zip(repeat(-1), standing), enumerate(self.texts)):  # -1: before any message
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:
                     first[index] = position
@@ -1002,9 +1002,10 @@ class _Walker:
     def in_force(self, position: int) -> list[tuple[str, Any]]:
         """``(name, key)`` of the facts in force at the request at ``position``:
         declared facts by index, else the default rule's entities."""
-        if self.facts:
+        if self.facts:  # a "besides" fact once a message before the request says it (the request's own does not)
+            first = self._first_seen
             return [(fact.name, index) for index, fact in enumerate(self.facts)
-                    if self._first_seen[index] is not None and self._first_seen[index] <= position]
+                    if first[index] is not None and (first[index] < position if fact.besides else first[index] <= position)]
         found = entities(self.texts[position])
         return [(entity, entity) for entity in found if self._said_before(entity, position)]
 
@@ -1077,6 +1078,12 @@ class _Walker:
         plain = [entry for entry in blocks if not entry.summary] if len(summary) else blocks
         finder = self.finder
         in_plain: frozenset[int] = frozenset().union(*[finder.found_in(entry.text) for entry in plain])
+        besides_plain = in_plain
+        if any(self.facts[index].besides for _, index in in_force):  # sent besides the request's own message:
+            current = self.ids[position]  # the last user block with its id (an earlier one so named counts)
+            own = next((k for k in range(len(plain) - 1, -1, -1)
+                        if plain[k].ident == current and plain[k].role == "user"), None)
+            besides_plain = frozenset().union(*[finder.found_in(entry.text) for k, entry in enumerate(plain) if k != own])
         in_summary: frozenset[int] = frozenset().union(*[finder.found_in(entry.text) for entry in summary])
         states = []
         for name, index in in_force:
@@ -1084,7 +1091,8 @@ class _Walker:
             if fact.text is None and fact.regex is None:
                 status = self._pinned_status(fact, plain, summary)
             else:
-                status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+                sent = besides_plain if fact.besides else in_plain
+                status = VERBATIM if index in sent else IN_SUMMARY if index in in_summary else LOST
             states.append(FactState(name, status))
         return tuple(states)
 
