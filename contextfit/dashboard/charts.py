@@ -648,7 +648,7 @@ def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DEN
 def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:
     """How each strategy reshapes the same conversation: strategies × blocks, coloured by shade."""
     view = fate_matrix_view(plans, dense_threshold)
-    names, size = list(view.names), view.per_cell
+    names = list(view.names)
     order = list(SHADES)
     codes = {shade: number for number, shade in enumerate(order)}
     absent = len(order)
