@@ -6,7 +6,7 @@ real text, tool ids made unique) and hands them in. Each chat of at least
 ``min_messages`` messages is replayed
 (:func:`contextfit.replay`, turn by turn) with every built-in strategy at a
 budget of 10%, 15% and 25% of the whole chat's tokens; a fact is the default
-entity rule's (``replay/facts.py``: the entities of each user message that
+entity rule's (``contextfit/replays/facts.py``: the entities of each user message that
 an earlier message also holds must still be sent). Retention is the replay's:
 facts present (verbatim or quoted by a summary or ledger) over facts in force,
 all turns together. Chats that a replay cannot read are skipped; when the

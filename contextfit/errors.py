@@ -131,6 +131,12 @@ class InvalidSettings(ContextfitError):
     code = "INVALID_SETTINGS"
 
 
+class UnsupportedOption(InvalidSettings):
+    """An option given to a built-in strategy that does not take it (``stable_prefix`` for
+    ``vector-recall``): refused, never silently ignored. A comparison of several strategies
+    reports it for that strategy alone, as it does a budget nothing fits."""
+
+
 class InvalidConversation(ContextfitError):
     """An importer could not read the input.
 

@@ -182,8 +182,8 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
         block_axes.add(chart.top)
         # one column per block in prompt order, with its shade and tokens, as tall as its tokens on the shared axis
         assert [fills for _, _, fills, _ in chart.columns] == [
-            [(chart_views.shade_of(b.reason), b.tokens or 0, 0.0, pytest.approx(100 * (b.tokens or 0) / (chart.top * 1.05), abs=0.001))]
-            for b in plan.blocks]
+            [(shade, b.tokens or 0, 0.0, pytest.approx(100 * (b.tokens or 0) / (chart.top * 1.05), abs=0.001))]
+            for b, shade in zip(plan.blocks, chart_views.plan_shades(plan))]  # a cleared result's original: cleared
         keys = chart_views.block_keys(plan)
         assert [tip.split(" · ")[0] for *_, tip in chart.columns] == keys  # each hover names its block
     assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
@@ -216,22 +216,22 @@ def table_with(at, column):
 
 def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     at = app().run()
-    table = table_with(at, "prompt cost")
+    table = table_with(at, "cost / request")
     conversation = load_sample("roleplay")
     setup = dashboard.suggested_setup(conversation)
     assert list(table["strategy"]) == list(STRATEGIES)
-    price = get_model(setup.model).prices
+    expected = {row.strategy: row for row in verdict.verdict_rows(dashboard.plan_all(conversation, setup))}
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
         plan = dashboard.plan_one(conversation, setup, name)
+        counts = plan.counts  # the one count: the replay's too
         # the sample's assistant turns hold text beside their tool calls, a shape no recorded OpenAI count
         # covers: counted high and flagged (TOOL_SHAPES_UNVERIFIED), so the cell reads "up to"
         assert plan.tokenizer.approximate and row["prompt tokens"] == f"up to {plan.prompt_tokens:,}"
         assert row["% of budget"] == f"{round(100 * plan.prompt_tokens / plan.budget, 1)}%"
-        assert int(row["dropped"]) == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
-        assert int(row["summarized"]) == sum(b.reason == "summarized" for b in plan.blocks)
-        assert int(row["compressed"]) == sum(b.reason == "compressed" for b in plan.blocks)
-        assert row["prompt cost"] == verdict.money(price.cost(plan.prompt_tokens).total)
-        assert row["what it does"] and row["what it does"] == verdict.descriptions()[name]
+        assert (int(row["dropped"]), int(row["summarized"]), int(row["compressed"])) == (
+            counts.dropped, counts.summarized, counts.compressed)
+        assert row["cost / request"] == verdict.money(expected[name].cost)
+        assert row["what it does"] and row["what it does"].endswith(verdict.descriptions()[name])
     assert at.get("download_button")  # the HTML report and the per-strategy exports
 
 
@@ -429,7 +429,7 @@ def test_one_strategy_alone_has_a_verdict_and_no_diff():
     at = app().run()
     at.sidebar.multiselect[0].set_value(["summarize"]).run()
     assert not at.exception and not at.error
-    assert list(table_with(at, "prompt cost")["strategy"]) == ["summarize"]
+    assert list(table_with(at, "cost / request")["strategy"]) == ["summarize"]
     assert not any(box.key in ("diff-a", "diff-b") for box in at.selectbox)
 
 

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "contextfit.environment",
             "contextfit.caches",
             "contextfit.text",
+            "contextfit.amounts",
             "contextfit.limits",
             "contextfit.jsonpath",
             "contextfit.data",

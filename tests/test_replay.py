@@ -10,7 +10,7 @@ from conftest import shared_path
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
 from contextfit.replays.prompt_cache import anthropic_cache, automatic_cached
-from contextfit.replays.run import replay
+from contextfit.replays.run import ENTITY_RULE, replay
 from contextfit.replays.facts import declared_facts, entities
 from contextfit.errors import InvalidMessages, InvalidSettings
 from contextfit.tokens.models import get_model
@@ -127,7 +127,8 @@ def test_default_entity_rule():
     assert entities('Use "blue box" with parse_args() on ORD-1234, 42 times, ask Ada Lovelace.') == [
         "blue box", "parse_args()", "ORD-1234", "42", "Ada Lovelace"]
     result = replay(_fact_chat()[:6] + [{"role": "user", "content": "Is ORD-7731 still with Zenith Express?"}],
-                    model="gpt-4o", context_limit=400, response_reserve=100, strategies=["truncate"])
+                    model="gpt-4o", context_limit=400, response_reserve=100, strategies=["truncate"],
+                    facts=ENTITY_RULE)
     assert result.fact_rule == "default-entities"
     last = result.turns["truncate"][-1]
     assert [fact.name for fact in last.facts] == ["ORD-7731", "Zenith Express"]

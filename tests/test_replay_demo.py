@@ -11,8 +11,9 @@ from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
+from contextfit.inputs.samples import load_sample
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
-from contextfit.replays.run import TurnResult, totals_of
+from contextfit.replays.run import TurnResult, replay, totals_of
 from contextfit.inputs.samples import sample_text
 from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard import replay as views
@@ -73,7 +74,8 @@ def test_the_turn_bars_share_one_token_axis_and_say_what_their_colours_mean():
     assert not at.exception and not at.error
     bars = [html.proto.body for html in at.get("html") if 'class="contextfit-budget"' in html.proto.body]
     tops = {re.search(r'data-top="(\d+)"', body)[1] for body in bars}
-    assert len(bars) == len(BUILTIN_STRATEGIES) + 3 and len(tops) == 1  # Compare's HTML bars (and 3 stable_prefix), one token axis
+    # Compare's HTML bars, one per strategy and stable_prefix variant, on one token axis
+    assert len(bars) == len(BUILTIN_STRATEGIES) + len(views.STABLE_CAPABLE) and len(tops) == 1
     assert any("contextfit-legend" in html.proto.body for html in at.get("html"))
 
 
@@ -135,7 +137,10 @@ def test_the_caption_says_its_rules_in_words():
     result = _sample_replay("support_chat")
     text = views.rules_text(result)
     assert "automatic-prefix" not in text and "default-entities" not in text
-    assert text == "prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)"
+    assert text == ("prompt cache: automatic prefix caching · facts: 3 found in the conversation (pins, names, "
+                    "required lore, quoted tool results, what the latest turns refer back to)")
+    entity_rule = replay(load_sample("support_chat"), model="gpt-4o-mini", strategies=["truncate"], facts="entities")
+    assert views.rules_text(entity_rule).endswith("facts: the default rule (entities the latest message repeats)")
 
 
 def test_the_turn_shown_is_in_the_link_and_survives_a_page_switch():
@@ -238,16 +243,27 @@ def test_one_strategy_reads_as_one():
 
 def test_the_turn_is_in_the_link_from_the_first_load():
     at = _page("support_chat")
-    assert at.query_params["turn"] in (["21"], "21")
+    assert at.query_params["turn"] == "21"
+
+
+def _entity_rule_replay(key: str):
+    """A sample's replay under the entity rule, turn by turn (its own facts, found by default, hold from the first)."""
+    conversation = load_sample(key)
+    setup = dashboard.suggested_setup(conversation)
+    return replay(conversation, model=setup.model, context_limit=setup.context_limit,
+                  response_reserve=setup.response_reserve, strategies=ALL, facts="entities")
 
 
 def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
-    # the role-play sample's default rule finds a fact at one turn of twelve; "all equal (100.0%)" read as every turn
-    result = _sample_replay("roleplay")
+    # the role-play sample's entity rule finds a fact at one turn of twelve; "all equal (100.0%)" read as every turn
+    result = _entity_rule_replay("roleplay")
     in_force = sum(1 for row in result.turns["truncate"] if row.facts)
     assert (in_force, len(result.requests)) == (1, 12)
     assert "(100.0%, at the one turn of 12 with a fact in force)" in replay_verdict(result, "")  # not "the 1 of 12 turns"
-    support = _sample_replay("support_chat")
+    by_default = _sample_replay("roleplay")  # the facts it marks (the names, the lore) are in force at every turn
+    assert all(row.facts for row in by_default.turns["truncate"]) and "with a fact in force" not in replay_verdict(
+        by_default, "")
+    support = _entity_rule_replay("support_chat")
     assert (sum(1 for row in support.turns["truncate"] if row.facts), len(support.requests)) == (7, 21)
     assert "at the 7 turns of 21 with a fact in force)" in replay_verdict(support, "")
 

@@ -193,9 +193,13 @@ def test_capitalized_names_and_capitals_beyond_ascii_are_entities(text, expected
 def test_the_default_rule_follows_a_name_beyond_ascii_through_a_replay():
     chat = [{"role": "user", "content": "Bitte schicke das Paket an Frau Müller. " + "Danke. " * 200},
             {"role": "assistant", "content": "Gern."}, {"role": "user", "content": "Hat Frau Müller es bekommen?"}]
-    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"])
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"],
+                               facts="entities")
     facts = [state.name for state in result.turns["truncate"][1].facts]
     assert "Frau Müller" in facts and result.totals["truncate"].retention == 0.0
+    # the default list finds the name too (the latest turn refers back to it), and follows it from its first mention
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"])
+    assert result.fact_rule == "default-facts" and [fact.name for fact in result.facts] == ["Frau Müller"]
 
 
 SHORT_TURNS = [message for i in range(200) for message in (

@@ -477,12 +477,11 @@ def test_a_reload_of_an_uploaded_conversation_says_to_upload_it_again():
 
 
 def test_an_empty_retention_chart_under_the_entity_rule_says_what_to_do():
-    # a Japanese chat: no capitals, no quotes the rule knows, so no entity recurs and the chart
-    # only said "No fact in force at any turn."
-    chat = [{"role": "system", "content": "あなたは旅行案内係です。"}]
-    for day in range(3):
-        chat += [{"role": "user", "content": f"{day + 1}日目は清水寺と金閣寺に行きたいです。"},
-                 {"role": "assistant", "content": "承知しました。清水寺の後で金閣寺へ向かいます。"}]
+    # small talk: nothing pinned, no card, no lore, no entity a later turn refers back to (CJK terms are
+    # entities now: the Japanese chat this test used has some), so the chart only said "No fact in force"
+    chat = [{"role": "system", "content": "be kind."}]
+    for line, reply in (("hello there", "hi!"), ("how are you today?", "fine, thanks."), ("nice weather", "indeed.")):
+        chat += [{"role": "user", "content": line}, {"role": "assistant", "content": reply}]
     setup = views.ReplaySetup("gpt-4o", 4000, 500, ("truncate",), stable_prefix=False)
     messages, settings = views.conversation_input(chat, setup)
     result = views.run(messages, settings, setup)

@@ -275,7 +275,7 @@ def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
     from contextfit.replays.facts import contains_word, entities
 
     chat = [{"role": "user" if k % 2 == 0 else "assistant", "content": text} for k, text in enumerate(texts)]
-    result = replay_module.replay(chat, model="gpt-4o", strategies=["truncate"])
+    result = replay_module.replay(chat, model="gpt-4o", strategies=["truncate"], facts="entities")
     for turn in result.turns["truncate"]:
         earlier = "\n".join(texts[:turn.message_index])
         expected = [e for e in entities(texts[turn.message_index]) if contains_word(earlier, e)]

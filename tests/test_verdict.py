@@ -10,6 +10,8 @@ from conftest import shared_path
 
 import contextfit
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+from contextfit import amounts
+from contextfit.replays import answer as recommend
 from contextfit.fitting.registry import ContextStrategyRegistry
 from contextfit.errors import TokenBudgetExceeded
 from contextfit.inputs.samples import SAMPLES, load_sample
@@ -32,6 +34,19 @@ def plans_for(key="support_chat", model=None, **settings):
 # -- verdict ----------------------------------------------------------------------------
 
 
+def _fates(plan):
+    """(dropped, summarized, compressed), the slow way: every input block that is not sent either went
+    into a summary, or into a compressed block, that stands in its place (by the inserted blocks'
+    sources), or was dropped."""
+    inputs = [b for b in plan.blocks if b.origin == "input"]
+    into = {}
+    for block in plan.blocks:
+        if block.origin == "strategy" and block.included:
+            into.update(dict.fromkeys(block.sources, block.reason))
+    gone = [into.get(k, "dropped") for k, b in enumerate(inputs) if not b.included]
+    return gone.count("dropped"), gone.count("summary"), gone.count("compressed")
+
+
 def test_one_row_per_strategy_with_the_plans_numbers():
     plans = plans_for()
     rows = verdict.verdict_rows(plans)
@@ -40,11 +55,10 @@ def test_one_row_per_strategy_with_the_plans_numbers():
         plan = plans[row.strategy]
         assert row.prompt_tokens == plan.prompt_tokens
         assert row.used_percent == round(100 * plan.prompt_tokens / plan.budget, 1)
-        assert row.dropped == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
-        assert row.summarized == sum(b.reason == "summarized" for b in plan.blocks)
-        assert row.compressed == sum(b.reason == "compressed" for b in plan.blocks)
-        price = get_model(plan.model).prices.input  # US dollars per million
-        assert row.cost == pytest.approx(plan.prompt_tokens * price / 1_000_000)
+        assert (row.dropped, row.summarized, row.compressed) == _fates(plan)
+        prices = get_model(plan.model).prices  # US dollars per million
+        reply = recommend.plan_outcomes(plans)[0].reply.tokens  # the chat's own replies, their mean
+        assert row.cost == pytest.approx((plan.prompt_tokens * prices.input + reply * prices.output) / 1_000_000)
     by_name = {row.strategy: row for row in rows}
     assert by_name["summarize"].summarized > 0 and by_name["truncate"].summarized == 0
     assert by_name["summarize"].description.startswith("Like truncate")
@@ -69,7 +83,7 @@ def test_a_model_without_catalog_prices_says_so(monkeypatch):
     unpriced = dataclasses.replace(get_model("gpt-4o"), prices=None)
     monkeypatch.setattr(verdict, "get_model", lambda model: unpriced)  # the catalog is being priced model by model
     row = verdict.verdict_row("truncate", plan)
-    assert row.cost is None and verdict.table([row])[0]["prompt cost"] == verdict.NO_PRICE
+    assert row.cost is None and verdict.table([row])[0]["cost / request"] == amounts.NO_PRICE
 
 
 def test_a_strategy_that_cannot_fit_gets_a_row_with_its_error_and_no_best():
@@ -186,7 +200,8 @@ def test_the_report_is_one_offline_file_with_the_verdict_settings_and_charts():
     assert text.startswith("<!DOCTYPE html>") and "2026-12-03 08:00 UTC" in text
     assert "&lt;b&gt;my chat&lt;/b&gt;.json" in text and "<b>my chat</b>" not in text
     assert not re.search(r"<script[^>]+src=", text) and "<link" not in text  # nothing fetched: plotly.js is inline
-    assert text.count("Plotly.newPlot(") == 2 * len(plans) + 1  # budget and blocks per strategy, the fate matrix
+    assert text.count("Plotly.newPlot(") == 2 * len(plans)  # budget and blocks per strategy
+    assert text.count('class="cfm-row"') == len(plans)  # the fate matrix: Compare's HTML grid
     for row in verdict.table(verdict.verdict_rows(plans)):
         assert f"<td>{row['strategy']}</td>" in text and row["prompt tokens"] in text
     assert "<td>model</td><td>gpt-4o</td>" in text

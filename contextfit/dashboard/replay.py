@@ -16,7 +16,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import plotly.graph_objects as go
@@ -35,7 +35,7 @@ from .compare_state import CURRENT, CURRENT_KEY, MAX_LIMIT, kept, lowered_key, q
 from .page_data import common_failure, error_text, file_stem, setup_for, spreadsheet_cell
 from .progress import PercentSteps
 from .verdict import BEST_STYLE, replay_verdict, rules_text
-from .verdict import money as dollars
+from ..amounts import csv_dollars, money as dollars
 
 #: The Replay page's widgets whose values outlive a visit to another page (Streamlit drops a widget's value
 #: when a run does not draw it), the turn slider's among them.
@@ -58,6 +58,10 @@ class ReplaySetup:
     strategies: tuple[str, ...] = BUILTIN_STRATEGIES
     stable_prefix: bool = True
     facts: tuple[str, ...] = ()
+    #: Compare's hand edits (block id → ``pinned`` / ``manualExcluded`` / ``relevance``,
+    #: :func:`~contextfit.dashboard.page_data.merge_overrides`): the replay fits with them, so
+    #: its latest request is Compare's plan.
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def strategy_entries(self) -> list[Any]:
         """The replay's strategies: each chosen one, then the ``stable_prefix`` variants.
@@ -72,7 +76,15 @@ class ReplaySetup:
         return entries
 
     def keywords(self) -> dict[str, Any]:
-        return {"model": self.model, "context_limit": self.context_limit, "response_reserve": self.response_reserve}
+        """The planning keywords: the model, the limits, and Compare's hand edits when there are any.
+
+        >>> ReplaySetup("gpt-4o", 900, 100, overrides={"m3": {"pinned": True}}).keywords()["overrides"]
+        {'m3': {'pinned': True}}
+        """
+        chosen = {"model": self.model, "context_limit": self.context_limit, "response_reserve": self.response_reserve}
+        if self.overrides:
+            chosen["overrides"] = {ident: dict(edit) for ident, edit in self.overrides.items()}
+        return chosen
 
 
 def facts_from_text(text: str | None) -> tuple[Any, ...]:
@@ -204,8 +216,10 @@ def conversation_input(conversation: Any, setup: ReplaySetup) -> tuple[list[dict
 
 def stored_input(store: Store, chat_id: str, setup: ReplaySetup) -> tuple[list[dict], PlanSettings]:
     """A stored chat's messages and settings (as the preview reads them) under the setup's model and limits."""
-    return preview_input(store, {}, chat_id=chat_id, model=setup.model,
-                         settings={"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve})
+    settings: dict[str, Any] = {"contextLimit": setup.context_limit, "responseReserve": setup.response_reserve}
+    if setup.overrides:
+        settings["overrides"] = {ident: dict(edit) for ident, edit in setup.overrides.items()}
+    return preview_input(store, {}, chat_id=chat_id, model=setup.model, settings=settings)
 
 
 def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup,
@@ -620,7 +634,7 @@ def current_conversation(state: Mapping[str, Any], read: Any) -> Any | None:
 
 
 def money(value: float | None) -> str:
-    """Dollars for a cell (:func:`contextfit.dashboard.verdict.money`), "—" for no price.
+    """Dollars for a cell (:func:`contextfit.amounts.money`), "—" for no price.
 
     >>> money(0.0123456), money(None), money(12.5), money(2.5e-05), money(0.0456)
     ('$0.01235', '—', '$12.50', '$0.00002500', '$0.04560')
@@ -689,15 +703,6 @@ def chat_stem(chat_id: str) -> str:
     """
     stem = file_stem(chat_id, "stored")
     return stem if stem.startswith("chat-") else f"chat-{stem}"
-
-
-def csv_dollars(value: float) -> str:
-    """Dollars for a CSV cell, written out (a float's repr wrote 1.215e-05 and 0.0017850000000000001).
-
-    >>> csv_dollars(1.215e-05), csv_dollars(0.0017850000000000001), csv_dollars(12.5), csv_dollars(0.0)
-    ('0.00001215', '0.001785', '12.5', '0')
-    """
-    return f"{value:.12f}".rstrip("0").rstrip(".") or "0"
 
 
 def turns_csv(result: Replay) -> str:

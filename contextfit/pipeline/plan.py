@@ -21,7 +21,7 @@ from ..fitting import results as r
 from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, Filled, as_card, assemble, macro_values
 from ..tokens.chat_counter import TokenCounter, token_counter
-from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
+from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded, UnsupportedOption
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
 from .diagnostics import image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
@@ -148,6 +148,12 @@ class PromptPlan:
     def excluded(self) -> list[PlanBlock]:
         """Blocks that are not sent."""
         return [block for block in self.blocks if not block.included]
+
+    @property
+    def counts(self) -> r.FateCounts:
+        """How many input blocks it dropped, summarized and sent compressed: the one count every
+        face shows, a replay's too (:func:`~contextfit.fitting.results.fate_counts`)."""
+        return self.fit.counts()
 
     @property
     def summary(self) -> PlanBlock | None:
@@ -519,6 +525,30 @@ def check_options(context_strategy: Any, options: Mapping[str, Any]) -> None:
         close = [setting.keyword] if setting is not None else difflib.get_close_matches(name, accepted, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InvalidSettings(f"plan_prompt got an unknown keyword {name!r}{hint}. Accepted: {', '.join(accepted)}.")
+    refuse_unsupported(context_strategy, options)
+
+
+def refuse_unsupported(context_strategy: Any, options: Mapping[str, Any], where: str = "stable_prefix") -> None:
+    """Raise ``INVALID_SETTINGS`` (:class:`~contextfit.errors.UnsupportedOption`) when a built-in
+    strategy that does not cut in steps is asked for ``stable_prefix``: it would be ignored, and a
+    replay's ``vector-recall+stable_prefix`` row would repeat ``vector-recall``'s. ``where`` names
+    the option as the caller wrote it (``strategies[1].options.stable_prefix``).
+
+    >>> refuse_unsupported("vector-recall", {"stable_prefix": True})
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.UnsupportedOption: stable_prefix: vector-recall does not take stable_prefix; truncate, summarize and clear-tool-results do (they cut in steps, so the cached prompt prefix holds). Leave it out for vector-recall, or choose one of them.
+    """
+    if not options.get("stable_prefix"):
+        return
+    impl = plugins.registry.get(context_strategy) if isinstance(context_strategy, str) else context_strategy
+    if not is_trusted(impl) or getattr(impl, "takes_stable_prefix", False):
+        return
+    takers = [entry.name for entry in plugins.registry.entries()
+              if entry.origin == plugins.BUILT_IN and getattr(entry.strategy, "takes_stable_prefix", False)]
+    listed = takers[0] if len(takers) == 1 else f"{', '.join(takers[:-1])} and {takers[-1]}"
+    raise UnsupportedOption(f"{where}: {impl.name} does not take stable_prefix; {listed} do (they cut in steps, so "
+                            f"the cached prompt prefix holds). Leave it out for {impl.name}, or choose one of them.")
 
 
 def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords: Any) -> PromptPlan:
@@ -555,7 +585,8 @@ def iter_strategies(
     """``(strategy, plan)`` for each strategy, one at a time, so a page can draw
     a plan while the next one is made. The blocks are assembled and counted
     once; every strategy fits the same prepared blocks. A strategy that
-    cannot fit yields its ``TOKEN_BUDGET_EXCEEDED`` instead of a plan.
+    cannot fit yields its ``TOKEN_BUDGET_EXCEEDED`` instead of a plan, and one given an option it
+    does not take (``stable_prefix`` for ``vector-recall``) its ``INVALID_SETTINGS``.
     Arguments as :func:`plan_prompt` (the settings' own strategy is not used).
     """
     messages, settings = settings_for(messages, settings, keywords)
@@ -563,7 +594,7 @@ def iter_strategies(
     for name in strategies:
         try:
             yield name, plan_prepared(prepared, settings, name)
-        except TokenBudgetExceeded as exc:
+        except (TokenBudgetExceeded, UnsupportedOption) as exc:  # that strategy's own: the others are planned
             yield name, exc
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
+from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded, UnsupportedOption
 from ..inputs import messages as msg
 from ..tokens import reasoning
 from ..fitting.analysis import ChatAnalysis, FitView, Known, analysis_for
@@ -310,7 +310,8 @@ class FitSession:
     ) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
         """``(strategy, plan)`` for each strategy, one at a time, as
         :func:`~contextfit.pipeline.plan.iter_strategies` yields them (a
-        strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``)."""
+        strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``, one given an option it does not
+        take its ``INVALID_SETTINGS``)."""
         with self._lock:
             settings = self._settings(settings, keywords)
             planned = self._planned(settings)
@@ -320,7 +321,7 @@ class FitSession:
             with self._lock:  # not held across the yield: the caller may append between two plans
                 try:
                     plan: PromptPlan | ContextfitError = plan_prepared(prepared, settings, name, analyse=analyse)
-                except TokenBudgetExceeded as exc:
+                except (TokenBudgetExceeded, UnsupportedOption) as exc:
                     plan = exc
             yield name, plan
 

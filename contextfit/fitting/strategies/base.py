@@ -152,6 +152,9 @@ class BuiltinStrategy:
 
     name = ""
     description = ""
+    #: Whether it cuts in ``stable_prefix`` steps (:func:`stable_prefix_step`); a built-in that does
+    #: not is given ``stable_prefix`` only to refuse it (``INVALID_SETTINGS``), never to ignore it.
+    takes_stable_prefix: ClassVar[bool] = False
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:  # pragma: no cover - abstract
         raise NotImplementedError

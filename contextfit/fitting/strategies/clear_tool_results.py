@@ -165,6 +165,7 @@ class ClearToolResults(BuiltinStrategy):
     """Replaces old tool results with placeholders, then truncates if needed."""
 
     name = "clear-tool-results"
+    takes_stable_prefix = True
     description = (
         "Keeps the newest `keep` tool results (default 3) and replaces older ones with a short placeholder "
         "naming the tool and its size, so every call keeps its result; then drops the oldest groups like "

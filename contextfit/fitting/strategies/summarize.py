@@ -209,6 +209,7 @@ class Summarize(BuiltinStrategy):
     """
 
     name = "summarize"
+    takes_stable_prefix = True
     description = (
         "Like truncate, but the dropped history becomes one local extractive summary (verbatim "
         "sentences chosen by salience, each traceable to its message) placed before the current input."

@@ -41,6 +41,7 @@ from ..generation import GenerationResult, RunningGenerations, check_chat_settin
 from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
 from ..replaying import replay_chat
+from ...replays.recommend import RETENTION
 from ...pipeline.settings import unknown_setting_message
 from ..store import Store
 from . import schemas as s
@@ -270,7 +271,7 @@ async def replay_conversation(body: s.ReplayRequest, store: StoreDep, providers:
         return _json(replay_chat(
             store, providers, chat_id=body.chatId, messages=s.messages_json(body.messages), provider=body.provider,
             model=body.model, settings=_preview_settings(body), strategies=body.strategies, facts=body.facts,
-            progress=check_deadline,
+            progress=check_deadline, priority=body.priority or RETENTION,
         ).to_dict())
 
     return await pool.run(run)

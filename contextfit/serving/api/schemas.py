@@ -29,6 +29,7 @@ from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
 from ...pipeline.plan import TokenizerInfo
 from ...pipeline.settings import SETTINGS
+from ...replays.recommend import PRIORITIES
 from ..store import Appended as StoredAppended
 from ..store import Chat as StoredChat
 
@@ -168,7 +169,10 @@ class ReplayRequest(PreviewRequest):
         None, description="Strategy names, or {strategy, label, options} with camelCase options (default: the built-ins)."
     )
     facts: Annotated[list[StrictStr | dict[str, Any]], Field(max_length=200)] | None = Field(
-        None, description="Must-survive facts: text, /regex/flags, or {text|regex|message, name} (default: the entity rule)."
+        None, description="Must-survive facts: text, /regex/flags, or {text|regex|message, name} (default: the facts the conversation marks)."
+    )
+    priority: Literal[PRIORITIES] | None = Field(  # type: ignore[valid-type]
+        None, description="What the recommendation favours: retention (default), cost or cache."
     )
 
 
@@ -235,6 +239,16 @@ class Generated(BaseModel):
     audit: ContextAudit  # type: ignore[valid-type]
 
 
+class Recommendation(_Open):
+    """Which strategy to ship under the priority (SPEC §10)."""
+
+    strategy: str | None = Field(description="The strategy to ship; null for a tie, or when none can be.")
+    priority: str
+    sentence: str = Field(description="What it keeps and gives up, and the trade-off against the runner-up.")
+    loses: str | None = Field(description="What it does not send, in words.")
+    costPer1000Conversations: float | None = Field(description="US dollars, reply included, cache-aware.")
+
+
 class ReplayResult(_Open):
     """A replay: ``Replay.to_dict()``."""
 
@@ -244,6 +258,7 @@ class ReplayResult(_Open):
     totals: dict[str, Any]
     verdict: dict[str, Any]
     turns: dict[str, Any]
+    recommendation: Recommendation | None = None
 
 
 class PromptPlan(_Open):
