@@ -18,7 +18,8 @@ from typing import TextIO
 
 from . import environment
 from .errors import ContextfitError
-from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan
+from .pipeline.session import FitSession
 from .pipeline.settings import PlanSettings, conversation_model
 from .dashboard.bands import band_text
 from .dashboard.progress import PercentSteps
@@ -94,7 +95,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
     if args.recommend:
         return _recommend(args, conversation, settings, strategies, out)
-    plans = compare_strategies(conversation, settings, strategies=strategies)
+    plans = dict(FitSession(conversation).plans(settings, strategies=strategies))
     if args.json:
         payload = {
             name: {"error": plan.to_dict()} if isinstance(plan, ContextfitError) else plan.to_dict()

@@ -17,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import contextfit
+from contextfit import FitSession
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.pipeline.settings import PlanSettings
 from contextfit.dashboard import page_data as dashboard
@@ -27,7 +28,6 @@ from contextfit.serving.store import open_store
 
 from api_support import LOCAL
 from contextfit.inputs.formats import load_conversation_file
-from contextfit.pipeline.plan import compare_strategies
 
 STRATEGIES = list(BUILTIN_STRATEGIES)
 ROLEPLAY = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
@@ -88,7 +88,7 @@ def test_compare_strategies_is_the_generator_the_dashboard_draws(bundle):
     conversation = load_conversation_file(bundle)
     setup = dashboard.suggested_setup(conversation)
     drawn = list(dashboard.iter_plans(conversation, setup))
-    compared = compare_strategies(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
+    compared = dict(FitSession(conversation).plans(dashboard.plan_settings(setup), strategies=setup.strategies))
     assert [name for name, _ in drawn] == list(compared) == STRATEGIES
     assert [same(plan) for _, plan in drawn] == [same(plan) for plan in compared.values()]
     one_by_one = {name: same(contextfit.plan_prompt(conversation, dashboard.plan_settings(setup), context_strategy=name))
@@ -159,7 +159,7 @@ def test_an_unknown_setting_is_refused_through_every_door():
     with pytest.raises(contextfit.errors.InvalidSettings, match=r"Unknown setting 'contextlimit' \(did you mean 'contextLimit'\?\)"):
         PlanSettings.from_json({"contextlimit": 500}, model="gpt-4o")
     with pytest.raises(contextfit.errors.InvalidSettings, match="unknown keyword 'contextStrategy'.*'context_strategy'"):
-        compare_strategies(chat, model="gpt-4o", contextStrategy="summarize")
+        dict(FitSession(chat).plans(model="gpt-4o", contextStrategy="summarize"))
     with pytest.raises(TypeError):
         PlanSettings(model="gpt-4o", context_limt=500)  # the object itself has only its fields
 

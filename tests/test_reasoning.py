@@ -22,7 +22,6 @@ from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
 from contextfit.tokens.sent import sent_counter
 from contextfit.dashboard import charts, page_data as dashboard
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.tokens.models import get_model
 
 
@@ -240,8 +239,7 @@ def _grown_like_fresh(messages, model, limit, pieces, edits):
         warm = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
                 for name, plan in session.plans(strategies=strategies, **keywords)}
         cold = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
-                for name, plan in compare_strategies(copy.deepcopy(mirror), strategies=strategies,
-                                                                **keywords).items()}
+                for name, plan in dict(contextfit.FitSession(copy.deepcopy(mirror)).plans(strategies=strategies, **keywords)).items()}
         assert warm == cold, f"after {done} messages"
 
 

@@ -16,10 +16,10 @@ from conftest import shared_path
 from fastapi.testclient import TestClient
 
 import contextfit
+from contextfit import FitSession
 from contextfit.cli import main
 from contextfit.errors import InvalidSettings
 from contextfit.inputs.samples import SAMPLES, load_sample
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.replays.answer import recommendation_for
 from contextfit.replays.run import replay, variants
 from contextfit.dashboard import charts, report, verdict
@@ -125,7 +125,7 @@ def test_an_agent_run_that_ends_on_tool_results_gets_one_answer_from_compare_and
     compare = recommendation_for(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
     replayed = replay(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
     assert compare.sentence == replayed.recommendation.sentence
-    plans = compare_strategies(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
+    plans = dict(FitSession(conversation).plans(model="gpt-4o", context_limit=limit, response_reserve=50))
     for name, plan in plans.items():  # the evidence is Compare's plan of the whole conversation
         assert replayed.recommendation.outcome(name).prompt_tokens == plan.prompt_tokens
 
@@ -137,7 +137,7 @@ def test_stable_prefix_for_a_strategy_that_ignores_it_is_refused_on_every_face(t
     with pytest.raises(InvalidSettings, match=r"strategies\[1\]\.options\.stable_prefix: manual does not take"):
         variants(["truncate", {"strategy": "manual", "options": {"stable_prefix": True}}])
     assert variants([{"strategy": "summarize", "options": {"stable_prefix": True}}])[0].label == "summarize+stable_prefix"
-    plans = compare_strategies([{"role": "user", "content": "Hi"}], model="gpt-4o", stable_prefix=True)
+    plans = dict(FitSession([{"role": "user", "content": "Hi"}]).plans(model="gpt-4o", stable_prefix=True))
     refused = {name for name, plan in plans.items() if isinstance(plan, InvalidSettings)}
     assert {"vector-recall", "manual"} <= refused and not refused & {"truncate", "summarize", "clear-tool-results"}
     assert refused == {name for name in plans if not getattr(contextfit.registry.get(name), "takes_stable_prefix", 0)}

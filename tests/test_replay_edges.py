@@ -12,12 +12,12 @@ from fastapi.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
 import contextfit
+from contextfit import FitSession
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
 from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard import replay as views
 from contextfit.cli import main
-from contextfit.pipeline.plan import compare_strategies
 
 pytest_plugins = ["api_fixtures"]
 
@@ -312,8 +312,7 @@ def test_tools_over_the_budget_fail_every_turn_and_the_replay_is_still_returned(
     assert answer.status_code == 200, answer.text
     assert answer.json()["totals"]["truncate"]["failedTurns"] == 2
     # Compare still names the error for each strategy
-    plans = compare_strategies(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
-                                          strategies=["truncate", "manual"])
+    plans = dict(FitSession(conversation).plans(model="gpt-4o", context_limit=300, response_reserve=100, strategies=["truncate", "manual"]))
     assert all(isinstance(plan, contextfit.TokenBudgetExceeded) for plan in plans.values())
 
 

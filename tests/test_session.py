@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import contextfit
 from contextfit.pipeline import session as session_module
 from contextfit.pipeline.session import FitSession
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.pipeline.settings import PlanSettings
 
 pytest_plugins = ["api_fixtures"]  # the database fixture (SQLite, and PostgreSQL when configured)
@@ -121,7 +120,7 @@ def test_a_session_plans_like_plan_prompt_after_appends_and_edits(chat, keywords
     for step, where, message in [("append", 0, {"role": "user", "content": "hi {{char}}"}), *steps]:
         _apply(session, mirror, step, where, message)
         warm = dict(session.plans(strategies=strategies, **keywords))
-        cold = dict(compare_strategies(copy.deepcopy(mirror), strategies=strategies, **keywords))
+        cold = dict(dict(FitSession(copy.deepcopy(mirror)).plans(strategies=strategies, **keywords)))
         assert {name: _plan_outcome(plan) for name, plan in warm.items()} == \
             {name: _plan_outcome(plan) for name, plan in cold.items()}
         one = strategies[0]
@@ -322,7 +321,7 @@ def test_the_dashboard_plans_through_one_session_per_conversation():
     setup = dashboard.Setup(model="gpt-4o", context_limit=300, response_reserve=50)
     plans = dashboard.plan_all(conversation, setup)
     assert dashboard.session_for(conversation) is dashboard.session_for(conversation)
-    fresh = compare_strategies(conversation, dashboard.plan_settings(setup))
+    fresh = dict(FitSession(conversation).plans(dashboard.plan_settings(setup)))
     assert {k: v.to_dict() for k, v in plans.items()} == {k: v.to_dict() for k, v in fresh.items()}
     assert dashboard.plan_one(conversation, setup, "manual").to_dict() == fresh["manual"].to_dict()
     sessions = [dashboard.session_for(contextfit.load_conversation('{"messages": []}'))

@@ -157,7 +157,7 @@ def session_for(conversation: Conversation) -> FitSession:
 
 def iter_plans(conversation: Conversation, setup: Setup) -> Iterator[tuple[str, PromptPlan | ContextfitError]]:
     """``(strategy, plan)`` for each chosen strategy, one at a time (the
-    generator :func:`~contextfit.pipeline.plan.compare_strategies` collects), planned through
+    generator :meth:`~contextfit.FitSession.plans` yields), planned through
     the conversation's session (:func:`session_for`)."""
     return session_for(conversation).plans(plan_settings(setup), strategies=setup.strategies)
 
