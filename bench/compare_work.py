@@ -38,23 +38,24 @@ _CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from contextfit import load_conversation
-from contextfit.dashboard import charts
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import charts, compare_view, editor
+from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard.setup import suggested_setup
 from contextfit.inputs.samples import SAMPLES, sample_text
 from dataclasses import replace
 
 def page(raw, setup=None):
     conversation = load_conversation(raw)
-    return conversation, draw(conversation, setup or dashboard.suggested_setup(conversation))
+    return conversation, draw(conversation, setup or suggested_setup(conversation))
 
 def draw(conversation, setup):
-    plans = dashboard.plan_all(conversation, setup)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
     fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, Exception)}
     for plan in fitted.values():
-        charts.budget_figure(plan); charts.blocks_figure(plan); dashboard.headline(plan)
+        charts.budget_figure(plan); charts.blocks_figure(plan); compare_view.headline(plan)
     if len(fitted) > 1:
         charts.fate_matrix_figure(fitted)
-    dashboard.editor_rows(conversation, setup, plans)
+    editor.editor_rows(conversation, setup, plans)
     return setup
 
 times = {}
