@@ -79,7 +79,7 @@ def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(tmp_
 def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noqa: F811
     # the page kept nothing in its URL: a reload started over at the sample's defaults
     load(page, server + "/replay")
-    limit = page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")
+    limit = page.locator('[data-testid="stSidebar"]').get_by_role("spinbutton", name="Context limit")
     with script_run(page):
         limit.fill("3000")
         limit.press("Enter")
@@ -87,7 +87,7 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
     page.reload()
     page.wait_for_selector(READY)
     # the field can show its minimum for a moment while the new session's first run draws it
-    expect(page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")).to_have_value("3000")
+    expect(page.locator('[data-testid="stSidebar"]').get_by_role("spinbutton", name="Context limit")).to_have_value("3000")
     page.wait_for_selector(READY)
     assert page.locator('[data-testid="stException"]').count() == 0
 
@@ -134,7 +134,7 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
 def test_compare_and_replay_share_their_sidebar_through_a_switch_and_a_reload(page, server):  # noqa: F811
     # a demo sets the limit on Compare, types a fact on Replay, reloads, and goes back: nothing is lost
     sidebar = page.locator('[data-testid="stSidebar"]')
-    limit = sidebar.get_by_label("Context limit")
+    limit = sidebar.get_by_role("spinbutton", name="Context limit")
     with script_run(page):
         limit.fill("1800")
         limit.press("Enter")
@@ -142,8 +142,8 @@ def test_compare_and_replay_share_their_sidebar_through_a_switch_and_a_reload(pa
     with script_run(page):
         page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Replay").click()
     page.locator("h1").filter(has_text="Replay").wait_for()
-    expect(sidebar.get_by_label("Context limit")).to_have_value("1800")  # the same widget, drawn by app.py
-    facts = sidebar.get_by_label("Must-survive facts")
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")  # the same widget, drawn by app.py
+    facts = sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)
     facts.fill("Mara Quill")
     with script_run(page):
         facts.press("Control+Enter")
@@ -151,16 +151,16 @@ def test_compare_and_replay_share_their_sidebar_through_a_switch_and_a_reload(pa
     assert "sample=roleplay" in page.url and "limit=1800" in page.url
     page.reload()  # a new browser session: the address brings the settings back
     page.wait_for_selector(READY)
-    expect(sidebar.get_by_label("Context limit")).to_have_value("1800")
-    expect(sidebar.get_by_label("Must-survive facts")).to_have_value("Mara Quill")
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")
+    expect(sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)).to_have_value("Mara Quill")
     with script_run(page):
         page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Compare").click()
     page.locator("h1").filter(has_text="Compare strategies").wait_for()
-    expect(sidebar.get_by_label("Context limit")).to_have_value("1800")
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")
     expect(page.locator('[data-testid="stCaptionContainer"]').filter(has_text="-token budget").first).to_contain_text(
         "1,400-token budget")  # the role-play sample's 400 reserve under the shared 1,800 limit
     with script_run(page):
         page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Replay").click()
     page.locator("h1").filter(has_text="Replay").wait_for()
-    expect(sidebar.get_by_label("Must-survive facts")).to_have_value("Mara Quill")
+    expect(sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)).to_have_value("Mara Quill")
     assert page.locator('[data-testid="stException"]').count() == 0
