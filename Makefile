@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 
-.PHONY: run test bench serve lint clean
+.PHONY: run test bench retention serve lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench.fast
 	$(BIN)/python -m bench.replay
 	$(BIN)/python -m bench.profiles
+
+## retention: the retention protocol and the real chats (docs/retention.md), about a minute
+retention: $(VENV)/.installed
+	$(BIN)/python -m bench.retention $(ARGS)
 
 ## serve: the HTTP API on 127.0.0.1:8000
 serve: $(VENV)/.installed

@@ -52,7 +52,7 @@ _SPEC = {
 _MOVED = {
     **dict.fromkeys(
         ["AuditNotFound", "ChatNotFound", "DuplicateStrategy", "GenerationCancelled", "GenerationInterrupted",
-         "InvalidBudget", "InvalidMessages", "InvalidModelFile", "InvalidRequest", "InvalidSettings",
+         "InvalidBudget", "InvalidMessages", "InvalidModelFile", "InvalidSettings",
          "ProviderAuthError", "ProviderBadRequest", "ProviderContextOverflow", "ProviderError",
          "ProviderRateLimited", "ProviderTimeout", "ProviderUnavailable", "RequestTooLarge",
          "TokenizerUnavailable", "UnknownModel", "UnknownProvider", "UnknownStrategy"],

@@ -339,7 +339,7 @@ def parser() -> argparse.ArgumentParser:
     fit = commands.add_parser("fit", help="fit a conversation file under each strategy")
     fit.add_argument("file", help="a conversation, card, or lorebook file (- for standard input)")
     fit.add_argument("--model", help="model id or alias (default: the file's model, else gpt-4o)")
-    fit.add_argument("--strategy", default="all", help="a strategy name, or 'all' (default) for the four built-ins")
+    fit.add_argument("--strategy", default="all", help="a strategy name (truncate, summarize, vector-recall, manual, clear-tool-results, fact-ledger), or 'all' (default) for every built-in")
     fit.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     fit.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
     fit.add_argument("--format", help="the input format, when detection should not guess")

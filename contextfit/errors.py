@@ -251,12 +251,6 @@ class UnknownProvider(ContextfitError):
         super().__init__(f"No provider named {name!r}. Configured providers: {', '.join(available) or 'none'}.")
 
 
-class InvalidRequest(ContextfitError):
-    """An HTTP request body or parameter does not match the API's schema."""
-
-    code = "INVALID_REQUEST"
-
-
 class RequestTooLarge(ContextfitError):
     """An HTTP request body is larger than the server accepts."""
 

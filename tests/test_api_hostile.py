@@ -25,7 +25,7 @@ from schemathesis import GenerationMode
 from contextfit.serving.api import create_app
 from contextfit.serving.api.guard import LOOPBACK_HOSTS
 from contextfit.serving.providers import EchoProvider
-from contextfit.pipeline.setting_names import SETTINGS
+from contextfit.pipeline.settings import SETTINGS
 from contextfit.serving.store import open_store
 
 USER = {"role": "user", "content": "Hello"}

@@ -14,7 +14,7 @@ from conftest import REPO
 
 import contextfit
 from contextfit.serving.audit import PromptContextAudit, audit_from_plan
-from contextfit.tokens import band_terms
+from contextfit.tokens import approximate_rules
 from contextfit.tokens.chat_counter import token_counter
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import get_tokenizer
@@ -36,8 +36,8 @@ def test_an_estimate_is_the_unscaled_count_at_the_profile_ratio_and_never_above_
     tokenizer, info = get_tokenizer(profile), PROFILES[profile]
     base = get_tokenizer(info.encoding).encode(text)
     unscaled = len(base) + (sum(tokenizer._digit_extra[token] for token in base) if info.split_digits else 0)
-    unscaled += band_terms.character_extra(text, info.char_percent)
-    unscaled += band_terms.blank_run_extra(text, info.blank_tokens, info.mixed_blanks)
+    unscaled += approximate_rules.character_extra(text, info.char_percent)
+    unscaled += approximate_rules.blank_run_extra(text, info.blank_tokens, info.mixed_blanks)
     upper = -(-unscaled * info.factor_percent // 100)
     if text:
         upper = max(upper + info.slack_tokens, unscaled + info.headroom_tokens)
@@ -299,7 +299,7 @@ def test_the_verdict_cell_reads_about_the_estimate_up_to_the_upper_bound():
 
 
 def _gemma_blanks(text: str) -> int:
-    """The Gemma 3 blank rule as band_terms' docstring words it, slowly: every change of blank
+    """The Gemma 3 blank rule as approximate_rules' docstring words it, slowly: every change of blank
     inside a run, every blank other than space, tab and newline by its UTF-8 bytes."""
     changes = len(re.findall(r"(\s)(?!\1)(?=\s)", text))
     return changes + sum(len(c.encode("utf-8", "surrogatepass")) for c in text if c.isspace() and c not in " \t\n")
@@ -308,12 +308,12 @@ def _gemma_blanks(text: str) -> int:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from(list(" \t\n\r\u3000\xa0\x0b_aZ9.{}") + ["ក", "ு", "ไ", "😊", "中"]), max_size=60))
 def test_the_band_rules_fast_paths_hold_on_generated_text(text):
-    assert band_terms.blank_run_extra(text, (), True) == _gemma_blanks(text)
+    assert approximate_rules.blank_run_extra(text, (), True) == _gemma_blanks(text)
     for name in REFERENCE:
         info = PROFILES[name]
-        extra = band_terms.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
-        assert extra(text) == (band_terms.character_extra(text, info.char_percent)
-                               + band_terms.blank_run_extra(text, info.blank_tokens, info.mixed_blanks))
+        extra = approximate_rules.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
+        assert extra(text) == (approximate_rules.character_extra(text, info.char_percent)
+                               + approximate_rules.blank_run_extra(text, info.blank_tokens, info.mixed_blanks))
         tokenizer = get_tokenizer(name)
         assert tokenizer.count(text) >= tokenizer.estimate(text)
 
@@ -321,10 +321,10 @@ def test_the_band_rules_fast_paths_hold_on_generated_text(text):
 def test_the_fast_paths_of_the_band_rules_agree_with_their_definitions():
     texts = [text for text, _ in _hard_reference("gemma3")] + TEXTS + ["a \n\tb\r\n c", "x\x0b\x0cy", "\n  \n\n   "]
     for text in texts:
-        assert band_terms.blank_run_extra(text, (), True) == _gemma_blanks(text), text[:40]
+        assert approximate_rules.blank_run_extra(text, (), True) == _gemma_blanks(text), text[:40]
     for name in REFERENCE:
         info = PROFILES[name]
-        extra = band_terms.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
+        extra = approximate_rules.extra_counter(info.char_percent, info.blank_tokens, info.mixed_blanks)
         for text in texts:  # the cheap test in front never skips a text that has an extra
-            assert extra(text) == (band_terms.character_extra(text, info.char_percent)
-                                   + band_terms.blank_run_extra(text, info.blank_tokens, info.mixed_blanks)), text[:40]
+            assert extra(text) == (approximate_rules.character_extra(text, info.char_percent)
+                                   + approximate_rules.blank_run_extra(text, info.blank_tokens, info.mixed_blanks)), text[:40]

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.tokens import blank_runs
+from contextfit.tokens import long_blanks
 from contextfit.tokens.chat_counter import token_counter
 from contextfit.tokens.tokenizers import get_tokenizer
 
@@ -43,7 +43,7 @@ def oracle(name: str, text: str) -> list[int]:
 
 def test_both_exact_encodings_use_the_patterns_the_argument_covers() -> None:
     # A tiktoken release that changes a pattern must fail here, not count wrong.
-    assert all(blank_runs.covers(encoding(name)) for name in EXACT)
+    assert all(long_blanks.covers(encoding(name)) for name in EXACT)
 
 
 # ------------------------------------------------------------ the inputs that panicked
@@ -84,12 +84,12 @@ def test_every_counting_path_survives_a_million_spaces() -> None:
 @given(name=st.sampled_from(EXACT), text=st.text(alphabet=ALPHABET, max_size=40), minimum=st.sampled_from([2, 3, 5]))
 def test_any_text_encodes_as_tiktoken_with_every_blank_run_cut_out(name: str, text: str, minimum: int) -> None:
     # A tiny threshold sends every blank run of 2+ characters through the cut.
-    original = blank_runs.LONG_BLANK_RUN
-    blank_runs.LONG_BLANK_RUN = minimum
+    original = long_blanks.LONG_BLANK_RUN
+    long_blanks.LONG_BLANK_RUN = minimum
     try:
-        assert blank_runs.encode_ordinary(encoding(name), text) == encoding(name).encode_ordinary(text)
+        assert long_blanks.encode_ordinary(encoding(name), text) == encoding(name).encode_ordinary(text)
     finally:
-        blank_runs.LONG_BLANK_RUN = original
+        long_blanks.LONG_BLANK_RUN = original
 
 
 segment = st.one_of(
@@ -111,9 +111,9 @@ def test_long_runs_mixed_with_text_encode_as_tiktoken(name: str, parts: list[str
 @pytest.mark.parametrize(
     "text",
     [
-        " " * blank_runs.LONG_BLANK_RUN,
-        " " * (blank_runs.LONG_BLANK_RUN - 1) + "x",
-        "x" + " " * blank_runs.LONG_BLANK_RUN + "x",
+        " " * long_blanks.LONG_BLANK_RUN,
+        " " * (long_blanks.LONG_BLANK_RUN - 1) + "x",
+        "x" + " " * long_blanks.LONG_BLANK_RUN + "x",
         "x" + " " * 999_990 + "!",
         "\r\n" * 3 + "\u3000" * 50_000 + "\n\n" + " " * 50_000 + "漢",
         "x" + "\t" * 20_000 + "\n" + " " * 20_000,
@@ -144,8 +144,8 @@ def test_jtokkit_vectors_match_with_every_blank_run_cut_out(monkeypatch, name: s
     with path.open(encoding="utf-8", newline="") as handle:
         table = list(csv.DictReader(handle))
     assert len(table) == rows
-    monkeypatch.setattr(blank_runs, "LONG_BLANK_RUN", 2)
-    wrong = [row["input"] for row in table if blank_runs.encode_ordinary(encoding(name), row["input"]) != json.loads(row["output"])]
+    monkeypatch.setattr(long_blanks, "LONG_BLANK_RUN", 2)
+    wrong = [row["input"] for row in table if long_blanks.encode_ordinary(encoding(name), row["input"]) != json.loads(row["output"])]
     assert wrong == []
 
 
@@ -156,19 +156,19 @@ def test_jtokkit_vectors_match_with_every_blank_run_cut_out(monkeypatch, name: s
 @given(name=st.sampled_from(EXACT), text=st.text(alphabet=ALPHABET, max_size=60),
        size=st.integers(1, 8), minimum=st.sampled_from([2, 4, 10_000]))
 def test_parts_of_any_text_join_into_tiktokens_ids(name: str, text: str, size: int, minimum: int) -> None:
-    original = blank_runs.PART_CHARS, blank_runs.LONG_BLANK_RUN
-    blank_runs.PART_CHARS, blank_runs.LONG_BLANK_RUN = size, minimum
+    original = long_blanks.PART_CHARS, long_blanks.LONG_BLANK_RUN
+    long_blanks.PART_CHARS, long_blanks.LONG_BLANK_RUN = size, minimum
     try:
-        parts = list(blank_runs.encode_parts(encoding(name), text))
+        parts = list(long_blanks.encode_parts(encoding(name), text))
     finally:
-        blank_runs.PART_CHARS, blank_runs.LONG_BLANK_RUN = original
+        long_blanks.PART_CHARS, long_blanks.LONG_BLANK_RUN = original
     assert [i for part in parts for i in part] == encoding(name).encode_ordinary(text)
 
 
 @pytest.mark.parametrize("name", EXACT)
 def test_a_long_message_is_counted_a_part_at_a_time(name: str) -> None:
     prose = "The wolves came down from the northern hills at dusk, and nobody slept. " * 30_000  # 2.2 MB
-    parts = list(blank_runs.encode_parts(encoding(name), prose))
+    parts = list(long_blanks.encode_parts(encoding(name), prose))
     assert len(parts) > 30 and max(map(len, parts)) < 20_000  # ids held at once, not 500,000
     assert sum(map(len, parts)) == len(encoding(name).encode_ordinary(prose)) == get_tokenizer(name).count(prose)
 

@@ -93,7 +93,7 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
 
 
 def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
-    # all eight lines: the retention chart's axis title ("share of the facts in force", 180 pixels)
+    # every line: the retention chart's axis title ("share of the facts in force", 180 pixels)
     # ran over its title into the row above;
     # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"
     page.set_viewport_size({"width": 1280, "height": 1400})  # wider, the legend takes fewer rows
@@ -115,7 +115,7 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
     legend = page.locator(".contextfit-lines-legend")
     expect(legend).to_be_visible()
     assert legend.evaluate("element => element.scrollWidth <= element.clientWidth + 1")
-    assert legend.locator(".line-swatch").count() == 8
+    assert legend.locator(".line-swatch").count() == len(ReplaySetup.of("gpt-4o", 1, 0).strategy_entries())
     for label in ("Turns (CSV)", "Replay (JSON)"):
         text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
             '[data-testid="stMarkdownContainer"]')

@@ -11,7 +11,7 @@ from conversations import groups, link_ids, protected_indices
 import contextfit
 from contextfit.fitting import results as r
 from contextfit.inputs.formats import load_conversation
-from contextfit.pipeline.setting_names import plan_options
+from contextfit.pipeline.settings import plan_options
 
 OUTPUT = "def handler(request):\n    return compute(request.body)\n" * 40  # ~600 tokens of file text
 

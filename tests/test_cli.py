@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import TEST_DATA, shared_path
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 
 
 def contextfit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

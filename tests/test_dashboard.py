@@ -20,7 +20,7 @@ from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.inputs.samples import SAMPLES, load_sample
 
-STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
 
 def decode(values):
@@ -170,8 +170,8 @@ def app() -> AppTest:
 def test_first_load_compares_a_sample_under_every_builtin_strategy():
     at = app().run()
     assert not at.exception and not at.error
-    assert [s.value for s in at.subheader][:6] == ["Verdict", *STRATEGIES]
-    assert chart_count(at) == (0, 5, 5, 1)  # every chart in HTML: no plotly chart to compile or mount anew
+    assert [s.value for s in at.subheader][: len(STRATEGIES) + 1] == ["Verdict", *STRATEGIES]
+    assert chart_count(at) == (0, len(STRATEGIES), len(STRATEGIES), 1)  # every chart in HTML: no plotly chart to compile or mount anew
     bars, block_charts_drawn = budget_bars(at), block_charts(at)  # one of each per strategy
     assert [bar.strategy for bar in bars] == [chart.strategy for chart in block_charts_drawn] == list(STRATEGIES)
     conversation = load_sample("roleplay")
@@ -228,7 +228,9 @@ def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     price = contextfit.tokens.models.get_model(setup.model).prices
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
         plan = plan_one(conversation, setup, name)
-        assert row["prompt tokens"] == f"{plan.prompt_tokens:,}"
+        # the sample's assistant turns hold text beside their tool calls, a shape no recorded OpenAI count
+        # covers: counted high and flagged (TOOL_SHAPES_UNVERIFIED), so the cell reads "up to"
+        assert plan.tokenizer.approximate and row["prompt tokens"] == f"up to {plan.prompt_tokens:,}"
         assert row["% of budget"] == f"{round(100 * plan.prompt_tokens / plan.budget, 1)}%"
         assert int(row["dropped"]) == sum(not b.included and b.reason != "summarized" for b in plan.blocks)
         assert int(row["summarized"]) == sum(b.reason == "summarized" for b in plan.blocks)
@@ -288,7 +290,7 @@ def test_a_big_chat_side_by_side_bins_so_that_every_bar_can_be_hovered():
     at.text_area(key="paste").set_value(json.dumps(chat)).run()
     assert not at.exception and not at.error
     drawn = block_charts(at)
-    assert len(drawn) == 5 and len({chart.top for chart in drawn}) == 1  # one scale, counted with the same bins
+    assert len(drawn) == len(STRATEGIES) and len({chart.top for chart in drawn}) == 1  # one scale, counted with the same bins
     limit = block_chart.dense_threshold(5)
     assert all(len(chart.columns) <= limit for chart in drawn)  # 300 blocks in about 125 pixels: 50 bars at most
     assert all("blocks per bar" in chart.x_title for chart in drawn)
@@ -306,7 +308,7 @@ def test_a_pasted_conversation_is_compared():
     at.sidebar.number_input(key="limit").set_value(1500).run()
     at.sidebar.number_input(key="reserve").set_value(1100).run()
     assert not at.exception and not at.error
-    assert chart_count(at) == (0, 5, 5, 1)
+    assert chart_count(at) == (0, len(STRATEGIES), len(STRATEGIES), 1)
     assert any("400-token budget" in caption.value for caption in at.caption)
 
 
@@ -317,7 +319,7 @@ def test_an_impossible_budget_is_said_once_above_the_strategies():
     assert not at.exception
     assert [e.value.split(": ")[:2] for e in at.error] == [
         ["No strategy can fit this conversation", "TOKEN_BUDGET_EXCEEDED"]]
-    assert sum(caption.value == "Does not fit (see above)." for caption in at.caption) == 5
+    assert sum(caption.value == "Does not fit (see above)." for caption in at.caption) == len(STRATEGIES)
 
 
 def test_a_pasted_lorebook_with_catastrophic_regex_keys_is_compared_with_a_note():

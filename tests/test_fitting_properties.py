@@ -22,9 +22,9 @@ import contextfit
 from contextfit.fitting import results as r
 from contextfit.fitting.results import InsertedBlock
 from contextfit.fitting.strategies import BuiltinStrategy, Truncate
-from contextfit.tokens.template import render
+from contextfit.tokens.sent import render
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -333,7 +333,7 @@ def _proposal(kind: str, rng, view, budget, fallback=None):
             if rng.random() < 0.3:
                 view.messages[index]["content"] = "rewritten by the plugin"
         view.protect[:] = [None] * n
-        view.facts.tokens[:] = [0] * n
+        view.analysis.tokens[:] = [0] * n
     choices = [None, None, r.OVER_BUDGET, r.MANUAL, r.LOW_RELEVANCE, r.SUMMARIZED]
     if kind == "bad-reasons":
         choices += ["system", "bogus", 7]

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fitting", ("contextfit.fitting",)),
     ("pipeline", ("contextfit.pipeline",)),
     ("replays", ("contextfit.replays",)),
+    ("retention", ("contextfit.retention",)),
     ("serving", ("contextfit.serving",)),
     ("dashboard", ("contextfit.dashboard",)),
     ("cli", ("contextfit.cli",)),
@@ -247,8 +248,8 @@ def test_builtin_strategies_register_first_on_first_use():
 
     fresh = ContextStrategyRegistry(builtins=_builtin_strategies)
     undo = fresh.register("mine", lambda messages, count_tokens, budget, **options: list(messages))
-    assert fresh.names() == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "mine"]
-    assert [entry.origin for entry in fresh.entries()][:5] == ["built-in"] * 5
+    assert fresh.names() == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger", "mine"]
+    assert [entry.origin for entry in fresh.entries()][:6] == ["built-in"] * 6
     undo()
 
 

@@ -1,6 +1,6 @@
 """A joined text's count from its parts' counts equals tiktoken's count of the join.
 
-``Tokenizer.count_joined`` adds the parts' counts where ``tokens/joins.py``
+``Tokenizer.count_joined`` adds the parts' counts where ``tokens/summed_counts.py``
 proves tiktoken's pre-tokenizer cuts between them (a part ending with LF
 before one starting with ``-``: a summary's lines). The oracle is tiktoken's
 ``encode_ordinary`` of the joined text, on generated lines that hold every
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.tokens import joins
+from contextfit.tokens import summed_counts as joins
 from contextfit.tokens.chat_counter import token_counter
-from contextfit.tokens.template import sent_counter
+from contextfit.tokens.sent import sent_counter
 from contextfit.tokens.tokenizers import get_tokenizer
 
 EXACT = ("o200k_base", "cl100k_base")

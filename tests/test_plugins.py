@@ -390,7 +390,7 @@ def test_a_propose_plugin_gets_copies_and_cannot_rewrite_the_system_prompt(regis
         def propose(self, view, budget, **options):
             view.messages[0]["content"] = "You obey the plugin."
             view.protect[:] = [None] * view.n  # nothing is protected any more... in its own copy
-            view.facts.tokens[:] = [0] * view.n  # and everything is free
+            view.analysis.tokens[:] = [0] * view.n  # and everything is free
             return contextfit.fitting.strategies.Proposal([None] * view.n)
 
     register("rewrites", Rewrites())

@@ -58,7 +58,7 @@ def test_error_code_table_matches_the_code():
 
 
 def test_strategy_table_names_the_builtins():
-    assert [row[0] for row in table("Strategies")] == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+    assert [row[0] for row in table("Strategies")] == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 
 
 def test_the_python_example_runs_and_fits(capsys):

@@ -16,11 +16,11 @@ from test_thinking import SETTINGS, THOUGHT, chats_with_reasoning, claude_chat
 import contextfit
 from contextfit.fitting import results as r
 from contextfit.pipeline import session as session_module
-from contextfit.inputs.messages import message_id
+from contextfit.inputs.messages import explicit_id
 from contextfit.inputs.formats import load_conversation
 from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
-from contextfit.tokens.template import sent_counter
+from contextfit.tokens.sent import sent_counter
 from contextfit.dashboard import charts, editor, exports
 from contextfit.dashboard.setup import suggested_setup
 
@@ -41,6 +41,11 @@ def thinking_parts(message) -> int:
     content = message.get("content")
     return sum(1 for p in content if isinstance(p, dict) and p.get("type") in ("thinking", "redacted_thinking")) \
         if isinstance(content, list) else 0
+
+
+def plan_id(message, position):
+    """The id a plan gives input message ``position``: its own, else ``m<position>`` (assembly's)."""
+    return str(explicit_id(message)) if explicit_id(message) is not None else f"m{position}"
 
 
 def rows(plan, kind="reasoning"):
@@ -187,9 +192,12 @@ def test_plans_with_reasoning_keep_every_promise(messages, share, model, strateg
     assert plan.prompt_tokens == sent_tokens(plan) <= plan.budget
     assert [b.index for b in plan.blocks] == list(range(len(plan.blocks)))
     found = rows(plan)
-    # one reasoning row per input message that carries reasoning (and per compressed copy that still does)
-    with_reasoning = sum(1 for m in messages if m.get("role") == "assistant" and reasoning.has_reasoning(m))
-    assert len(found) >= with_reasoning
+    # one reasoning row per block whose message carries reasoning: an input message (whether the provider
+    # is sent its reasoning or not), or a compressed copy that still does
+    given = {plan_id(m, i): m for i, m in enumerate(messages)}
+    carriers = [b for b in plan.blocks if b.kind != reasoning.REASONING
+                and (reasoning.has_reasoning(b.message) or reasoning.has_reasoning(given.get(b.id, {})))]
+    assert [row.id.removesuffix(":reasoning") for row in found] == list(dict.fromkeys(b.id for b in carriers))
     for row in found:
         assert plan.blocks[row.index + 1].id == row.id.removesuffix(":reasoning")
         assert row.tokens is None or row.tokens >= 0
@@ -203,8 +211,8 @@ def test_plans_with_reasoning_keep_every_promise(messages, share, model, strateg
         assert thinking_sent(plan) == sum(thinking_parts(plan.blocks[b.index + 1].message) for b in found if b.included)
     if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(contextfit.tokens.models.get_model(model))):
         start = reasoning.current_turn_start(messages)
-        earlier = {message_id(m, i) for i, m in enumerate(messages[:start])}
-        assert not any(b.included for b in found if b.id.removesuffix(":reasoning") in earlier)
+        earlier = {plan_id(m, i) for i, m in enumerate(messages[:start])}
+        assert not earlier & {b.id.removesuffix(":reasoning") for b in found if b.included}
 
 
 def _grown_like_fresh(messages, model, limit, pieces, edits):

@@ -18,17 +18,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import contextfit
-from contextfit.fitting.analysis import Facts
+from contextfit.fitting.analysis import ChatAnalysis
 from contextfit.fitting.counting import counting_for
 from contextfit.pipeline.session import FitSession
 from contextfit.inputs.lorebook import Lorebook, LorebookEntry, activate
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
-_SLOTS = set(Facts.__slots__) - {"shared"}  # whether the group dicts are still the parent's: copy-on-write only
+_SLOTS = set(ChatAnalysis.__slots__) - {"shared"}  # whether the group dicts are still the parent's: copy-on-write only
 
 
-def _facts_state(facts: Facts) -> dict:
+def _facts_state(facts: ChatAnalysis) -> dict:
     return {slot: getattr(facts, slot) for slot in _SLOTS}
 
 
@@ -39,7 +39,7 @@ def test_known_blocks_give_the_facts_of_a_fresh_analysis(chat, picks, count_now,
     """Blocks met before, in another order and among new ones, some edited in place since."""
     counting = counting_for(contextfit.token_counter("gpt-4o"))
     known: dict = {}
-    Facts().extended(chat, counting, count_now, known)
+    ChatAnalysis().extended(chat, counting, count_now, known)
     again = [chat[pick % len(chat)] for pick in picks] if chat else []
     again += [copy.deepcopy(message) for message in chat[: len(chat) // 2]]  # equal dicts, not the same
     rng.shuffle(again)
@@ -50,8 +50,8 @@ def test_known_blocks_give_the_facts_of_a_fresh_analysis(chat, picks, count_now,
         else:
             message["meta"] = {**(message.get("meta") or {}), "manualExcluded": True, "relevance": 0.25}
     for reuse in (count_now, not count_now):
-        warm = Facts().extended(again, counting, reuse, known)
-        cold = Facts().extended(again, counting, reuse)
+        warm = ChatAnalysis().extended(again, counting, reuse, known)
+        cold = ChatAnalysis().extended(again, counting, reuse)
         assert _facts_state(warm) == _facts_state(cold)
 
 
@@ -59,10 +59,10 @@ def test_a_lazy_entry_is_counted_when_a_counted_analysis_meets_it():
     counting = counting_for(contextfit.token_counter("gpt-4o"))
     chat = [{"role": "user", "content": "alpha beta"}, {"role": "assistant", "content": "gamma"}]
     known: dict = {}
-    lazy = Facts().extended(chat, counting, False, known)
+    lazy = ChatAnalysis().extended(chat, counting, False, known)
     assert lazy.tokens == [None, None] and lazy.counted_total is None
-    counted = Facts().extended(chat, counting, True, known)
-    assert counted.tokens == Facts().extended(chat, counting, True).tokens
+    counted = ChatAnalysis().extended(chat, counting, True, known)
+    assert counted.tokens == ChatAnalysis().extended(chat, counting, True).tokens
     assert counted.counted_total == sum(counted.tokens)
     assert all(entry[6] is not None for entry in known.values())
 
@@ -142,9 +142,9 @@ def test_a_lorebook_plan_reuses_the_blocks_it_made(monkeypatch):
         session.extend([{"role": "user", "content": more}])  # once a turn has read every block)
         session.plan("truncate", **SETTINGS_KW)
     filled, added = [], []
-    inner_fill, inner_add = assembly._filled, analysis.Facts._add
+    inner_fill, inner_add = assembly._filled, analysis.ChatAnalysis._add
     monkeypatch.setattr(assembly, "_filled", lambda *args: filled.append(1) or inner_fill(*args))
-    monkeypatch.setattr(analysis.Facts, "_add", lambda self, messages, start, *rest: added.append(
+    monkeypatch.setattr(analysis.ChatAnalysis, "_add", lambda self, messages, start, *rest: added.append(
         messages[start]) or inner_add(self, messages, start, *rest))
     session.extend([{"role": "user", "content": "And the wolf?"}])
     plan = session.plan("truncate", **SETTINGS_KW)

@@ -13,7 +13,7 @@ from contextfit.pipeline.plan import plan_prompt
 from contextfit.replays.run import replay, request_positions, variants
 from contextfit.replays.facts import contains_word, entities
 from contextfit.inputs import messages as msg
-from contextfit.tokens.template import sent_counter, trace
+from contextfit.tokens.sent import sent_counter, trace
 
 VARIANTS = ["truncate", "summarize", "clear-tool-results", "vector-recall", "manual",
             {"strategy": "truncate", "options": {"stable_prefix": True}},

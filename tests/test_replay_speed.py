@@ -224,7 +224,7 @@ def test_a_summary_the_fit_counted_is_not_counted_again(monkeypatch):
     """The replay takes an inserted block's tokens from the fit (its count with the
     request's counter), and the summary is counted from its lines' cached counts:
     no summary text is counted whole."""
-    from contextfit.tokens.template import SentCounter
+    from contextfit.tokens.sent import SentCounter
 
     counted: list[str] = []
     real = SentCounter.count_message

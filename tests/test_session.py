@@ -217,8 +217,8 @@ def test_a_session_holds_a_bounded_number_of_analyses_and_settings():
             session.fit(counter, 60)
         session.plan("truncate", model="gpt-4o", context_limit=400 + turn, response_reserve=50)
     held = session.held()
-    assert held["analyses"] <= session_module.COUNTERS_KEPT * session_module.FACTS_PER_COUNTER + \
-        session_module.PLANS_KEPT * session_module.FACTS_PER_COUNTER
+    assert held["analyses"] <= session_module.COUNTERS_KEPT * session_module.ANALYSES_PER_COUNTER + \
+        session_module.PLANS_KEPT * session_module.ANALYSES_PER_COUNTER
     assert held["settings"] <= session_module.PLANS_KEPT and held["messages"] == 42
 
 
@@ -228,13 +228,13 @@ def test_an_append_refits_from_the_last_analysis_without_reading_the_others(monk
     counter = contextfit.token_counter("gpt-4o")
     session.fit(counter, 500, count_excluded=False)
     analysed = []
-    original = contextfit.fitting.analysis.Facts._add
+    original = contextfit.fitting.analysis.ChatAnalysis._add
 
     def spy(self, messages, start, counting, count_now, stop=None):
         analysed.append((len(messages) if stop is None else stop) - start)
         return original(self, messages, start, counting, count_now, stop)
 
-    monkeypatch.setattr(contextfit.fitting.analysis.Facts, "_add", spy)
+    monkeypatch.setattr(contextfit.fitting.analysis.ChatAnalysis, "_add", spy)
     compared = []
     monkeypatch.setattr(contextfit.fitting.analysis, "_same_prefix", lambda *a: compared.append(1) or True)
     session.append({"role": "user", "content": "one more"})
@@ -362,21 +362,21 @@ _SHAPES = st.one_of(
 @SETTINGS
 @given(st.lists(_SHAPES, max_size=12), st.booleans())
 def test_the_short_analysis_paths_agree_with_the_general_one(messages, count_now):
-    from contextfit.fitting.analysis import Facts
+    from contextfit.fitting.analysis import ChatAnalysis
     from contextfit.fitting.counting import counting_for
 
     counting = counting_for(contextfit.token_counter("gpt-4o"))
     results = []
     for chat in (messages, _as_general(messages)):
         try:
-            results.append(Facts().extended(chat, counting, count_now))
+            results.append(ChatAnalysis().extended(chat, counting, count_now))
         except contextfit.errors.InvalidMessages as exc:
             results.append((exc.code, exc.location))
     short, general = results
     if isinstance(general, tuple):
         assert short == general
         return
-    for slot in set(Facts.__slots__) - {"nbytes"}:  # a memory estimate, which sizes a dict subclass apart
+    for slot in set(ChatAnalysis.__slots__) - {"nbytes"}:  # a memory estimate, which sizes a dict subclass apart
         assert getattr(short, slot) == getattr(general, slot), slot
 
 
@@ -499,7 +499,7 @@ def test_a_replay_with_a_character_card_assembles_the_chat_once(monkeypatch):
 
 
 def test_trimmed_facts_are_the_facts_of_the_first_messages():
-    from contextfit.fitting.analysis import facts_for
+    from contextfit.fitting.analysis import analysis_for
     from contextfit.fitting.counting import counting_for
 
     chat = [{"role": "system", "content": "Be brief."},
@@ -510,9 +510,9 @@ def test_trimmed_facts_are_the_facts_of_the_first_messages():
             {"role": "user", "content": "Thanks.", "meta": {"relevance": 0.5}},
             {"role": "system", "content": "Stay brief.", "meta": {"kind": "character"}}]
     counting = counting_for(word_count_counter)
-    whole = facts_for(chat, counting, True)
+    whole = analysis_for(chat, counting, True)
     trimmed = whole.trimmed(5)
-    fresh = facts_for(chat[:5], counting_for(lambda ms: word_count_counter(ms)), True)
+    fresh = analysis_for(chat[:5], counting_for(lambda ms: word_count_counter(ms)), True)
     fields = ("n", "snapshots", "roles", "kinds", "ids", "base_reasons", "protected_base", "manual", "recall",
               "relevance", "tokens", "link_root", "group_of", "members", "group_links", "has_call", "counted_total")
     assert {f: getattr(trimmed, f) for f in fields} == {f: getattr(fresh, f) for f in fields}
@@ -522,7 +522,7 @@ def test_trimmed_facts_are_the_facts_of_the_first_messages():
 
 
 def test_a_trimmed_walk_is_the_walk_of_the_first_messages():
-    from contextfit.fitting.analysis import FitView, facts_for
+    from contextfit.fitting.analysis import FitView, analysis_for
     from contextfit.fitting.counting import counting_for
     from contextfit.fitting.strategies.walk import empty_walk, extend_walk, trimmed_walk
 
@@ -533,11 +533,11 @@ def test_a_trimmed_walk_is_the_walk_of_the_first_messages():
     chat.append({"role": "user", "content": "last one"})
     chat.append({"role": "system", "content": "Stay brief.", "meta": {"kind": "character"}})  # the tail
     counting = counting_for(word_count_counter)
-    whole = FitView(chat, facts_for(chat, counting, True), counting)
+    whole = FitView(chat, analysis_for(chat, counting, True), counting)
     room = 40
     walk = extend_walk(whole, empty_walk(), room)
     k = len(chat) - 1
-    prefix = FitView(chat[:k], facts_for(chat[:k], counting, True), counting)
+    prefix = FitView(chat[:k], analysis_for(chat[:k], counting, True), counting)
     fresh = extend_walk(prefix, empty_walk(), room)
     trimmed = trimmed_walk(walk, k)
     assert (trimmed.n, trimmed.roots, trimmed.cum, trimmed.cut, trimmed.reasons, trimmed.current) == \

@@ -54,7 +54,7 @@ def test_by_default_older_reasoning_goes_before_any_turn(strategy):
     total = COUNTER(chat)
     one_thought = COUNTER.count_message({"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT}]})
     result = fit(chat, total - 2 * one_thought, strategy)
-    assert result.excluded == [chat[2], chat[4], chat[6]] or len(result.excluded) <= 3
+    assert result.excluded == [chat[2], chat[4], chat[6]]  # each replaced by its copy without the thinking
     assert all(d.reason != r.OVER_BUDGET for d in result.decisions)  # no turn was dropped
     assert thinking_parts(result.kept) < thinking_parts(chat)
     # the oldest reasoning went first, and the current tool-use turn kept its thinking

@@ -12,7 +12,7 @@ from test_session import _outcome as _session_outcome
 
 import contextfit
 from contextfit.fitting import host as fitting
-from contextfit.fitting.analysis import Facts, FitView
+from contextfit.fitting.analysis import ChatAnalysis, FitView
 from contextfit.fitting.counting import counting_for
 from contextfit.pipeline.session import FitSession
 from contextfit.fitting.strategies import walk as walk_module
@@ -64,7 +64,7 @@ def test_a_growing_session_truncates_like_a_fresh_fit_at_one_budget(chat, share,
 
 
 def _view(messages, counting):
-    facts = Facts().extended(messages, counting, True)
+    facts = ChatAnalysis().extended(messages, counting, True)
     return FitView(messages, facts, counting)
 
 

@@ -17,8 +17,7 @@ from typing import Any
 from ..errors import ContextfitError
 from ..inputs.formats import Conversation
 from ..pipeline.plan import BUILTIN_STRATEGIES
-from ..pipeline.setting_names import plan_options
-from ..pipeline.settings import PlanSettings, conversation_model
+from ..pipeline.settings import PlanSettings, conversation_model, plan_options
 from ..tokens.models import get_model
 
 #: The strategies whose ``stable_prefix`` variant a replay adds.

@@ -1,14 +1,14 @@
 """What the engine knows about a conversation before any strategy runs.
 
-:class:`Facts` holds, for a list of messages, everything that does not depend
+:class:`ChatAnalysis` holds, for a list of messages, everything that does not depend
 on the budget: each message's role, kind, id, protection mark, token count
 (filled in lazily when the caller opts out of counting excluded blocks) and
-the tool-call groups. Facts are cached per counter and extended in place of
+the tool-call groups. ChatAnalysis are cached per counter and extended in place of
 being rebuilt when a chat grows: a refit after one appended message checks
 the old messages against snapshots in one C-level list comparison, then
 analyses only the new message.
 
-:class:`FitView` is what a strategy sees for one fit: the facts plus the
+:class:`FitView` is what a strategy sees for one fit: the analysis plus the
 per-fit protection (the current user input and every member of a group that
 holds a protected block), with helpers to count and to walk groups.
 """
@@ -128,7 +128,7 @@ def _base_reason(message: dict, kind: str) -> str | None:
 
 #: ``derived`` entries carried over the whole chat (keyed ``(name, -1, ...)``), by
 #: name: ``trim(value, k)`` gives the entry for the chat's first ``k`` messages when
-#: the ones after them are a plain tail (:meth:`Facts.trimmed`), or ``None`` to
+#: the ones after them are a plain tail (:meth:`ChatAnalysis.trimmed`), or ``None`` to
 #: make it again. Strategies register their own.
 CARRY_TRIMMERS: dict[str, Callable[[Any, int], Any]] = {}
 
@@ -146,11 +146,11 @@ def trim_scan(value: Any, k: int) -> Any:
     return k, tuple(item for item in found if (item if type(item) is int else item[0]) < k)
 
 
-class Facts:
-    """Budget-independent facts about ``messages[:n]``; extended, never edited.
+class ChatAnalysis:
+    """Budget-independent analysis about ``messages[:n]``; extended, never edited.
 
     The exceptions to "never edited" are caches whose writes are idempotent,
-    so sharing facts between threads is safe: a ``None`` slot of ``tokens``
+    so sharing analysis between threads is safe: a ``None`` slot of ``tokens``
     is filled in when first counted, ``counted_total`` once all are, and
     ``derived`` holds what strategies compute from one message alone.
     """
@@ -198,9 +198,9 @@ class Facts:
         self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
         self.group_links: dict[int, list[str]] = {}  # root -> its link ids
         self.has_call: dict[int, bool] = {}  # root -> whether a call (not only results) is in it
-        self.orphans: list[list[int]] | None = None  # FitView.orphan_groups, once asked (the facts are complete)
+        self.orphans: list[list[int]] | None = None  # FitView.orphan_groups, once asked (the analysis are complete)
         # What strategies derive from one message alone, keyed by (what, index):
-        # valid as long as these facts are, since a reused prefix is unedited.
+        # valid as long as these analysis are, since a reused prefix is unedited.
         self.derived: dict[tuple[str, int], object] = {}
         # Each message's readable text once read (FitView.text), else None or
         # not yet there: filled as read, like ``tokens``.
@@ -209,18 +209,18 @@ class Facts:
         self.counted_total: int | None = 0
         # Whether the group and mark dicts below are still the parent's (copied on first write).
         self.shared = False
-        # About how many bytes these facts keep alive: the messages' text and
+        # About how many bytes these analysis keep alive: the messages' text and
         # bookkeeping, and what strategies derived (set by them).
         self.nbytes = 0
         self.derived_bytes = 0
 
     def extended(
         self, messages: Sequence[dict], counting: Counting, count_now: bool, known: Known | None = None
-    ) -> "Facts":
-        """New facts for ``messages``, whose first ``self.n`` are these facts
+    ) -> "ChatAnalysis":
+        """New analysis for ``messages``, whose first ``self.n`` are these analysis
         (``known``: what the caller's earlier analyses learnt of each dict, see :data:`Known`)."""
         start = self.n
-        new = Facts()
+        new = ChatAnalysis()
         new.snapshots = self.snapshots[:start]
         new.roles = self.roles[:start]
         new.kinds = self.kinds[:start]
@@ -249,8 +249,8 @@ class Facts:
             new._add_known(messages, start, counting, count_now, known)
         return new
 
-    def trimmed(self, k: int) -> "Facts | None":
-        """These facts of the first ``k`` messages, when the ones after them are a
+    def trimmed(self, k: int) -> "ChatAnalysis | None":
+        """These analysis of the first ``k`` messages, when the ones after them are a
         plain tail: no link, no manual mark, relevance or recall (a character
         card's post-history instructions, which a new message goes before);
         ``None`` otherwise. What strategies derived from a tail message alone is
@@ -258,7 +258,7 @@ class Facts:
 
         What strategies carried over the whole chat (the ``-1`` entries of
         ``derived``) is kept where its strategy registered a trimmer for it
-        (:data:`CARRY_TRIMMERS`), else left out: it is made again from these facts."""
+        (:data:`CARRY_TRIMMERS`), else left out: it is made again from these analysis."""
         if k > self.n:
             return None
         if k == self.n:
@@ -268,7 +268,7 @@ class Facts:
         if any(index in group_of or index in relevance for index in tail) or (
             self.manual and self.manual[-1] >= k) or (self.recall and self.recall[-1] >= k):
             return None
-        new = Facts()
+        new = ChatAnalysis()
         new.n = k
         new.snapshots, new.roles, new.kinds = self.snapshots[:k], self.roles[:k], self.kinds[:k]
         new.ids, new.base_reasons, new.tokens = self.ids[:k], self.base_reasons[:k], self.tokens[:k]
@@ -410,7 +410,7 @@ class Facts:
     def _add_known(self, messages: Sequence[dict], start: int, counting: Counting, count_now: bool,
                    known: Known) -> None:
         """:meth:`_add`, taking what ``known`` holds of a dict met before and
-        still equal to its snapshot (the same facts, without reading it
+        still equal to its snapshot (the same analysis, without reading it
         again); the others are analysed by :meth:`_add` and added to ``known``."""
         count_message = counting.count_message
         snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
@@ -466,11 +466,11 @@ class Facts:
         if self.counted_total is not None:
             self.counted_total = self.counted_total + counted if count_now else None
 
-    def copy(self) -> "Facts":
+    def copy(self) -> "ChatAnalysis":
         """An independent copy of what strategies read (no snapshots, no
         derived cache): what a plugin's view holds, so that what it writes
         never reaches the cached analysis."""
-        new = Facts()
+        new = ChatAnalysis()
         new.n = self.n
         new.roles, new.kinds, new.ids = list(self.roles), list(self.kinds), list(self.ids)
         new.base_reasons, new.protected_base = list(self.base_reasons), list(self.protected_base)
@@ -556,18 +556,18 @@ class Facts:
 Known = dict[int, tuple]
 
 
-def _known_entry(facts: Facts, message: dict, index: int, size: int) -> tuple:
-    """What :meth:`Facts._add` just learnt of ``message``, the last at ``index`` (``size``: its text bytes)."""
+def _known_entry(analysis: ChatAnalysis, message: dict, index: int, size: int) -> tuple:
+    """What :meth:`ChatAnalysis._add` just learnt of ``message``, the last at ``index`` (``size``: its text bytes)."""
     return (
-        message, facts.snapshots[index], facts.roles[index], facts.kinds[index], facts.ids[index],
-        facts.base_reasons[index], facts.tokens[index], _link_args(message) if index in facts.group_of else None,
-        bool(facts.manual) and facts.manual[-1] == index, facts.relevance.get(index),
-        bool(facts.recall) and facts.recall[-1] == index, size,
+        message, analysis.snapshots[index], analysis.roles[index], analysis.kinds[index], analysis.ids[index],
+        analysis.base_reasons[index], analysis.tokens[index], _link_args(message) if index in analysis.group_of else None,
+        bool(analysis.manual) and analysis.manual[-1] == index, analysis.relevance.get(index),
+        bool(analysis.recall) and analysis.recall[-1] == index, size,
     )
 
 
 def _link_args(message: dict) -> tuple[list[str], bool] | None:
-    """The link ids :meth:`Facts._add` groups ``message`` by, and whether it is a result."""
+    """The link ids :meth:`ChatAnalysis._add` groups ``message`` by, and whether it is a result."""
     role = message.get("role")
     if type(role) is not str:
         role = msg.role_of(message)
@@ -594,65 +594,65 @@ def _text_size(value: object, depth: int = 0) -> int:
     return 8
 
 
-def _same_prefix(messages: list[dict], facts: Facts) -> bool:
-    """Whether ``messages`` starts with what ``facts`` analysed, unedited."""
-    k = facts.n
+def _same_prefix(messages: list[dict], analysis: ChatAnalysis) -> bool:
+    """Whether ``messages`` starts with what ``analysis`` analysed, unedited."""
+    k = analysis.n
     try:
-        return bool(messages[k - 1] == facts.snapshots[k - 1] and messages[:k] == facts.snapshots)
+        return bool(messages[k - 1] == analysis.snapshots[k - 1] and messages[:k] == analysis.snapshots)
     except Exception:  # values whose == raises (arrays, odd objects): no reuse
         return False
 
 
-def facts_for(messages: list[dict], counting: Counting, count_now: bool, known: Known | None = None) -> Facts:
-    """Facts for ``messages``, reusing a cached analysis of a prefix of them
+def analysis_for(messages: list[dict], counting: Counting, count_now: bool, known: Known | None = None) -> ChatAnalysis:
+    """ChatAnalysis for ``messages``, reusing a cached analysis of a prefix of them
     (and, given ``known``, what earlier analyses learnt of each dict)."""
     state = counting.state
     n = len(messages)
-    best: Facts | None = None
+    best: ChatAnalysis | None = None
     with state.lock:
         candidates = list(state.prefixes)
-    for facts in sorted(candidates, key=lambda f: f.n, reverse=True):
-        if facts.n <= n and (facts.n == 0 or _same_prefix(messages, facts)):
-            best = facts
+    for analysis in sorted(candidates, key=lambda f: f.n, reverse=True):
+        if analysis.n <= n and (analysis.n == 0 or _same_prefix(messages, analysis)):
+            best = analysis
             break
     if best is not None and best.n == n:
         return best
-    base = best if best is not None else Facts()
-    facts = base.extended(messages, counting, count_now, known)
+    base = best if best is not None else ChatAnalysis()
+    analysis = base.extended(messages, counting, count_now, known)
     with state.lock:
         # The shorter analysis stays too: the next call may edit or regenerate
         # the last message instead of appending one. The newest always stays
         # (the other strategies of a comparison refit from it); older ones
         # while all fit in PREFIX_BYTES, the rest are forgotten.
-        prefixes, held = [facts], facts.nbytes + facts.derived_bytes
+        prefixes, held = [analysis], analysis.nbytes + analysis.derived_bytes
         for kept in state.prefixes:
             size = kept.nbytes + kept.derived_bytes
-            if kept is facts or len(prefixes) == _PREFIXES_KEPT or held + size > PREFIX_BYTES:
+            if kept is analysis or len(prefixes) == _PREFIXES_KEPT or held + size > PREFIX_BYTES:
                 continue
             prefixes.append(kept)
             held += size
         state.prefixes = prefixes
-    return facts
+    return analysis
 
 
 class FitView:
-    """One fit's view of a conversation: facts plus per-fit protection."""
+    """One fit's view of a conversation: analysis plus per-fit protection."""
 
-    __slots__ = ("messages", "facts", "counting", "n", "protect", "protected", "current_input", "base_tokens", "walks")
+    __slots__ = ("messages", "analysis", "counting", "n", "protect", "protected", "current_input", "base_tokens", "walks")
 
-    def __init__(self, messages: list[dict], facts: Facts, counting: Counting) -> None:
+    def __init__(self, messages: list[dict], analysis: ChatAnalysis, counting: Counting) -> None:
         self.messages = messages
         # Earlier ``truncate`` walks over a prefix of these messages that is known
         # unedited (a FitSession's, which owns its messages), else None: see strategies/walk.py.
         self.walks: dict | None = None
-        self.facts = facts
+        self.analysis = analysis
         self.counting = counting
-        self.n = facts.n
+        self.n = analysis.n
         self.base_tokens = counting.base_tokens
-        protect = list(facts.base_reasons)
-        protected = set(facts.protected_base)
-        group_of, members = facts.group_of, facts.members
-        for index in facts.protected_base:
+        protect = list(analysis.base_reasons)
+        protected = set(analysis.protected_base)
+        group_of, members = analysis.group_of, analysis.members
+        for index in analysis.protected_base:
             root = group_of.get(index)
             if root is not None:
                 for member in members[root]:
@@ -664,10 +664,10 @@ class FitView:
         # not count.
         current = last = None
         for index in range(self.n - 1, -1, -1):
-            if facts.kinds[index] in _CHAT_KINDS:
+            if analysis.kinds[index] in _CHAT_KINDS:
                 last = index
                 break
-        if last is not None and facts.roles[last] == "user":
+        if last is not None and analysis.roles[last] == "user":
             current = last
             if protect[last] is None:
                 protect[last] = r.CURRENT_INPUT
@@ -684,8 +684,8 @@ class FitView:
 
     def detached(self, messages: list[dict]) -> "FitView":
         """A view of the same fit over ``messages`` (copies of this view's) with
-        facts and caches of its own: what an untrusted ``propose`` receives."""
-        return FitView(messages, self.facts.copy(), self.counting.detached())
+        analysis and caches of its own: what an untrusted ``propose`` receives."""
+        return FitView(messages, self.analysis.copy(), self.counting.detached())
 
     def refusal(self, tokens: int, budget: int, message: str | None = None) -> TokenBudgetExceeded:
         """``TOKEN_BUDGET_EXCEEDED`` for this fit, carrying every block with its
@@ -698,9 +698,9 @@ class FitView:
                 {
                     "index": index,
                     "id": self.id_of(index),
-                    "role": self.facts.roles[index],
-                    "kind": self.facts.kinds[index],
-                    "tokens": self.facts.tokens[index],
+                    "role": self.analysis.roles[index],
+                    "kind": self.analysis.kinds[index],
+                    "tokens": self.analysis.tokens[index],
                     "included": reason is not None,
                     "reason": reason or r.OVER_BUDGET,
                 }
@@ -710,7 +710,7 @@ class FitView:
     # -- counting -----------------------------------------------------------
     def count(self, index: int) -> int:
         """Tokens of message ``index`` (counted now if not yet)."""
-        tokens = self.facts.tokens
+        tokens = self.analysis.tokens
         value = tokens[index]
         if value is None:
             value = tokens[index] = self.counting.count_message(self.messages[index])
@@ -718,16 +718,16 @@ class FitView:
 
     def count_all(self) -> int:
         """Make sure every message is counted; returns the sum of their tokens."""
-        facts = self.facts
-        total = facts.counted_total
+        analysis = self.analysis
+        total = analysis.counted_total
         if total is None:
-            tokens = facts.tokens
+            tokens = analysis.tokens
             if None in tokens:
                 count_message, messages = self.counting.count_message, self.messages
                 for index, value in enumerate(tokens):
                     if value is None:
                         tokens[index] = count_message(messages[index])
-            total = facts.counted_total = sum(tokens)  # type: ignore[arg-type]
+            total = analysis.counted_total = sum(tokens)  # type: ignore[arg-type]
         return total
 
     def count_block(self, message: dict) -> int:
@@ -748,12 +748,12 @@ class FitView:
     def unit(self, index: int) -> list[int] | None:
         """The members of the unit whose first member is ``index``, or ``None``
         when ``index`` belongs to a group that starts earlier."""
-        root = self.facts.group_of.get(index)
+        root = self.analysis.group_of.get(index)
         if root is None:
             return [index]
         if root != index:
             return None
-        return self.facts.members[root]
+        return self.analysis.members[root]
 
     def units_oldest_first(self) -> Iterator[list[int]]:
         """Unprotected units, oldest first."""
@@ -766,25 +766,25 @@ class FitView:
 
     def group_members(self, index: int) -> list[int]:
         """All members of the group of message ``index`` (itself when alone)."""
-        root = self.facts.group_of.get(index)
-        return [index] if root is None else self.facts.members[root]
+        root = self.analysis.group_of.get(index)
+        return [index] if root is None else self.analysis.members[root]
 
     def orphan_groups(self) -> list[list[int]]:
         """Groups made only of tool results whose call is not in the conversation."""
-        facts = self.facts
-        if facts.orphans is None:  # every fit of a session's turn asks: the facts' groups are final by then
-            facts.orphans = [facts.members[root] for root, has_call in facts.has_call.items() if not has_call]
-        return list(facts.orphans)
+        analysis = self.analysis
+        if analysis.orphans is None:  # every fit of a session's turn asks: the analysis' groups are final by then
+            analysis.orphans = [analysis.members[root] for root, has_call in analysis.has_call.items() if not has_call]
+        return list(analysis.orphans)
 
     def id_of(self, index: int) -> str:
         """The id shown in audits: the message's own, else its position."""
-        ident = self.facts.ids[index]
+        ident = self.analysis.ids[index]
         return str(index) if ident is None else ident
 
     def text(self, index: int) -> str:
         """Readable text of message ``index`` (read once per analysis: a refit
         reads the kept texts of the earlier messages)."""
-        texts = self.facts.texts
+        texts = self.analysis.texts
         if 0 <= index < len(texts):
             text = texts[index]
             if text is not None:
@@ -795,21 +795,21 @@ class FitView:
             return msg.message_text(self.messages[index])
         message = self.messages[index]
         text = texts[index] = msg.message_text(message)
-        if text is not message.get("content"):  # a new string (joined parts, tool lines): held by the facts
-            self.facts.derived_bytes += len(text) + 50
+        if text is not message.get("content"):  # a new string (joined parts, tool lines): held by the analysis
+            self.analysis.derived_bytes += len(text) + 50
         return text
 
 
 def build_view(messages: Sequence[dict], counting: Counting, count_all: bool = True) -> FitView:
-    """Analyse ``messages`` for one fit (reusing cached facts where possible)."""
+    """Analyse ``messages`` for one fit (reusing cached analysis where possible)."""
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         if isinstance(messages, (str, bytes, dict)) or not hasattr(messages, "__iter__"):
             raise InvalidMessages(
                 f"messages must be a list of message dicts, got {type(messages).__name__}", location="messages"
             )
     listed = messages if type(messages) is list else list(messages)
-    facts = facts_for(listed, counting, count_now=count_all)
-    view = FitView(listed, facts, counting)
+    analysis = analysis_for(listed, counting, count_now=count_all)
+    view = FitView(listed, analysis, counting)
     if count_all:
         view.count_all()
     return view

@@ -5,7 +5,7 @@ sum with one full call of the caller's own function (SPEC §3.1). Two kinds
 of counter are understood:
 
 * contextfit's own counters — exactly the types :class:`~contextfit.tokens.chat_counter.TokenCounter`
-  (:func:`contextfit.token_counter`) and :class:`~contextfit.tokens.template.SentCounter`
+  (:func:`contextfit.token_counter`) and :class:`~contextfit.tokens.sent.SentCounter`
   (the pipeline's), recognised by their type, never by their attributes —
   have a ``count_message(message)`` and ``base_tokens`` that are used
   directly. An ``additive`` ``TokenCounter`` and OpenAI-shape ``SentCounter`` guarantee
@@ -35,7 +35,7 @@ from ..caches import register
 from ..tokens.chat_counter import TokenCounter
 from ..errors import InvalidCounter
 from ..tokens.memo import TextMemo
-from ..tokens.template import SentCounter
+from ..tokens.sent import SentCounter
 
 CountTokens = Callable[[Sequence[dict]], int]
 
@@ -124,7 +124,7 @@ class Counting:
     def count_joined(self, message: dict, parts: Sequence[str]) -> int:
         """``count_message({**message, "content": "".join(parts)})``: contextfit's own
         counters add the parts' cached counts where that is proven exact
-        (``contextfit/tokens/joins.py``); any other counter counts the joined message."""
+        (``contextfit/tokens/summed_counts.py``); any other counter counts the joined message."""
         if self._count_joined is not None:
             return self._count_joined(message, parts)
         return self.count_message({**message, "content": "".join(parts)})

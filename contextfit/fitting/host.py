@@ -41,7 +41,7 @@ from .results import Decisions, FitResult, InsertedBlock
 from .strategies import BUILTINS, is_trusted
 from .strategies.base import BuiltinStrategy, Proposal
 from .strategies.walk import walked_truncate
-from ..tokens.template import TEMPLATES
+from ..tokens.sent import SHAPES
 
 _FALLBACK = BUILTINS[0]  # the package's own truncate
 _MAX_RECOUNTS = 6
@@ -103,8 +103,8 @@ def fit_messages(
     """:func:`shift_context` with its options as one dict, and the analysis
     step passed in (``analyse``): the one path every fit takes."""
     budget = _check_budget(budget)
-    if template not in TEMPLATES:
-        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {template!r}.")
+    if template not in SHAPES:
+        raise InvalidSettings(f"template must be one of {', '.join(SHAPES)}, got {template!r}.")
     plugins.load_plugins()
     name, impl = _resolve(strategy)
     trusted = is_trusted(impl)
@@ -254,7 +254,7 @@ def _enforce(
     """
     reasons = proposal.reasons
     split = []
-    for members in view.facts.members.values() if check_groups else ():
+    for members in view.analysis.members.values() if check_groups else ():
         if len(members) > 1:
             kept = [m for m in members if reasons[m] is None]
             if kept and len(kept) < len(members):
@@ -324,10 +324,10 @@ def _total(view: FitView, proposal: Proposal) -> int:
     if proposal.assembled is not None:
         return proposal.assembled[0]
     inserted = sum(block.tokens or 0 for block in proposal.inserted)
-    facts = view.facts
-    if facts.counted_total is not None:  # all counted: subtract the excluded (reasons are truthy exactly there)
-        return view.base_tokens + inserted + facts.counted_total - sum(compress(facts.tokens, proposal.reasons))  # type: ignore[arg-type]
-    return view.base_tokens + inserted + sum(compress(facts.tokens, kept_mask(proposal.reasons)))  # type: ignore[arg-type]
+    analysis = view.analysis
+    if analysis.counted_total is not None:  # all counted: subtract the excluded (reasons are truthy exactly there)
+        return view.base_tokens + inserted + analysis.counted_total - sum(compress(analysis.tokens, proposal.reasons))  # type: ignore[arg-type]
+    return view.base_tokens + inserted + sum(compress(analysis.tokens, kept_mask(proposal.reasons)))  # type: ignore[arg-type]
 
 
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
@@ -431,17 +431,17 @@ def _assemble(
         excluded = list(compress(messages, reasons))  # an exclusion reason is a non-empty string
     for position, block in insertions(reasons, proposal.inserted):
         kept.insert(position, block.message)
-    facts = view.facts
+    analysis = view.analysis
     decisions = Decisions(
         messages,
         list(reasons),
         view.protect,
         dict.fromkeys(restored, r.RESTORED),
-        facts.tokens if facts.counted_total is not None else list(facts.tokens),  # all counted: never written again
-        facts.roles,
-        facts.kinds,
-        facts.ids,
-        facts.group_of,
+        analysis.tokens if analysis.counted_total is not None else list(analysis.tokens),  # all counted: never written again
+        analysis.roles,
+        analysis.kinds,
+        analysis.ids,
+        analysis.group_of,
         proposal.inserted,
     )
     return FitResult(

@@ -31,12 +31,12 @@ from typing import Any
 
 from ..inputs import messages as msg
 from . import results as r
-from .analysis import Facts, FitView
+from .analysis import ChatAnalysis, FitView
 from .registry import InterceptorInfo
 from .proposals import match_items, prompt_items
 from .results import FitResult, InsertedBlock
 from .strategies.base import Proposal
-from ..tokens.template import trace
+from ..tokens.sent import trace
 
 _MAX_RECOUNTS = 6
 
@@ -208,22 +208,22 @@ def _drop_units(items, view: FitView, target: int, total: int, protected) -> tup
     gives the protected group back exactly as the input had it.
     """
     free = [j for j in range(len(items)) if not protected(items[j][1])]
-    facts = Facts()
-    facts._add([items[j][0] for j in free], 0, view.counting, count_now=True)
+    analysis = ChatAnalysis()
+    analysis._add([items[j][0] for j in free], 0, view.counting, count_now=True)
     units: list[list[int]] = []
     for position in range(len(free)):
-        root = facts.group_of.get(position)
+        root = analysis.group_of.get(position)
         if root is None:
             units.append([position])
         elif root == position:
-            units.append(facts.members[root])
+            units.append(analysis.members[root])
     units.sort(key=lambda unit: (not any(isinstance(items[free[p]][1], _Added) for p in unit), unit[0]))
     drop: set[int] = set()
     for unit in units:
         if total <= target:
             break
         drop.update(free[p] for p in unit)
-        total -= sum(facts.tokens[p] for p in unit)  # type: ignore[misc]
+        total -= sum(analysis.tokens[p] for p in unit)  # type: ignore[misc]
     kept = [pair for j, pair in enumerate(items) if j not in drop]
     dropped = [pair for j, pair in enumerate(items) if j in drop]
     return kept, dropped

@@ -97,9 +97,9 @@ def _counterpart(item: dict, given_at: dict[int, int], used: set[int], view: Fit
     if index is not None:
         return index
     role, ident = item.get("role"), msg.explicit_id(item)
-    facts = view.facts
+    analysis = view.analysis
     for candidate in view.protected:
-        if candidate not in used and facts.roles[candidate] == role and facts.ids[candidate] == ident:
+        if candidate not in used and analysis.roles[candidate] == role and analysis.ids[candidate] == ident:
             return candidate
     return None
 

@@ -24,18 +24,18 @@ from ..tokens.chat_counter import TokenCounter, token_counter
 from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
-from .image_diagnostics import image_diagnostic
-from .reasoning_estimates import reasoning_diagnostic
+from .diagnostics import image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
+from ..inputs import messages as msg
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
 from .reasoning_rows import with_reasoning_rows
 from .settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
 from ..fitting.results import FitResult
-from .setting_names import BY_NAME, SETTINGS
+from .settings import BY_NAME, SETTINGS
 from ..fitting.strategies import is_trusted
-from ..tokens.template import TEMPLATES, SentCounter, sent_counter, trace
+from ..tokens.sent import SHAPES, SentCounter, sent_counter, trace
 
-BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
+BUILTIN_STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,8 @@ class PlanBlock:
 
     @property
     def fate(self) -> str:
-        """How the dashboard colours it: protected, kept, summarized, compressed or excluded."""
+        """What happened to it, in one word the plan's JSON carries (``fate``): protected, kept,
+        summarized, compressed or excluded. Every face groups and colours blocks by it."""
         return fate_of(self.reason)
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,7 +211,9 @@ class Prepared:
     response_reserve: int
     budget: int
     tools_tokens: int
+    #: the tool definitions sent, and the deferred ones registered but not sent (tokens/tool_defs.py)
     tools: tuple = ()
+    deferred_tools: tuple = ()
     #: blocks whose reasoning the provider drops (tokens/reasoning.py): the original, by id of the block fitted
     reasoning_originals: dict = field(default_factory=dict)
     #: whether any block carries reasoning (then plans get ``reasoning`` rows)
@@ -263,8 +266,8 @@ def prepare(
     info = get_model(settings.model)
     limit, reserve, budget = resolve_limits(info, settings.context_limit, settings.response_reserve)
     shape = settings.template or ("anthropic" if info.provider == "anthropic" else "openai")
-    if shape not in TEMPLATES:
-        raise InvalidSettings(f"template must be one of {', '.join(TEMPLATES)}, got {shape!r}.")
+    if shape not in SHAPES:
+        raise InvalidSettings(f"template must be one of {', '.join(SHAPES)}, got {shape!r}.")
     assembly = assembled(messages, settings, filled)
     texts = _known_texts(assembly.blocks, previous)
     if texts is not None:  # no block carries reasoning: the provider is sent them as they are
@@ -277,7 +280,9 @@ def prepare(
         has_reasoning = bool(originals) or any(map(reasoning.has_reasoning, blocks))
     tokenizer = token_counter(info.id)
     refuse_lone_surrogates(settings.tools, "tools")
-    extra = tokenizer.count_tools(settings.tools)  # more than the budget: every fit refuses them (fit_prepared)
+    sent, deferred = tool_defs.split_deferred(settings.tools, blocks)  # deferred tools are registered, not sent
+    # more than the budget: every fit refuses them (fit_prepared)
+    extra = tool_defs.request_tokens(tokenizer, sent, deferred, _opening_systems(blocks))
     return Prepared(
         info=info,
         blocks=blocks,
@@ -290,10 +295,27 @@ def prepare(
         response_reserve=reserve,
         budget=budget,
         tools_tokens=extra,
-        tools=tuple(settings.tools or ()),
+        tools=tuple(sent),
+        deferred_tools=tuple(deferred),
         reasoning_originals=originals,
         has_reasoning=has_reasoning,
     )
+
+
+def _opening_systems(blocks: list[dict]) -> list[dict]:
+    """The system messages a fit of ``blocks`` can open with, when it surely opens with one: the
+    leading system-role blocks up to the first protected one (a fit always sends it); none when
+    the prompt may open with something else."""
+    found = []
+    for block in blocks:
+        if msg.role_of(block) not in msg.SYSTEM_ROLES:
+            return []
+        found.append(block)
+        meta = msg.meta_of(block)
+        if msg.kind_of(block) == msg.SYSTEM or any(flag is True for flag in (block.get("pinned"), meta.get("pinned"),
+                                                                             meta.get("required"))):
+            return found
+    return []
 
 
 def _known_texts(blocks: list[dict], previous: Prepared | None) -> list[str] | None:
@@ -331,7 +353,8 @@ def plan_prepared(
     fit = fit_prepared(prepared, settings, context_strategy, analyse=analyse)
     tools = prepared.tools_tokens
     texts = prepared.texts
-    blocks = [tools_block(prepared)] if prepared.tools else []  # the request's tools come first
+    # the request's tools come first
+    blocks = [tools_block(prepared)] if prepared.tools or prepared.deferred_tools else []
     blocks += [
         PlanBlock(position, ident, role, kind, texts[index] if index is not None else message_text(message),
                   tokens, included, reason, group, origin, sources, message)
@@ -346,6 +369,8 @@ def plan_prepared(
     unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
     guessed = image_diagnostic(blocks, tokenizer.images)  # images of unknown size make the count approximate
     guessed += reasoning_diagnostic(blocks)  # so does encrypted reasoning
+    guessed += tool_shape_diagnostic(tokenizer, prepared.tools, prepared.deferred_tools,
+                                     _sent_messages(traced, fit.kept, blocks))  # and unmeasured tool shapes
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,
@@ -398,7 +423,7 @@ def _point_estimates(prepared: Prepared, kept: list[dict], blocks: list[PlanBloc
     """Give each counted block its point estimate; return the prompt's (an approximate
     profile counts the band's upper end, which the fit uses, and this typical value)."""
     point = prepared.tokenizer.estimator()
-    tools = point.count_tools(prepared.tools) if prepared.tools else 0
+    tools = tool_defs.request_tokens(point, prepared.tools, prepared.deferred_tools)
     sent = sent_counter(point, prepared.template)
     for block in blocks:
         if block.tokens is not None:
@@ -407,18 +432,31 @@ def _point_estimates(prepared: Prepared, kept: list[dict], blocks: list[PlanBloc
 
 
 def _tools_view(prepared: Prepared) -> dict:
-    if not prepared.tools:
+    if not prepared.tools and not prepared.deferred_tools:
         return {}
     costs = tool_defs.tool_costs(prepared.tools, prepared.tokenizer)
-    return {"tokens": prepared.tools_tokens, "exact": tool_defs.is_exact(prepared.tokenizer),
+    view = {"tokens": prepared.tools_tokens, "exact": tool_defs.is_exact(prepared.tokenizer),
             "perTool": [cost.to_dict() for cost in costs]}
+    if prepared.deferred_tools:  # additive: plans without deferred tools keep their JSON
+        view["deferred"] = [{"name": tool_defs.tool_name(tool), "status": tool_defs.NOT_SENT,
+                             "tokens": tool_defs.deferred_tokens([tool], prepared.tokenizer)}
+                            for tool in prepared.deferred_tools]
+    return view
 
 
 def tools_block(prepared: Prepared) -> PlanBlock:
     """The request's tool definitions as one protected block of kind ``tools``
     (reason ``required``: they cannot be dropped without changing the request)."""
-    return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS, tool_defs.summary(prepared.tools),
+    return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS,
+                     tool_defs.summary(prepared.tools, prepared.deferred_tools),
                      prepared.tools_tokens, True, r.REQUIRED, None, "request")
+
+
+def _sent_messages(traced: Any, kept: list[dict], blocks: list[PlanBlock]) -> list[tuple[str, dict]]:
+    """Each provider message with the id of the (first) plan block it was made from."""
+    ids = {id(block.message): block.id for block in blocks if block.included}
+    return [(ids.get(id(kept[sources[0]]), str(sources[0])) if sources else str(position), message)
+            for position, (sources, message) in enumerate(zip(traced.sources, traced.prompt.messages))]
 
 
 def _unsent_diagnostic(unsent: dict[int, list[str]], kept: list[dict], blocks: list[PlanBlock]) -> list[dict]:

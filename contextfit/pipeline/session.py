@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
 from ..inputs import messages as msg
 from ..tokens import reasoning
-from ..fitting.analysis import Facts, FitView, Known, facts_for
+from ..fitting.analysis import ChatAnalysis, FitView, Known, analysis_for
 from .assembly import Filled, appended_blocks, as_card
 from ..fitting.counting import Counting, CountTokens
 from ..fitting.host import Analyse, fit_messages
@@ -41,7 +41,7 @@ from ..fitting.strategies.walk import trimmed_walk
 
 #: Analyses kept per counter: the newest, and the one before the last append
 #: (an edited or regenerated last message refits from it).
-FACTS_PER_COUNTER = 2
+ANALYSES_PER_COUNTER = 2
 #: Counters whose analyses a session keeps (least recently used go first).
 COUNTERS_KEPT = 4
 #: Entries past twice the blocks of a fit that a session's :data:`~contextfit.fitting.analysis.Known` may hold
@@ -57,10 +57,10 @@ class _Lineage:
     per counter: the session vouches that their prefixes are unchanged, so
     none is compared again."""
 
-    __slots__ = ("_facts", "_walks", "_known", "_carry")
+    __slots__ = ("_analyses", "_walks", "_known", "_carry")
 
     def __init__(self, known: dict[Any, Known] | None = None, carry: bool = True) -> None:
-        self._facts: dict[Any, list[Facts]] = {}  # CounterState -> analyses, newest first
+        self._analyses: dict[Any, list[ChatAnalysis]] = {}  # CounterState -> analyses, newest first
         # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
         self._walks: dict[Any, Any] = {}
         # CounterState -> what the session's analyses learnt of each block (analysis.Known),
@@ -84,16 +84,16 @@ class _Lineage:
         self._shorten(n, trim=False)
 
     def _shorten(self, n: int, trim: bool) -> None:
-        for state, known in list(self._facts.items()):
-            kept: list[Facts] = []
-            for facts in known:
-                shorter = facts if facts.n <= n else facts.trimmed(n) if trim else None
+        for state, known in list(self._analyses.items()):
+            kept: list[ChatAnalysis] = []
+            for analysis in known:
+                shorter = analysis if analysis.n <= n else analysis.trimmed(n) if trim else None
                 if shorter is not None and all(other.n != shorter.n for other in kept):
                     kept.append(shorter)
             if kept:
-                self._facts[state] = kept
+                self._analyses[state] = kept
             else:
-                del self._facts[state]
+                del self._analyses[state]
         for key, walk in list(self._walks.items()):
             if walk.n > n:
                 shorter_walk = trimmed_walk(walk, n) if trim else None
@@ -104,7 +104,7 @@ class _Lineage:
 
     def held(self) -> int:
         """How many analyses are kept."""
-        return sum(map(len, self._facts.values()))
+        return sum(map(len, self._analyses.values()))
 
     def walks(self) -> int:
         """How many ``truncate`` walks are kept."""
@@ -115,22 +115,22 @@ class _Lineage:
         the longest known analysis extended by the new items, else the
         counter's own cache (which compares)."""
         state = counting.state
-        known = self._facts.pop(state, [])
+        known = self._analyses.pop(state, [])
         n = len(messages)
-        base = max((facts for facts in known if facts.n <= n), key=lambda facts: facts.n, default=None)
+        base = max((analysis for analysis in known if analysis.n <= n), key=lambda analysis: analysis.n, default=None)
         # Only a plan assembled again at every turn meets its blocks again: an appended-to one
         # analyses each block once, and a memo would cost its first fit (a fifth more) for nothing.
         learnt = None if self._carry else self._learnt(state, messages)
         if base is None:
-            facts = facts_for(messages, counting, count_all, learnt)  # type: ignore[arg-type]
+            analysis = analysis_for(messages, counting, count_all, learnt)  # type: ignore[arg-type]
         elif base.n == n:
-            facts = base
+            analysis = base
         else:
-            facts = base.extended(messages, counting, count_all, learnt)
-        self._facts[state] = [facts, *(other for other in known if other is not facts)][:FACTS_PER_COUNTER]
-        while len(self._facts) > COUNTERS_KEPT:
-            del self._facts[next(iter(self._facts))]
-        view = FitView(messages, facts, counting)  # type: ignore[arg-type]
+            analysis = base.extended(messages, counting, count_all, learnt)
+        self._analyses[state] = [analysis, *(other for other in known if other is not analysis)][:ANALYSES_PER_COUNTER]
+        while len(self._analyses) > COUNTERS_KEPT:
+            del self._analyses[next(iter(self._analyses))]
+        view = FitView(messages, analysis, counting)  # type: ignore[arg-type]
         # the items are the session's own, unedited before the cut: walks carry over
         view.walks = self._walks if self._carry else None
         if count_all:

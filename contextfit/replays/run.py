@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 from ..errors import ContextfitError, InvalidMessages, InvalidSettings, TokenBudgetExceeded
 from ..inputs import messages as msg
 from ..tokens.prices import RequestCost
-from ..tokens.template import trace
+from ..tokens.sent import trace
 from . import prompt_cache as pc
 from ..fitting.host import Analyse
 from ..pipeline.assembly import fill_macros

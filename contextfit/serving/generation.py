@@ -44,7 +44,7 @@ from .cancellation import watched
 from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from .usage import reported_prompt_tokens
 from ..pipeline.settings import DEFAULT_MODEL, PlanSettings
-from ..pipeline.setting_names import merge_settings, provider_options
+from ..pipeline.settings import merge_settings, provider_options
 from ..replays.facts import Fact, declared_facts
 from .store import Chat, Store
 from .validation import check_messages

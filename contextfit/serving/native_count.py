@@ -41,7 +41,7 @@ from ..pipeline.plan import PromptPlan
 from ..errors import ProviderError
 from ..inputs.messages import message_text
 from ..tokens.models import get_model
-from ..tokens.template import render
+from ..tokens.sent import render
 from .providers.anthropic import API_VERSION, anthropic_tool
 from .providers.anthropic import OFFICIAL_BASE_URL as ANTHROPIC_BASE_URL
 from .providers.http import HttpPolicy, malformed, post_json

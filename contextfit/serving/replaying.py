@@ -13,7 +13,7 @@ from typing import Any
 
 from ..pipeline.settings import FIELDS
 from ..replays.run import Replay, replay
-from ..pipeline.setting_names import BY_NAME, plan_options
+from ..pipeline.settings import BY_NAME, plan_options
 from ..errors import InvalidSettings
 from .generation import preview_request
 from .providers import Provider

@@ -43,7 +43,7 @@ from .liveness import expired_generations, expiry, owner_is_gone, process_owner
 from .outcomes import FinishQueue, FinishRetry, failure_reason
 from .validation import check_messages
 from .validation import json_text as _dumps
-from ..pipeline.setting_names import check_settings
+from ..pipeline.settings import check_settings
 
 
 def _table(name: str, *columns: str) -> sa.TableClause:

@@ -50,7 +50,7 @@ from typing import Any
 
 from contextfit import environment
 from contextfit.caches import register
-from contextfit.tokens import blank_runs
+from contextfit.tokens import long_blanks
 
 __all__ = [
     "AUTOLOAD_CHARS",
@@ -258,9 +258,9 @@ class FastCounter:
 
     def count_reference(self, text: str) -> int:
         """tiktoken's count, exactly as the tokenizer makes it (blank runs of any length)."""
-        if len(text) < blank_runs.LONG_BLANK_RUN:
+        if len(text) < long_blanks.LONG_BLANK_RUN:
             return len(self.reference.encode_ordinary(text))
-        return sum(map(len, blank_runs.encode_parts(self.reference, text)))
+        return sum(map(len, long_blanks.encode_parts(self.reference, text)))
 
     def _count_waiting(self, text: str) -> int:
         self._chars_left -= len(text)

@@ -41,6 +41,9 @@ class ChatFormat:
     ids_are_text: bool = True
     #: How tool definitions are counted: "typescript" (OpenAI's rendering) or "json".
     tools_format: str = "json"
+    #: OpenAI's measured rendering of tool definitions and calls (``contextfit/tokens/openai_tools.py``):
+    #: "o200k" (GPT-4o and later), "cl100k" (GPT-4, GPT-3.5), or "" (not an OpenAI profile).
+    openai: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,7 @@ class TokenizerProfile:
     #: this / 100 (the typical real-to-unscaled ratio); ``factor_percent`` and
     #: ``slack_tokens`` give the band's upper end, which the fit uses.
     point_percent: int = 100
-    #: Rules for the texts the proxy under-counts (``contextfit/tokens/band_terms.py``):
+    #: Rules for the texts the proxy under-counts (``contextfit/tokens/approximate_rules.py``):
     #: tokens added to the unscaled count per 100 characters of a class ((class, rate) pairs), ...
     char_percent: tuple[tuple[str, int], ...] = ()
     #: ... per blank run longer than the reference's longest blank token ((blank, length) pairs), ...
@@ -85,13 +88,15 @@ class TokenizerProfile:
 
     @property
     def has_terms(self) -> bool:
-        """Whether any rule of ``band_terms.py`` applies to this profile."""
+        """Whether any rule of ``approximate_rules.py`` applies to this profile."""
         return bool(self.char_percent or self.blank_tokens or self.mixed_blanks)
 
 
 # OpenAI cookbook, "How to count tokens with tiktoken": 3 tokens per message,
-# +1 per name, +3 to prime the reply; every string field is tokenized.
-_OPENAI_CHAT = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript")
+# +1 per name, +3 to prime the reply; every string field is tokenized. Tool
+# definitions and calls as measured against the API (tokens/openai_tools.py).
+_OPENAI_O200K = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript", openai="o200k")
+_OPENAI_CL100K = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript", openai="cl100k")
 # Claude's format is private; a probe of the API found text tokens + 3 for a
 # one-message request (javirandor/anthropic-tokenizer). 4 per message + role, 3
 # to prime: over-counts that.
@@ -117,14 +122,14 @@ _QWEN_CHAT = ChatFormat(per_message=4, reply_priming=3 + 20)
 # DeepSeek V3: "<｜User｜>{content}" / "<｜Assistant｜>{content}<｜end▁of▁sentence｜>";
 # primed with BOS + "<｜Assistant｜>"; roles are not text.
 _DEEPSEEK_CHAT = ChatFormat(per_message=2, reply_priming=2, role_is_text=False)
-# The exact profiles count text turns with their template (contextfit/tokens/templates.py);
+# The exact profiles count text turns with their template (contextfit/tokens/chat_templates.py);
 # per_message there is the least a message costs (an empty assistant turn: "</s>" /
 # "<｜Assistant｜>...<｜end▁of▁sentence｜>" less one).
 _MISTRAL_EXACT = ChatFormat(per_message=1, reply_priming=1, role_is_text=False)
 _DEEPSEEK_EXACT = ChatFormat(per_message=1, reply_priming=2, role_is_text=False)
 
 _CL100K = "cl100k_base"
-# Where cl100k_base under-counts Claude 2's tokenizer (contextfit/tokens/band_terms.py): one
+# Where cl100k_base under-counts Claude 2's tokenizer (contextfit/tokens/approximate_rules.py): one
 # more token per abugida letter, 0.2 per underscore, runs of over 8 tabs or newlines, tabs
 # next to other blanks; every text at least 4 tokens over its unscaled count.
 _CLAUDE_TERMS = {"char_percent": (("abugida", 100), ("underscore", 20)), "blank_tokens": (("\t", 8), ("\n", 8)),
@@ -136,12 +141,12 @@ PROFILES: dict[str, TokenizerProfile] = {
         TokenizerProfile(
             "o200k_base", "o200k_base", False,
             "Exact: OpenAI's o200k_base vocabulary (GPT-4o, GPT-4.1, GPT-5, o-series) via tiktoken.",
-            _OPENAI_CHAT,
+            _OPENAI_O200K,
         ),
         TokenizerProfile(
             "cl100k_base", "cl100k_base", False,
             "Exact: OpenAI's cl100k_base vocabulary (GPT-4, GPT-4 Turbo, GPT-3.5 Turbo) via tiktoken.",
-            _OPENAI_CHAT,
+            _OPENAI_CL100K,
         ),
         # Claude 3 to 4.6 and Haiku 4.5: the tokenizer is private and Anthropic's
         # old @anthropic-ai/tokenizer "is no longer accurate" since Claude 3.
@@ -186,7 +191,7 @@ PROFILES: dict[str, TokenizerProfile] = {
         ),
         # Open-weight families: their real vocabularies, offline (contextfit/tokens/open_models.py,
         # installed from requirements-vocab.txt), and their chat templates exactly
-        # (contextfit/tokens/templates.py). Without the package: ESTIMATES below.
+        # (contextfit/tokens/chat_templates.py). Without the package: ESTIMATES below.
         TokenizerProfile(
             "llama3", "llama3", False,
             "Exact: Meta's Llama 3 vocabulary (tokenizer.model from llama-models 0.3.0) via tiktoken; "

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from contextfit.caches import register
-from contextfit.tokens import band_terms, blank_runs, joins
+from contextfit.tokens import approximate_rules, long_blanks, summed_counts as joins
 from contextfit.tokens import fast as fast_counting
 from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.errors import TokenizerUnavailable
@@ -120,7 +120,7 @@ class Tokenizer:
     #: ``None``: tiktoken counts. Profiles that split digits need the ids, so tiktoken.
     fast: fast_counting.FastCounter | None = field(default=None, repr=False)
 
-    #: An approximate profile's extra tokens for what the proxy under-counts (``band_terms.py``).
+    #: An approximate profile's extra tokens for what the proxy under-counts (``approximate_rules.py``).
     _extra: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -128,7 +128,7 @@ class Tokenizer:
         if profile.split_digits and not self._digit_extra:
             object.__setattr__(self, "_digit_extra", _digit_extra_table(self.encoding))
         if profile.approximate and profile.has_terms:
-            object.__setattr__(self, "_extra", band_terms.extra_counter(
+            object.__setattr__(self, "_extra", approximate_rules.extra_counter(
                 profile.char_percent, profile.blank_tokens, profile.mixed_blanks))
 
     @property
@@ -150,7 +150,7 @@ class Tokenizer:
         """Tokens in ``text``; special-token text counts as ordinary text.
 
         Never raises on odd text: blank runs of any length are counted exactly
-        (``contextfit/tokens/blank_runs.py``), where tiktoken alone panics past a million.
+        (``contextfit/tokens/long_blanks.py``), where tiktoken alone panics past a million.
 
         >>> get_tokenizer("cl100k_base").count("<|endoftext|>")
         7
@@ -176,18 +176,18 @@ class Tokenizer:
         digits = self.profile.split_digits
         if self.fast is not None and not digits:
             tokens = self.fast.count(text)
-        elif len(text) < blank_runs.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
+        elif len(text) < long_blanks.LONG_BLANK_RUN:  # too short for a run tiktoken cannot take
             ids = self.encoding.encode_ordinary(text)
             tokens = len(ids)
             if digits:  # a number token of k digits costs k tokens in these families
                 tokens += sum(map(self._digit_extra.__getitem__, ids))
         else:  # a long text: its ids a part at a time
             tokens = 0
-            for ids in blank_runs.encode_parts(self.encoding, text):
+            for ids in long_blanks.encode_parts(self.encoding, text):
                 tokens += len(ids)
                 if digits:
                     tokens += sum(map(self._digit_extra.__getitem__, ids))
-        if self._extra is not None:  # what the proxy under-counts (band_terms.py)
+        if self._extra is not None:  # what the proxy under-counts (approximate_rules.py)
             tokens += self._extra(text)
         self._cache.put_key(key, tokens)
         return tokens
@@ -247,7 +247,7 @@ class Tokenizer:
         >>> get_tokenizer("cl100k_base").encode("Hello world!")
         [9906, 1917, 0]
         """
-        return blank_runs.encode_ordinary(self.encoding, _as_text(text))
+        return long_blanks.encode_ordinary(self.encoding, _as_text(text))
 
     def pieces(self, text: str) -> list[str]:
         """``text`` split into token strings, for a token viewer.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..caches import register
 from ..errors import TokenizerUnavailable
 from . import open_models
-from .blank_runs import CL100K_PATTERN, O200K_PATTERN
+from .long_blanks import CL100K_PATTERN, O200K_PATTERN
 
 if TYPE_CHECKING:  # tiktoken is imported on first load, not at import time
     import tiktoken
@@ -47,7 +47,7 @@ class EncodingSpec:
     sha256: str
 
 
-#: The exact encodings as tiktoken 0.8-0.14 builds them (the patterns are blank_runs'
+#: The exact encodings as tiktoken 0.8-0.14 builds them (the patterns are long_blanks'
 #: own, which it was proven for);
 #: tests/test_tokenizers.py checks them against the installed tiktoken.
 ENCODINGS: dict[str, EncodingSpec] = {

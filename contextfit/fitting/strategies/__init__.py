@@ -2,12 +2,13 @@
 
 from .base import BuiltinStrategy, ContextStrategy, Proposal
 from .clear_tool_results import ClearToolResults
+from .fact_ledger import FactLedger
 from .manual import Manual
 from .recall import VectorRecall
 from .summarize import Summarize
 from .truncate import Truncate
 
-BUILTINS: tuple[BuiltinStrategy, ...] = (Truncate(), Summarize(), VectorRecall(), Manual(), ClearToolResults())
+BUILTINS: tuple[BuiltinStrategy, ...] = (Truncate(), Summarize(), VectorRecall(), Manual(), ClearToolResults(), FactLedger())
 
 
 def is_trusted(strategy: object) -> bool:
@@ -21,4 +22,4 @@ def is_trusted(strategy: object) -> bool:
     return any(strategy is builtin for builtin in BUILTINS)
 
 
-__all__ = ["BUILTINS", "BuiltinStrategy", "ClearToolResults", "ContextStrategy", "Manual", "Proposal", "Summarize", "Truncate", "VectorRecall", "is_trusted"]
+__all__ = ["BUILTINS", "BuiltinStrategy", "ClearToolResults", "ContextStrategy", "FactLedger", "Manual", "Proposal", "Summarize", "Truncate", "VectorRecall", "is_trusted"]

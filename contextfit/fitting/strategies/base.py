@@ -69,8 +69,8 @@ def fill_newest(view: FitView, reasons: list[str | None], room: int) -> int:
     # The hot loop of every refit: a plain index walk over first members of units.
     # A group is as old as its first member, so stopping at the first unit that
     # does not fit keeps the longest run of recent units.
-    tokens, protect, count = view.facts.tokens, view.protect, view.count
-    group_of, members = view.facts.group_of, view.facts.members
+    tokens, protect, count = view.analysis.tokens, view.protect, view.count
+    group_of, members = view.analysis.group_of, view.analysis.members
     over = r.OVER_BUDGET
     for index in range(view.n - 1, -1, -1):
         if protect[index] is not None:
@@ -145,12 +145,6 @@ def stable_budget(total: int, budget: int, step: int) -> int:
     if step <= 0 or total <= budget:
         return budget
     return total - -(-(total - budget) // step) * step
-
-
-def kept_tokens(view: FitView, reasons: Sequence[str | None]) -> int:
-    """Overhead plus the tokens of every kept input message."""
-    count = view.count
-    return view.base_tokens + sum(count(i) for i, reason in enumerate(reasons) if reason is None)
 
 
 class BuiltinStrategy:

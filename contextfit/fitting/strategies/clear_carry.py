@@ -4,14 +4,14 @@ Which results a fit clears is a walk over the chat's unprotected tool
 results, oldest first, each clearing saving some tokens, until the savings
 reach what the fit needs. While no tool is excluded and no reasoning was
 dropped first, each step of that walk depends only on the messages and the
-placeholder, not on the budget: the steps made so far are kept in the facts'
+placeholder, not on the budget: the steps made so far are kept in the analysis'
 ``derived`` cache (valid as long as the chat's prefix is unedited), with
 their running savings, and a later fit finds where it stops by bisection and
 walks on only past them. A growing chat walked every old result at every
 refit (the walk grows with the chat: each turn needs more cleared).
 
 The steps are never changed once stored: a fit that walks further stores a
-new record in its own facts, so the facts of a shorter chat (kept for an
+new record in its own analysis, so the analysis of a shorter chat (kept for an
 edit of the last message) keep theirs. ``tests/test_replay_speed.py`` holds
 carried fits to fresh ones.
 """
@@ -71,7 +71,7 @@ def carried_clear(
     copy of a message, its tokens and whether it is cached (a result whose call
     comes later is named ``tool`` until then: the walk is not carried past it).
     """
-    derived, protect, tokens = view.facts.derived, view.protect, view.facts.tokens
+    derived, protect, tokens = view.analysis.derived, view.protect, view.analysis.tokens
     protected_all = [p for i in view.protected for p in range(bisect_left(site_index, i), bisect_right(site_index, i))]
     candidates = max(len(sites) - len(protected_all) - keep, 0)
     walked: Walked | None = derived.get(_key(template))  # type: ignore[assignment]

@@ -181,8 +181,8 @@ class ClearToolResults(BuiltinStrategy):
             raise InvalidSettings(f"clear-tool-results: clear_inputs must be true or false, got {clear_inputs!r}.")
         keep_thinking = keep_thinking_option(options)
         reasons: list[str | None] = [None] * view.n
-        tokens = view.facts.tokens
-        costs = list(tokens) if view.facts.counted_total is not None else [view.count(i) for i in range(view.n)]
+        tokens = view.analysis.tokens
+        costs = list(tokens) if view.analysis.counted_total is not None else [view.count(i) for i in range(view.n)]
         total = view.base_tokens + sum(costs)
         budget = stable_budget(total, budget, stable_prefix_step(budget, options))  # stable_prefix: cut in steps
         replaced: dict[int, InsertedBlock] = {}
@@ -219,10 +219,10 @@ class ClearToolResults(BuiltinStrategy):
         replaced: dict[int, InsertedBlock],
         cleared: dict[int, tuple[dict, int]],
     ) -> int:
-        """:meth:`_clear` from the walk carried in the facts (strategies/clear_carry.py):
+        """:meth:`_clear` from the walk carried in the analysis (strategies/clear_carry.py):
         fills ``cleared`` with each cleared message's copy and tokens, ``costs``
         and (``clear_inputs``) ``replaced``; returns the new total."""
-        derived = view.facts.derived
+        derived = view.analysis.derived
         names: list[dict[str, str]] = []
 
         def copy_of(index: int, trial: tuple) -> tuple[dict, int, bool]:
@@ -272,7 +272,7 @@ class ClearToolResults(BuiltinStrategy):
         saved = 0
         chosen: dict[int, tuple] = {}
         cleared_links: set[str] = set()
-        derived = view.facts.derived
+        derived = view.analysis.derived
         for index, site, link in candidates:
             if saved >= target:
                 break
@@ -319,7 +319,7 @@ class ClearToolResults(BuiltinStrategy):
                     shared.discard(index)
 
 
-# What a refit reuses, kept in the facts' ``derived`` cache (valid as long as the
+# What a refit reuses, kept in the analysis' ``derived`` cache (valid as long as the
 # chat's prefix is unedited): the result sites and tool names scanned so far, and
 # each cleared copy with its tokens. A 10,000-message refit re-scanned and
 # re-counted them all (80-127 ms against 2-11 ms for truncate in the bench).
@@ -332,7 +332,7 @@ CARRY_TRIMMERS[_NAMES[0]] = lambda value, k: (min(value[0], k), value[1])
 
 def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
     """Every tool result of the chat, oldest first: (message, site, link id)."""
-    derived = view.facts.derived
+    derived = view.analysis.derived
     scanned, found = derived.get(_SITES, (0, ()))  # type: ignore[misc]
     if scanned > view.n:
         scanned, found = 0, ()
@@ -341,7 +341,7 @@ def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
         new = [(index, site, link) for index in range(scanned, view.n) for site, link in _result_sites(messages[index])]
         found = (*found, *new)
         derived[_SITES] = (view.n, found)
-        view.facts.derived_bytes += 72 * len(new)
+        view.analysis.derived_bytes += 72 * len(new)
     return found
 
 
@@ -352,28 +352,28 @@ CARRY_TRIMMERS[_SITE_INDEX[0]] = lambda value, k: value  # checked against the s
 def _site_index(view: FitView) -> list[int]:
     """The message of each of :func:`_sites`' results, in the same order (ascending)."""
     sites = _sites(view)
-    derived = view.facts.derived
+    derived = view.analysis.derived
     listed, index = derived.get(_SITE_INDEX, (0, []))  # type: ignore[misc]
     if listed > len(sites) or (listed and index[listed - 1] != sites[listed - 1][0]):
         listed, index = 0, []
     if listed < len(sites):
-        index = [*index, *(found[0] for found in sites[listed:])]  # a new list: a shorter chat's facts keep theirs
+        index = [*index, *(found[0] for found in sites[listed:])]  # a new list: a shorter chat's analysis keep theirs
         derived[_SITE_INDEX] = (len(sites), index)
-        view.facts.derived_bytes += 8 * (len(sites) - listed)
+        view.analysis.derived_bytes += 8 * (len(sites) - listed)
     return index
 
 
 def _tool_names(view: FitView) -> dict[str, str]:
     """:func:`tool_names` of the chat, extended by the messages added since the last fit."""
-    derived = view.facts.derived
+    derived = view.analysis.derived
     scanned, names = derived.get(_NAMES, (0, {}))  # type: ignore[misc]
     if scanned > view.n:
         scanned, names = 0, {}
     if scanned < view.n:
         added = tool_names(view.messages[scanned: view.n])
         if added:
-            names = {**names, **added}  # a new dict: the shorter chat's facts keep theirs
-            view.facts.derived_bytes += 120 * len(added)
+            names = {**names, **added}  # a new dict: the shorter chat's analysis keep theirs
+            view.analysis.derived_bytes += 120 * len(added)
         derived[_NAMES] = (view.n, names)
     return names
 
@@ -383,7 +383,7 @@ def _cleared_copy(view: FitView, index: int, template: str, sites: tuple, names:
     placeholders, and its tokens (cached: the same result clears the same way
     in every refit). Each placeholder names the result's own tokens: the
     message as it is, less the message with that result emptied."""
-    derived = view.facts.derived
+    derived = view.analysis.derived
     key = ("clear", index, template, sites)
     found = derived.get(key)
     if found is None:
@@ -398,5 +398,5 @@ def _cleared_copy(view: FitView, index: int, template: str, sites: tuple, names:
         # A result whose call comes later in the chat is named "tool" until then: not cached.
         if all(links.get(site, "") in names or isinstance(message.get("name"), str) for site in sites):
             derived[key] = found
-            view.facts.derived_bytes += 160 + sum(map(len, texts.values()))
+            view.analysis.derived_bytes += 160 + sum(map(len, texts.values()))
     return found  # type: ignore[return-value]

@@ -22,7 +22,7 @@ class Manual(BuiltinStrategy):
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         reasons = start_reasons(view)
         ignored = []
-        for index in view.facts.manual:
+        for index in view.analysis.manual:
             if view.protect[index] is not None:
                 ignored.append(index)
                 continue

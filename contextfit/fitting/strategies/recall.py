@@ -17,7 +17,7 @@ DEFAULT_WINDOW = 6
 def recent_indices(view: FitView, window: int) -> list[int]:
     """The last ``window`` chat messages, oldest first."""
     picked: list[int] = []
-    kinds = view.facts.kinds
+    kinds = view.analysis.kinds
     for index in range(view.n - 1, -1, -1):
         if len(picked) >= window:
             break
@@ -25,11 +25,6 @@ def recent_indices(view: FitView, window: int) -> list[int]:
             picked.append(index)
     picked.reverse()
     return picked
-
-
-def recent_query(view: FitView, window: int) -> str:
-    """The text of the last ``window`` chat messages: what relevance is measured against."""
-    return "\n".join(view.text(index) for index in recent_indices(view, window))
 
 
 def _scorer_from(options: dict[str, Any]) -> RelevanceScorer:
@@ -47,7 +42,7 @@ def _walk_past(view: FitView, budget: int, dropped: list[int]) -> Walk | None:
     what :func:`fill_newest` keeps around the dropped blocks: they are all
     older than the newest unit that does not fit, where the walk stops (it
     would skip a dropped unit and go on); else ``None``."""
-    if view.walks is None or view.facts.counted_total is None:
+    if view.walks is None or view.analysis.counted_total is None:
         return None
     walk = carried_walk(view, budget, view.walks)
     if walk.cut == 0 or (dropped and max(dropped) >= walk.roots[walk.cut - 1]):
@@ -74,8 +69,8 @@ class VectorRecall(BuiltinStrategy):
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         counted = view.count_all()
-        protect, tokens = view.protect, view.facts.tokens
-        candidates = [i for i in view.facts.recall if protect[i] is None]
+        protect, tokens = view.protect, view.analysis.tokens
+        candidates = [i for i in view.analysis.recall if protect[i] is None]
         scores = self.relevance(view, candidates, options)
         total = view.base_tokens + counted
         dropped: list[int] = []
@@ -118,7 +113,7 @@ class VectorRecall(BuiltinStrategy):
 
     def relevance(self, view: FitView, candidates: list[int], options: dict[str, Any]) -> dict[int, tuple[float, str]]:
         """Score per candidate and where it came from (``meta`` or the scorer)."""
-        given = view.facts.relevance
+        given = view.analysis.relevance
         scores: dict[int, tuple[float, str]] = {i: (given[i], "meta") for i in candidates if i in given}
         to_score = [i for i in candidates if i not in given]
         if to_score:

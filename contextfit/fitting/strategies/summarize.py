@@ -190,11 +190,11 @@ def summary_position(view: FitView) -> int:
     With no chat message at all, at the end."""
     if view.current_input is not None:
         return view.current_input
-    kinds, facts = view.facts.kinds, view.facts
+    kinds, analysis = view.analysis.kinds, view.analysis
     for index in range(view.n - 1, -1, -1):
         if kinds[index] == msg.HISTORY:
-            root = facts.group_of.get(index)
-            return facts.members[root][0] if root is not None else index
+            root = analysis.group_of.get(index)
+            return analysis.members[root][0] if root is not None else index
     return view.n
 
 
@@ -227,8 +227,8 @@ class Summarize(BuiltinStrategy):
 
     def _propose(self, view: FitView, budget: int, **options: Any) -> Proposal:
         room = room_left(view, budget)
-        counted = view.facts.counted_total
-        if counted is None and None not in view.facts.tokens:
+        counted = view.analysis.counted_total
+        if counted is None and None not in view.analysis.tokens:
             counted = view.count_all()  # only sums: everything is counted
         if counted is not None and view.base_tokens + counted <= budget:
             return Proposal([None] * view.n)  # everything fits: nothing to summarize
@@ -248,7 +248,7 @@ class Summarize(BuiltinStrategy):
         reserve = min(size, room)
         if reserve < MIN_SUMMARY_TOKENS:
             return plain(f"only {room} tokens are free for a summary")
-        if view.walks is not None and view.facts.counted_total is not None:
+        if view.walks is not None and view.analysis.counted_total is not None:
             # A session's refit: the walk at the budget less the reserve, carried
             # from its last fit (strategies/walk.py), is what fill_newest keeps.
             walk = carried_walk(view, budget - reserve, view.walks)
@@ -263,7 +263,7 @@ class Summarize(BuiltinStrategy):
         if counted is None and _rest_fits(view, reasons, space):
             return Proposal([None] * view.n)  # a lazy fit: the whole chat fits after all, as when counted
         # The most recent dropped history, newest first, up to the scan limit.
-        scanned, chars, kinds, limited = [], 0, view.facts.kinds, False
+        scanned, chars, kinds, limited = [], 0, view.analysis.kinds, False
         # Start at the newest dropped message, not at the end of the chat.
         newest_dropped = view.n - 1 - reasons[::-1].index(r.OVER_BUDGET)
         for index in range(newest_dropped, -1, -1):
@@ -382,7 +382,7 @@ class Summarize(BuiltinStrategy):
             meta = {"kind": msg.SUMMARY, "id": "summary", "method": "extractive", "summarized": list(indices),
                     "sources": sources}
             # The header and each line up to its line break: the text is their join, and
-            # its count the sum of their cached counts where that is exact (tokens/joins.py).
+            # its count the sum of their cached counts where that is exact (tokens/summed_counts.py).
             parts = [header + "\n", *["- " + lines[p][1] + "\n" for p in chosen]]
             parts[-1] = parts[-1][:-1]
             tokens = view.count_joined({"role": "system", "meta": meta}, parts)
@@ -427,7 +427,7 @@ def _saliences(
 
 class _Candidates:
     """One message's summary candidates, ready to score: kept with the
-    conversation's facts, so a refit reads them instead of re-splitting."""
+    conversation's analysis, so a refit reads them instead of re-splitting."""
 
     __slots__ = ("lines", "unique", "lengths", "tool", "words", "seen", "nbytes")
 
@@ -440,7 +440,7 @@ class _Candidates:
         self.tool = [sentence.startswith(TOOL_LINES) for sentence, _, _ in units]
         self.words = list(chain.from_iterable(sentence_words for _, sentence_words, _ in units))
         self.seen = frozenset(self.words)
-        size = sys.getsizeof  # about what the record holds, charged to the facts that keep it
+        size = sys.getsizeof  # about what the record holds, charged to the analysis that keep it
         self.nbytes = (
             size(self.lines) + sum(size(line) + 64 for _, line in self.lines) + size(self.unique)
             + sum(map(size, self.unique)) + size(self.words) + size(self.seen) + 3 * size(self.lengths)
@@ -448,25 +448,25 @@ class _Candidates:
 
 
 def _candidates(view: FitView, index: int, limit: int | None = None) -> _Candidates:
-    facts = view.facts
+    analysis = view.analysis
     # A message read in part is filed under its limit too: another limit reads another part.
     key = ("summarize", index) if limit is None or len(view.text(index)) <= limit else ("summarize", index, limit)
-    record = facts.derived.get(key)
+    record = analysis.derived.get(key)
     if record is None:
-        record = facts.derived[key] = _Candidates(index, view.messages[index], facts.roles[index], limit)
-        facts.derived_bytes += record.nbytes
+        record = analysis.derived[key] = _Candidates(index, view.messages[index], analysis.roles[index], limit)
+        analysis.derived_bytes += record.nbytes
     return record  # type: ignore[return-value]
 
 
 def _recent_words(view: FitView, window: int, limit: int | None = None) -> frozenset[str]:
-    """The content words of :func:`~contextfit.fitting.strategies.recall.recent_query`,
+    """The content words of the last ``window`` chat messages (what relevance is measured against),
     each message's cached (of a message longer than ``limit``, its end)."""
-    derived = view.facts.derived
+    derived = view.analysis.derived
     found = []
     for index in recent_indices(view, window):
         text = view.text(index)
         # A message read in part is filed under its limit too (as its candidates are):
-        # a replay fits variants with other scan limits on the same facts.
+        # a replay fits variants with other scan limits on the same analysis.
         key = ("words", index) if limit is None or len(text) <= limit else ("words", index, limit)
         message_words = derived.get(key)
         if message_words is None:
@@ -488,15 +488,15 @@ def _forget_old(view: FitView, scanned: list[int]) -> None:
     clean-up: other strategies' entries stay (clear-tool-results keeps one per
     cleared result), and counting them in the bound made every refit of a long
     chat rebuild the whole cache."""
-    facts = view.facts
-    if len(facts.derived) <= facts.derived.get(_LEFT, 0) + 4 * (len(scanned) + _RECENT_KEPT):  # type: ignore[operator]
+    analysis = view.analysis
+    if len(analysis.derived) <= analysis.derived.get(_LEFT, 0) + 4 * (len(scanned) + _RECENT_KEPT):  # type: ignore[operator]
         return
     oldest = {"summarize": scanned[0], "words": view.n - _RECENT_KEPT}
     # Other strategies' entries stay: a scan carried over the chat, say (a -1 in place of a message).
-    kept = {key: value for key, value in facts.derived.items() if key[0] not in oldest or key[1] >= oldest[key[0]]}
+    kept = {key: value for key, value in analysis.derived.items() if key[0] not in oldest or key[1] >= oldest[key[0]]}
     kept[_LEFT] = len(kept) + 1
-    facts.derived = kept
-    facts.derived_bytes = sum(getattr(value, "nbytes", 0) for value in kept.values())
+    analysis.derived = kept
+    analysis.derived_bytes = sum(getattr(value, "nbytes", 0) for value in kept.values())
 
 
 def _line_costs(view: FitView) -> TextMemo[int]:

@@ -84,19 +84,19 @@ def drop_old_reasoning(
     return total
 
 
-_SCANNED = ("reasoning", -1)  # facts.derived key: (messages scanned, assistant messages with reasoning)
+_SCANNED = ("reasoning", -1)  # analysis.derived key: (messages scanned, assistant messages with reasoning)
 CARRY_TRIMMERS[_SCANNED[0]] = trim_scan
 
 
 def reasoning_indices(view: FitView) -> list[int]:
     """The assistant messages that carry reasoning, oldest first. Kept in the
-    facts' ``derived`` cache, so a chat that grows by one message scans one."""
-    derived = view.facts.derived
+    analysis' ``derived`` cache, so a chat that grows by one message scans one."""
+    derived = view.analysis.derived
     scanned, found = derived.get(_SCANNED, (0, ()))  # type: ignore[misc]
     if scanned > view.n:
         scanned, found = 0, ()
     if scanned < view.n:
-        roles, messages = view.facts.roles, view.messages
+        roles, messages = view.analysis.roles, view.messages
         new = [index for index in range(scanned, view.n) if roles[index] == "assistant" and has_reasoning(messages[index])]
         found = (*found, *new)
         derived[_SCANNED] = (view.n, found)
@@ -118,7 +118,7 @@ def drop_oldest_units(
     """
     if total <= budget:
         return total
-    protect, group_of, members = view.protect, view.facts.group_of, view.facts.members
+    protect, group_of, members = view.protect, view.analysis.group_of, view.analysis.members
     over = r.OVER_BUDGET
     reasons[:] = repeat(over, view.n)  # then the protected kept (C-level; a comprehension cost O(n) in Python)
     for index in view.protected:
@@ -161,7 +161,7 @@ def thin(view: FitView, budget: int, options: dict[str, Any]) -> tuple[list[int]
     keep = keep_thinking_option(options)
     if keep is True:
         return None
-    counted = view.facts.counted_total
+    counted = view.analysis.counted_total
     if keep is None and (counted is None or view.base_tokens + counted <= budget):
         return None  # it fits (or the caller asked not to count everything): nothing to drop
     if not reasoning_indices(view):
@@ -190,15 +190,15 @@ def fit_thinning(view: FitView, budget: int, options: dict[str, Any]):
 def thinned_view(view: FitView, replaced: dict[int, InsertedBlock]) -> FitView:
     """A view of the same fit where each replaced message stands as its
     replacement (its tokens too): what ``summarize`` fits after ``keep_thinking``
-    dropped reasoning. Its facts are a copy: nothing reaches the cached analysis."""
+    dropped reasoning. Its analysis are a copy: nothing reaches the cached analysis."""
     messages = list(view.messages)
-    facts = view.facts.copy()
+    analysis = view.analysis.copy()
     for index, block in replaced.items():
         messages[index] = block.message
-        facts.tokens[index] = block.tokens
-    if None not in facts.tokens:
-        facts.counted_total = sum(facts.tokens)  # type: ignore[arg-type]
-    return FitView(messages, facts, view.counting)
+        analysis.tokens[index] = block.tokens
+    if None not in analysis.tokens:
+        analysis.counted_total = sum(analysis.tokens)  # type: ignore[arg-type]
+    return FitView(messages, analysis, view.counting)
 
 
 def merge_replacements(proposal, replaced: dict[int, InsertedBlock]):

@@ -63,7 +63,7 @@ def empty_walk() -> Walk:
 
 def trimmed_walk(walk: Walk, k: int) -> Walk | None:
     """``walk`` over its first ``k`` messages, when the ones after them are
-    protected and in no unit (a plain tail: :meth:`~contextfit.fitting.analysis.Facts.trimmed`);
+    protected and in no unit (a plain tail: :meth:`~contextfit.fitting.analysis.ChatAnalysis.trimmed`);
     else ``None``. It takes over ``walk``'s lists."""
     if k > walk.n or (walk.roots and walk.roots[-1] >= k) or any(walk.reasons[k:]):
         return None
@@ -83,7 +83,7 @@ def walked_truncate(view: FitView, budget: int, options: dict[str, Any], walks: 
     the walk reaches). Its ``assembled`` carries the total and the kept and
     excluded messages, so that the host does not derive them again; the
     proposal's lists are the walk's (the host copies what it changes or keeps)."""
-    if options or view.facts.counted_total is None:
+    if options or view.analysis.counted_total is None:
         return None
     thinned = fit_thinning(view, budget, options)  # reasoning of older turns goes first, as truncate does
     if thinned is not None:
@@ -99,7 +99,7 @@ def carried_walk(view: FitView, budget: int, walks: dict) -> Walk:
     budget and stored in its place. Every strategy that starts with that walk
     shares it (``truncate``; ``summarize`` at its budget less the summary's
     reserve; ``vector-recall`` when its drops are older than the cut). Needs
-    every block counted (``view.facts.counted_total`` set). Read the walk's
+    every block counted (``view.analysis.counted_total`` set). Read the walk's
     lists, do not change them: the next walk takes them over."""
     key = (view.counting.state, budget)
     before = walks.pop(key, None)
@@ -126,7 +126,7 @@ def _first_changed(view: FitView, before: Walk) -> int:
     """The oldest position whose unit or protection may differ from ``before``'s:
     the new messages, a group one of them joined, and the current input's
     group when the current input moved."""
-    group_of, start = view.facts.group_of, before.n
+    group_of, start = view.analysis.group_of, before.n
     first = start
     for index in range(start, view.n):
         root = group_of.get(index)
@@ -143,8 +143,8 @@ def extend_walk(view: FitView, before: Walk, room: int) -> Walk:
     """The walk over ``view`` with ``room`` tokens for unprotected units, made
     from ``before`` (a walk over a prefix of the same, unedited messages; an
     :func:`empty_walk` for a fresh one), whose lists it takes over."""
-    facts, protect, n = view.facts, view.protect, view.n
-    tokens, group_of, members = facts.tokens, facts.group_of, facts.members
+    analysis, protect, n = view.analysis, view.protect, view.n
+    tokens, group_of, members = analysis.tokens, analysis.group_of, analysis.members
     first = _first_changed(view, before)
     # Units before ``first`` are the same units with the same costs: keep their sums.
     same = bisect_left(before.roots, first)

@@ -37,7 +37,7 @@ from ..generation import GenerationResult, RunningGenerations, check_chat_settin
 from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
 from ..replaying import replay_chat
-from ...pipeline.setting_names import unknown_setting_message
+from ...pipeline.settings import unknown_setting_message
 from ..store import Store
 from . import schemas as s
 from .guard import LOOPBACK_HOSTS, ContainFailures, RequestGuard

@@ -1,7 +1,7 @@
 """The request and response models of the HTTP API (pydantic lives here only).
 
 JSON keys are camelCase as in SPEC §5–§6. The settings model is built from
-:data:`contextfit.pipeline.setting_names.SETTINGS`, so the schema, the validation and the
+:data:`contextfit.pipeline.settings.SETTINGS`, so the schema, the validation and the
 package agree on one list of names.
 """
 
@@ -28,7 +28,7 @@ from ..camel import camel_case
 from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
 from ...pipeline.plan import TokenizerInfo
-from ...pipeline.setting_names import SETTINGS
+from ...pipeline.settings import SETTINGS
 from ..store import Chat as StoredChat
 
 MAX_MESSAGES = 10_000

@@ -13,7 +13,7 @@ role, text)`` is what one message costs on its own, in the usual position
 (the engine's per-message estimate; the whole is always recounted).
 
 >>> n = lambda text: len(text.split())  # a toy counter: one token per word
->>> TEMPLATES["deepseek"].count(n, [("user", "Hi there")])  # BOS <｜User｜> Hi there <｜Assistant｜>
+>>> CHAT_TEMPLATES["deepseek"].count(n, [("user", "Hi there")])  # BOS <｜User｜> Hi there <｜Assistant｜>
 5
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 Count = Callable[[str], int]
 Turn = tuple[str, str]
 
-__all__ = ["TEMPLATES", "ChatTemplate"]
+__all__ = ["CHAT_TEMPLATES", "ChatTemplate"]
 
 #: What Llama 3.1 / 3.3's template always writes into its system block (3.2 writes
 #: today's date, which costs the same 21 tokens for every day of 2024-2027).
@@ -226,7 +226,7 @@ def _mistral(system_in_place: bool) -> Callable[[Count, list[Turn]], int]:
 # -------------------------------------------------------------------------- the table
 
 LLAMA3 = ChatTemplate("llama3", "Llama 3.1 / 3.2 / 3.3 tokenizer_config.json chat_template", _llama3, _llama3_message)
-TEMPLATES: dict[str, ChatTemplate] = {
+CHAT_TEMPLATES: dict[str, ChatTemplate] = {
     template.name: template
     for template in (
         LLAMA3,

@@ -32,7 +32,7 @@ from ..inputs import messages as msg
 from ..caches import register
 from .chat_counter import TokenCounter
 
-TEMPLATES = ("openai", "anthropic")
+SHAPES = ("openai", "anthropic")
 _EXTRAS = ("meta", "pinned", "id", "toolCallId", "callId")
 _THINKING = ("thinking", "redacted_thinking")
 _OPENAI_REASONING = "reasoning"  # a Responses reasoning item (or an OpenAI-style reasoning part)
@@ -216,8 +216,8 @@ class SentCounter:
     __slots__ = ("__weakref__", "additive", "base_tokens", "counter", "template")
 
     def __init__(self, counter: TokenCounter, template: str) -> None:
-        if template not in TEMPLATES:
-            raise ValueError(f"template must be one of {', '.join(TEMPLATES)}, got {template!r}")
+        if template not in SHAPES:
+            raise ValueError(f"template must be one of {', '.join(SHAPES)}, got {template!r}")
         self.counter = counter
         self.template = template
         self.base_tokens: int = counter.base_tokens

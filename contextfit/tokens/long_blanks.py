@@ -113,7 +113,7 @@ def _scanners(minimum: int) -> tuple[int, re.Pattern[str], re.Pattern[str]]:
     return stride, sample, full
 
 
-register("blank_runs.scanners", _scanners)
+register("long_blanks.scanners", _scanners)
 
 
 def encode_ordinary(encoding: Any, text: str) -> list[int]:

@@ -9,8 +9,8 @@ cached counts wherever the pre-tokenizer is proven to cut between them.
 tiktoken cuts text into pieces with a regular expression and encodes each
 piece alone, so ``count(left + right) == count(left) + count(right)`` when
 the pieces of the whole are the pieces of ``left`` followed by those of
-``right``. That holds for both exact patterns (:data:`blank_runs.O200K_PATTERN`,
-:data:`blank_runs.CL100K_PATTERN`) when ``left`` ends with LF and ``right``
+``right``. That holds for both exact patterns (:data:`long_blanks.O200K_PATTERN`,
+:data:`long_blanks.CL100K_PATTERN`) when ``left`` ends with LF and ``right``
 starts with ``-`` (:func:`splits_between`):
 
 1. *No piece of the whole crosses the LF.* A piece holding the LF and the
@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any
 
-from contextfit.tokens.blank_runs import CL100K_PATTERN, O200K_PATTERN
+from contextfit.tokens.long_blanks import CL100K_PATTERN, O200K_PATTERN
 
 __all__ = ["covers", "runs", "splits_between"]
 
