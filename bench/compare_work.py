@@ -2,7 +2,7 @@
 
 What the server does for the page (``pages/compare.py``), each step timed in
 a fresh process, through the same package calls the page makes (read the
-input, ``dashboard.plan_all``, every strategy's two figures, the fate matrix
+input, the conversation's ``FitSession.plans``, every strategy's two figures, the fate matrix
 and the edit table):
 
 * *first paint*: the page opened in a fresh process: its first sample, the
@@ -42,7 +42,6 @@ from contextfit.dashboard import charts, compare_view, editor
 from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import suggested_setup
 from contextfit.inputs.samples import SAMPLES, sample_text
-from dataclasses import replace
 
 def page(raw, setup=None):
     conversation = load_conversation(raw)
@@ -64,7 +63,7 @@ times["first paint"] = time.perf_counter() - started
 cold, warm = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
 start = time.perf_counter(); conversation, setup = page(cold); times["cold upload"] = time.perf_counter() - start
 start = time.perf_counter(); draw(conversation, setup); times["rerun"] = time.perf_counter() - start
-start = time.perf_counter(); draw(conversation, replace(setup, response_reserve=setup.response_reserve + 1000))
+start = time.perf_counter(); draw(conversation, setup.replace(response_reserve=setup.response_reserve + 1000))
 times["reserve change"] = time.perf_counter() - start
 start = time.perf_counter(); page(warm, setup); times["warm upload"] = time.perf_counter() - start
 print(json.dumps(times))
