@@ -92,6 +92,40 @@ def test_the_url_is_read_once_and_bad_values_are_ignored_with_a_note():
     assert url.limit is None and url.reserve is None and len(url.notes) == 2
 
 
+def test_a_conversation_brings_its_facts_and_its_last_turn_and_a_link_its_own_once():
+    state = {}
+    query = {"facts": "ORD-7731", "stable": "0", "turn": "4", "limit": "3000"}
+    assert compare_state.settle(state, conversation="a", suggest=suggest, models=MODELS, names=STRATEGIES,
+                                facts="Mara", query=query) == []
+    # the link's choices win over the first conversation's own, once
+    assert (state["replay_facts"], state["replay_stable"], state["replay_turn"], state["limit"]) == ("ORD-7731", False, 4, 3000)
+    assert compare_state.link_of(state, replay=True) == {
+        "model": "gpt-4o", "limit": "3000", "reserve": "750", "strategies": ",".join(STRATEGIES),
+        "stable": "0", "facts": "ORD-7731", "turn": "4"}
+    state.update(replay_facts="typed", replay_turn=2)
+    settle(state, query, input_key="a")  # the same conversation: the user's own stay
+    assert (state["replay_facts"], state["replay_turn"]) == ("typed", 2)
+    compare_state.settle(state, conversation="b", suggest=suggest, models=MODELS, names=STRATEGIES, facts="Zenith")
+    assert state["replay_facts"] == "Zenith" and "replay_turn" not in state  # its facts, its last turn
+    assert state["replay_stable"] is False  # not the conversation's: it stays
+    assert "facts" not in compare_state.link_of({**state, "replay_facts": "x" * 1001}, replay=True)
+
+
+def test_keep_saves_every_setting_again_and_nothing_else():
+    class Recording(dict):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.set = []
+
+        def __setitem__(self, key, value):
+            self.set.append(key)
+            super().__setitem__(key, value)
+
+    state = Recording({"limit": 900, "replay_facts": "ORD", "paste": "[...]", "source_files": ["x"], "send-manual": True})
+    compare_state.keep(state)
+    assert state.set == ["limit", "replay_facts"] and state["limit"] == 900  # never an uploader's or a button's key
+
+
 def test_odd_widget_values_are_repaired():
     state = {"summary_tokens": -5, "relevance_window": 10**12, "user_name": "x" * 5000, "strategies": ["gone", "manual"]}
     settle(state)
