@@ -244,17 +244,18 @@ def dashboard_app() -> Path:
     """The dashboard's ``app.py``: the copy an installed wheel carries (``setup.py``), else the checkout's."""
     here = Path(__file__).resolve().parent
     for app in (here / "app" / "app.py", here.parent / "app.py"):
-        if app.is_file() and (app.parent / "pages").is_dir():
+        if app.is_file() and (app.parent / "pages").is_dir() and (app.parent / "app_server.py").is_file():
             return app
     raise ContextfitError(f"The dashboard's app.py is missing from this installation ({here / 'app'}); reinstall contextfit.")
 
 
 def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
-    """``streamlit run`` the dashboard. On POSIX the command becomes the
+    """``streamlit run`` the dashboard's server (``app_server.py`` beside ``app.py``: the app with
+    its frame policy). On POSIX the command becomes the
     server (``exec``): a signal that stops it (a service manager's SIGTERM,
     a test's ``terminate()``) stops the server, where a child process would
     have been left running, holding its port."""
-    app = dashboard_app()
+    app = dashboard_app().with_name("app_server.py")
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
     if os.name == "posix":
         out.flush()

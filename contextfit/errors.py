@@ -334,6 +334,27 @@ class GenerationInterrupted(ContextfitError):
         super().__init__(message)
 
 
+class ChatTooLarge(ContextfitError):
+    """A stored chat would pass the most messages or bytes a chat may hold (HTTP 413).
+
+    ``location`` names the first message over the limit (``messages[3]``), or
+    ``generate`` when a full chat is asked for one more reply.
+
+    >>> err = ChatTooLarge("The chat is full.", location="messages[3]")
+    >>> err.code, err.to_dict()["location"]
+    ('CHAT_TOO_LARGE', 'messages[3]')
+    """
+
+    code = "CHAT_TOO_LARGE"
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        self.location = location
+        super().__init__(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "location": self.location}
+
+
 class StoreUnavailable(ContextfitError):
     """The database could not be written: a generation could not start, or its
     reply could not be stored after the retries.

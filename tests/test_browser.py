@@ -50,7 +50,7 @@ def dashboard_server(database: Path):
     port = _free_port()
     env = {**os.environ, "CONTEXTFIT_DB": str(database)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
+        [sys.executable, "-m", "streamlit", "run", "app_server.py", "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )

@@ -3,6 +3,7 @@ cancellation, and a server killed mid-generation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -368,3 +369,56 @@ def _ignore(call, *args, **kwargs):
         call(*args, **kwargs)
     except httpx.HTTPError:
         pass
+
+
+# -- CPU work stays off the event loop, inside the worker pool's bounds ---------------------------
+
+SLOW_FACT = {"facts": ["/(a|a)+$/"]}  # backtracks on "aaaa...ab": each message spends the key's whole time limit
+SLOW_CHAT = [{"role": "user", "content": "a" * 40 + "b"} for _ in range(8)]
+
+
+def on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_no_cpu_step_of_a_generation_runs_on_the_event_loop(store, monkeypatch):
+    from contextfit.serving import generation
+
+    seen: list[tuple[str, bool]] = []
+    for name in ("resolve_request", "audit_from_plan", "refused_audit", "reply_message"):
+        original = getattr(generation, name)
+
+        def recording(*args, _name=name, _original=original, **kwargs):
+            seen.append((_name, on_event_loop()))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(generation, name, recording)
+    with TestClient(create_app(store), base_url=LOCAL) as client:
+        chat_id = new_chat(client, {"model": "llama-3.1-8b", "messages": SLOW_CHAT, "settings": SLOW_FACT})
+        assert client.post(f"/api/v2/chats/{chat_id}/generate").status_code == 200
+        over = new_chat(client, {"messages": [{"role": "user", "content": "word " * 300}], "settings": {"contextLimit": 200, "responseReserve": 50}})
+        assert client.post(f"/api/v2/chats/{over}/generate").json()["error"]["code"] == "TOKEN_BUDGET_EXCEEDED"
+    assert {name for name, _ in seen} == {"resolve_request", "audit_from_plan", "refused_audit", "reply_message"}
+    assert [name for name, loop in seen if loop] == []
+
+
+def test_regex_facts_are_matched_inside_the_worker_pool(store):
+    from contextfit.serving.api.limits import ServerLimits
+
+    app = create_app(store, limits=ServerLimits(workers=1, queue=0))
+    with TestClient(app, base_url=LOCAL) as client:
+        slow = new_chat(client, {"model": "llama-3.1-8b", "messages": SLOW_CHAT, "settings": SLOW_FACT})
+        other = new_chat(client, {"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hi"}]})
+        first = threading.Thread(target=lambda: client.post(f"/api/v2/chats/{slow}/generate"))
+        first.start()
+        deadline = time.monotonic() + 30
+        while app.state.pool.admitted == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        busy = client.post(f"/api/v2/chats/{other}/generate")  # the single worker matches the facts
+        first.join()
+    assert busy.status_code == 503 and busy.json()["error"]["code"] == "SERVER_BUSY"
+    assert store.get_audit(slow).facts == []  # the key ran out of time: it matched nothing, and nothing froze

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-SOURCES = ["contextfit", "app.py", "pages", "frame", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
+SOURCES = ["contextfit", "app.py", "app_server.py", "pages", "frame", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
 
 
 def _setuptools_is_new_enough() -> bool:
@@ -97,6 +97,7 @@ def test_installed_dashboard_command_serves_its_app(installed, tmp_path):
             assert health == "ok", log.read_text(errors="replace")
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as page:
                 assert page.status == 200 and b"<html" in page.read().lower()
+                assert page.headers["x-frame-options"] == "DENY"  # served through app_server.py
         finally:
             server.terminate()
             try:

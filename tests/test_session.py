@@ -524,7 +524,7 @@ def test_trimmed_facts_are_the_facts_of_the_first_messages():
 def test_a_trimmed_walk_is_the_walk_of_the_first_messages():
     from contextfit.fitting.analysis import FitView, analysis_for
     from contextfit.fitting.counting import counting_for
-    from contextfit.fitting.strategies.walk import empty_walk, extend_walk, trimmed_walk
+    from contextfit.fitting.strategies.carried_walk import empty_walk, extend_walk, trimmed_walk
 
     chat = [{"role": "system", "content": "Be brief."}]
     for turn in range(8):

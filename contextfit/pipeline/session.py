@@ -10,7 +10,7 @@ messages instead: it keeps copies of what it is given and changes them only
 through :meth:`FitSession.append`, :meth:`~FitSession.extend` and
 :meth:`~FitSession.edit`, so it knows which messages are new. A refit
 analyses and counts only those, and ``truncate`` carries its walk over from
-the last fit at the same budget (strategies/walk.py), redoing only the units
+the last fit at the same budget (strategies/carried_walk.py), redoing only the units
 the new messages changed.
 
 A session answers exactly what a fresh :func:`~contextfit.shift_context` or
@@ -37,7 +37,7 @@ from ..fitting.host import Analyse, fit_messages
 from .plan import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
 from .settings import DEFAULT_USER_NAME, PlanSettings, settings_for
 from ..fitting.results import FitResult
-from ..fitting.strategies.walk import trimmed_walk
+from ..fitting.strategies.carried_walk import trimmed_walk
 
 #: Analyses kept per counter: the newest, and the one before the last append
 #: (an edited or regenerated last message refits from it).
@@ -61,7 +61,7 @@ class _Lineage:
 
     def __init__(self, known: dict[Any, Known] | None = None, carry: bool = True) -> None:
         self._analyses: dict[Any, list[ChatAnalysis]] = {}  # CounterState -> analyses, newest first
-        # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
+        # (CounterState, budget) -> truncate's last walk over a prefix (strategies/carried_walk.py)
         self._walks: dict[Any, Any] = {}
         # CounterState -> what the session's analyses learnt of each block (analysis.Known),
         # shared by the lineages of one session: a plan assembled again (a lorebook's, at

@@ -9,7 +9,7 @@ from .. import results as r
 from ..analysis import FitView
 from ..relevance import DEFAULT_SCORER, EmbeddingRelevance, LexicalRelevance, RelevanceScorer, joined_bag
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
-from .walk import Walk, carried_walk, kept_total
+from .carried_walk import Walk, carried_walk, kept_total
 
 DEFAULT_WINDOW = 6
 

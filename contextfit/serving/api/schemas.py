@@ -29,6 +29,7 @@ from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
 from ...pipeline.plan import TokenizerInfo
 from ...pipeline.settings import SETTINGS
+from ..store import Appended as StoredAppended
 from ..store import Chat as StoredChat
 
 MAX_MESSAGES = 10_000
@@ -218,6 +219,12 @@ ContextAudit = _model_of(
     blocks=(list[AuditBlockModel], ...),  # type: ignore[valid-type]
 )
 Chat = _model_of(StoredChat, "Chat", "A chat with its settings and its messages, in order.")
+MessagesAppended = _model_of(
+    StoredAppended,
+    "MessagesAppended",
+    "What an append stored: the chat's fields with only the messages just appended, as stored "
+    "(``appendedFrom``: the position of the first; ``messageCount``: how many the chat holds now).",
+)
 PlanBlock = _model_of(
     AuditBlock, "PlanBlock", "One prompt block with its text and fate.", content=(str, ...), fate=(str, ...)
 )
