@@ -4,6 +4,7 @@ a page opened by its address before any session ran ``app.py``, and what a page 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -25,9 +26,10 @@ print(json.dumps({"exception": [str(e.value) for e in at.exception], "title": [t
 
 @pytest.mark.parametrize(("page", "title", "shared"), [("pages/replay.py", "Replay", True),
                                                       ("pages/models.py", "Models & tokenizers", False)])
-def test_a_page_opened_first_runs_inside_app_py(page, title, shared):
+def test_a_page_opened_first_runs_inside_app_py(page, title, shared, tmp_path):
     done = subprocess.run([sys.executable, "-c", FIRST_RUN, str(REPO / "app.py"), page], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CONTEXTFIT_DB": str(tmp_path / "chats.db")})
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["exception"] == [] and found["title"] == [title] and found["preload"]
@@ -39,7 +41,8 @@ def app() -> AppTest:
     return AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
 
 
-def test_the_sidebar_is_drawn_for_compare_and_replay_only():
+def test_the_sidebar_is_drawn_for_compare_and_replay_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))  # Audit and Models read the store
     at = app().run()
     assert at.sidebar.selectbox(key="model").value == "gpt-4o" and at.sidebar.radio(key="source_radio")
     for page in ("pages/audit.py", "pages/models.py", "pages/plugins.py"):
@@ -49,7 +52,8 @@ def test_the_sidebar_is_drawn_for_compare_and_replay_only():
     assert not at.exception and at.sidebar.number_input(key="limit").value == 2200
 
 
-def test_the_settings_a_page_does_not_draw_outlive_it():
+def test_the_settings_a_page_does_not_draw_outlive_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
     # Compare's strategy options and Replay's facts are drawn by their page only; Streamlit forgets such a
     # widget's value on another page unless the run saves it again (state.keep, at the top of app.py)
     at = app().run()
