@@ -30,7 +30,7 @@ $(VENV)/.installed-bench: $(VENV)/.installed-dev requirements-bench.txt
 
 ## run: the dashboard on http://127.0.0.1:$(PORT)
 run: $(VENV)/.installed
-	$(BIN)/python -m streamlit run app.py --server.port $(PORT)
+	$(BIN)/python -m streamlit run app_server.py --server.port $(PORT)
 
 ## test: the whole test suite
 test: $(VENV)/.installed-dev

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from contextfit.inputs.formats import load_conversation_file
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(os.environ.get("CONTEXTFIT_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
@@ -200,7 +201,7 @@ def fixture(path: str | Path) -> Conversation | None:
 
     path = Path(path)
     try:
-        conversation = contextfit.inputs.formats.load_conversation_file(path)
+        conversation = load_conversation_file(path)
     except contextfit.ContextfitError:
         return None
     messages = list(conversation.messages)

@@ -2,6 +2,7 @@
 
     python -m bench.hostile            # every case below, one run each (about a minute)
     python -m bench.hostile --quick    # the small ones only
+    python -m bench.hostile --serving  # hostile clients and failures against `contextfit serve` (bench/hostile_serving.py)
 
 Each case is timed once in this process (wall clock, ``time.perf_counter``)
 and prints how it ended: a count, or the error code and its location. The
@@ -46,9 +47,10 @@ def _world_info(entries: int) -> str:
 
 def _fit_all(source: str) -> str:
     import contextfit
+    from contextfit import FitSession
 
     conversation = contextfit.load_conversation(source)
-    plans = contextfit.pipeline.plan.compare_strategies(conversation.messages, model="gpt-4o")  # what `contextfit fit` runs
+    plans = dict(FitSession(conversation.messages).plans(model="gpt-4o"))  # what `contextfit fit` runs
     return f"{len(conversation.messages):,} messages fitted under {len(plans)} strategies"
 
 
@@ -79,7 +81,14 @@ def cases(quick: bool) -> list[tuple[str, Callable[[], object]]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="leave out the cases that take more than a few seconds")
+    parser.add_argument("--serving", action="store_true",
+                        help="the server's cases instead: a lock past the lease, regex facts, a client that leaves, "
+                             "appends, a stalled flood, an outage (bench/hostile_serving.py)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.serving:
+        from . import hostile_serving
+
+        return hostile_serving.main([])
     import contextfit
 
     contextfit.get_tokenizer("o200k_base").count("warm up")

@@ -24,7 +24,9 @@ from pathlib import Path
 from time import perf_counter
 
 from contextfit.replays.facts import contains_word
-from contextfit.retention import real_chats, runner
+from contextfit.retention import runner
+
+from bench import retention_chats as real_chats
 from contextfit.retention.scoring import sent_texts
 
 from .conversations import FIXTURES, stitched

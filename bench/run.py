@@ -26,6 +26,7 @@ from .contenders import Contender, all_contenders, measure_once
 from .conversations import Conversation, fixtures, synthetic
 from .overhead import beyond_tokenizing
 from .worker import OverCap, Worker, measure_memory
+from contextfit.fitting.registry import load_plugins
 
 FIXED_BUDGET = 128_000
 LANGCHAIN_CAP = 120.0
@@ -148,9 +149,7 @@ class Runner:
         self.workers = {family: Worker(options.out / "worker.log") for family in ("langchain", "litellm")}
         self.over_cap_at: dict[tuple[str, str], int] = {}  # (contender, budget label) -> smallest size over the cap
         self.started = perf_counter()
-        import contextfit
-
-        contextfit.fitting.registry.load_plugins()  # once per process (an entry-point scan): not part of any fit
+        load_plugins()  # once per process (an entry-point scan): not part of any fit
 
     def log(self, text: str) -> None:
         print(f"[{perf_counter() - self.started:6.1f} s] {text}", file=sys.stderr, flush=True)

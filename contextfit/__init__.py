@@ -52,7 +52,7 @@ _SPEC = {
 _MOVED = {
     **dict.fromkeys(
         ["AuditNotFound", "ChatNotFound", "DuplicateStrategy", "GenerationCancelled", "GenerationInterrupted",
-         "InvalidBudget", "InvalidMessages", "InvalidModelFile", "InvalidRequest", "InvalidSettings",
+         "InvalidBudget", "InvalidMessages", "InvalidModelFile", "InvalidSettings",
          "ProviderAuthError", "ProviderBadRequest", "ProviderContextOverflow", "ProviderError",
          "ProviderRateLimited", "ProviderTimeout", "ProviderUnavailable", "RequestTooLarge",
          "TokenizerUnavailable", "UnknownModel", "UnknownProvider", "UnknownStrategy"],
@@ -69,7 +69,7 @@ _MOVED = {
                     "tokens.models"),
     "PlanBlock": "pipeline.plan",
     "TokenizerInfo": "pipeline.plan",
-    "compare_strategies": "pipeline.plan",
+    "compare_strategies": "pipeline.session",
     "PlanSettings": "pipeline.settings",
     **dict.fromkeys(["InterceptorRegistry", "interceptors", "load_plugins"], "fitting.registry"),
     "Replay": "replays.run",

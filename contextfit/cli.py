@@ -18,11 +18,17 @@ from typing import TextIO
 
 from . import environment
 from .errors import ContextfitError
-from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan
+from .pipeline.session import FitSession
 from .pipeline.settings import PlanSettings, conversation_model
 from .dashboard.bands import band_text
 from .dashboard.progress import PercentSteps
-from .dashboard.verdict import money, replay_verdict, rules_text
+from .amounts import money
+from .dashboard.verdict import replay_verdict, rules_text
+from .fitting.registry import BUILT_IN, registry
+from .replays.answer import recommendation_for
+from .replays.recommend import PRIORITIES, PRIORITY_WORDS
+from .replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
 
 _BAR = {"protected": "█", "kept": "▓", "summarized": "▒", "compressed": "▒"}
 _BAR_WIDTH = 60
@@ -88,7 +94,9 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     # The conversation's parts and a bundle's suggested settings apply; the flags win.
     settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve,
                                           tool_result_cap=args.tool_result_cap)
-    plans = compare_strategies(conversation, settings, strategies=strategies)
+    if args.recommend:
+        return _recommend(args, conversation, settings, strategies, out)
+    plans = dict(FitSession(conversation).plans(settings, strategies=strategies))
     if args.json:
         payload = {
             name: {"error": plan.to_dict()} if isinstance(plan, ContextfitError) else plan.to_dict()
@@ -102,12 +110,38 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
             print(f"  note: {warning}", file=out)
         for name, plan in plans.items():
             print_plan(name, plan, out)
+        if len(plans) > 1:
+            answer = recommendation_for(conversation, settings, strategies=strategies, priority=args.priority)
+            print(f"\n{answer.sentence}", file=out)
     failed = [name for name, plan in plans.items() if isinstance(plan, ContextfitError)]
     if failed:
         for name in failed:
             print(f"contextfit: {name}: {plans[name]}", file=sys.stderr)
         return 1
     return 0
+
+
+def _recommend(args: argparse.Namespace, conversation, settings: PlanSettings, strategies: list, out: TextIO) -> int:
+    """``fit --recommend``: the recommendation for the latest request, alone (the sentence Compare shows)."""
+    answer = recommendation_for(conversation, settings, strategies=strategies, priority=args.priority)
+    if args.json:
+        json.dump(answer.to_dict(args.conversations_per_day), out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return 0
+    print(answer.sentence, file=out)
+    print_outcomes(answer, args.conversations_per_day, out)
+    return 0
+
+
+def print_outcomes(answer, conversations_per_day: int, out: TextIO) -> None:
+    """Each strategy's costs at volume and its Lost line, under the recommendation."""
+    print(f"\nPriority: {answer.priority} ({PRIORITY_WORDS[answer.priority]}); "
+          f"{answer.outcomes[0].reply.text() if answer.outcomes else ''}", file=out)
+    for label, volume in answer.volumes(conversations_per_day).items():
+        outcome = answer.outcome(label)
+        mark = " (not recommended: it " + outcome.refusal + ")" if outcome.refusal else ""
+        print(f"  {label}{mark}: {volume.text() if outcome.error is None else 'no plan'}", file=out)
+        print(f"    {outcome.lost_line()}", file=out)
 
 
 class TerminalProgress(PercentSteps):
@@ -167,11 +201,14 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     progress = TerminalProgress(sys.stderr)
     try:
         result = replay(conversation, settings=settings, strategies=strategies, facts=facts,
-                        progress=progress if progress.live else None)
+                        progress=progress if progress.live else None, priority=args.priority)
     finally:
         progress.clear()
     if args.json:
-        json.dump(result.to_dict(), out, ensure_ascii=False, indent=2)
+        payload = result.to_dict()
+        if result.recommendation is not None:  # a month at the chosen volume
+            payload["recommendation"] = result.recommendation.to_dict(args.conversations_per_day)
+        json.dump(payload, out, ensure_ascii=False, indent=2)
         out.write("\n")
         return _replay_status(result)
     turns = len(result.requests)
@@ -192,6 +229,10 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{totals.strategy[:34]:<34} {money(totals.total_cost, '—'):>12} {money(totals.mean_cost, '—'):>12} "
               f"{cache:>9} {tokens:>12} {kept:>9} {loss:>10}", file=out)
     print(replay_verdict(result, "pass --strategy all"), file=out)
+    if len(result.totals) > 1 and result.recommendation is not None:
+        print(f"\n{result.recommendation.sentence}", file=out)
+        print_outcomes(result.recommendation, args.conversations_per_day, out)
+        print("", file=out)
     if args.requests:
         print_requests(result, out)
     for note in result.notes:
@@ -270,17 +311,18 @@ def dashboard_app() -> Path:
     """The dashboard's ``app.py``: the copy an installed wheel carries (``setup.py``), else the checkout's."""
     here = Path(__file__).resolve().parent
     for app in (here / "app" / "app.py", here.parent / "app.py"):
-        if app.is_file() and (app.parent / "pages").is_dir():
+        if app.is_file() and (app.parent / "pages").is_dir() and (app.parent / "app_server.py").is_file():
             return app
     raise ContextfitError(f"The dashboard's app.py is missing from this installation ({here / 'app'}); reinstall contextfit.")
 
 
 def _dashboard(args: argparse.Namespace, out: TextIO) -> int:
-    """``streamlit run`` the dashboard. On POSIX the command becomes the
+    """``streamlit run`` the dashboard's server (``app_server.py`` beside ``app.py``: the app with
+    its frame policy). On POSIX the command becomes the
     server (``exec``): a signal that stops it (a service manager's SIGTERM,
     a test's ``terminate()``) stops the server, where a child process would
     have been left running, holding its port."""
-    app = dashboard_app()
+    app = dashboard_app().with_name("app_server.py")
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port)]
     if os.name == "posix":
         out.flush()
@@ -362,29 +404,38 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="contextfit", description="See exactly what an LLM will see.")
     commands = top.add_subparsers(dest="command", required=True)
 
+    builtins = ", ".join(entry.name for entry in registry.entries() if entry.origin == BUILT_IN)
     fit = commands.add_parser("fit", help="fit a conversation file under each strategy")
     fit.add_argument("file", help="a conversation, card, or lorebook file (- for standard input)")
     fit.add_argument("--model", help="model id or alias (default: the file's model, else gpt-4o)")
-    fit.add_argument("--strategy", default="all", help="a strategy name (truncate, summarize, vector-recall, manual, clear-tool-results, fact-ledger), or 'all' (default) for every built-in")
+    fit.add_argument("--strategy", default="all",
+                     help=f"a strategy name, or 'all' (default) for the built-ins: {builtins}")
     fit.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     fit.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
     fit.add_argument("--tool-result-cap", type=int, metavar="TOKENS",
                      help="send a tool result over this many tokens as its head and tail with a marker "
                      "naming what was cut (every strategy; default off; 2500 is a good start)")
     fit.add_argument("--format", help="the input format, when detection should not guess")
-    fit.add_argument("--json", action="store_true", help="print each plan as JSON, keyed by strategy")
+    fit.add_argument("--json", action="store_true",
+                     help="print each plan as JSON, keyed by strategy (with --recommend: the recommendation alone)")
+    fit.add_argument("--recommend", action="store_true",
+                     help="print only the recommendation for the latest request: which strategy to ship, what it "
+                     "loses, its cost at volume")
+    _volume_flags(fit)
     fit.set_defaults(run=_fit)
 
     replaying = commands.add_parser("replay", help="replay a conversation turn by turn under each strategy: cost, cache, facts")
     replaying.add_argument("file", help="a conversation file (- for standard input)")
     replaying.add_argument("--model", help="model id or alias (default: the file's model, else gpt-4o)")
-    replaying.add_argument("--strategy", default="all", help="a strategy name, or 'all' (default) for the built-ins")
+    replaying.add_argument("--strategy", default="all",
+                           help=f"a strategy name, or 'all' (default) for the built-ins: {builtins}")
     replaying.add_argument("--stable-prefix", action="store_true",
                            help="also replay truncate, summarize and clear-tool-results with stable_prefix")
     replaying.add_argument("--fact", action="append", metavar="TEXT",
                            help="a must-survive fact: text, /regex/flags, or a JSON object such as "
                            "'{\"text\": \"ORD-7731\", \"message\": 3}' (pinned to a message); repeatable; "
-                           "default: the entity rule")
+                           "default: what the conversation marks (pins, names, required lore, quoted tool results, "
+                           "what the latest turns refer back to)")
     replaying.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     replaying.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
     replaying.add_argument("--tool-result-cap", type=int, metavar="TOKENS",
@@ -395,6 +446,7 @@ def parser() -> argparse.ArgumentParser:
                            help="also list each request (user turns and tool rounds) with its cache reads, writes, "
                            "why the cache missed, and cost")
     replaying.add_argument("--json", action="store_true", help="print the whole replay as JSON")
+    _volume_flags(replaying)
     replaying.set_defaults(run=_replay)
 
     models = commands.add_parser("models", help="list the model catalog")
@@ -426,6 +478,21 @@ def parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--port", type=int, default=8501)
     dashboard.set_defaults(run=_dashboard)
     return top
+
+
+def _volume_flags(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--priority", choices=PRIORITIES, default=PRIORITIES[0],
+                         help="what the recommendation favours: " + "; ".join(
+                             f"{name}: {words}" for name, words in PRIORITY_WORDS.items()) + f" (default {PRIORITIES[0]})")
+    command.add_argument("--conversations-per-day", type=_whole, default=DEFAULT_CONVERSATIONS_PER_DAY, metavar="N",
+                         help=f"the volume a month's cost is shown for (default {DEFAULT_CONVERSATIONS_PER_DAY:,})")
+
+
+def _whole(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -23,6 +23,7 @@ VARIABLES: dict[str, str] = {
     "CONTEXTFIT_DB_LOCK_TIMEOUT": "seconds a statement waits for another connection's lock",
     "CONTEXTFIT_LEASE_SECONDS": "seconds a generation in progress stays its process's without a renewal",
     "CONTEXTFIT_CANCEL_POLL_SECONDS": "seconds between two reads of a running generation's cancel flag",
+    "CONTEXTFIT_SPOOL_DIR": "the folder where outcomes the database refused wait until it takes them",
     "CONTEXTFIT_MODELS": "a TOML file of extra or overriding models",
     "CONTEXTFIT_FAST_COUNT": "`0`/`off`/`false`/`no` keeps every count on tiktoken (no fast engine)",
     "CONTEXTFIT_API_KEY": "the bearer key `contextfit serve` requires",

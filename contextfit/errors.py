@@ -131,6 +131,12 @@ class InvalidSettings(ContextfitError):
     code = "INVALID_SETTINGS"
 
 
+class UnsupportedOption(InvalidSettings):
+    """An option given to a built-in strategy that does not take it (``stable_prefix`` for
+    ``vector-recall``): refused, never silently ignored. A comparison of several strategies
+    reports it for that strategy alone, as it does a budget nothing fits."""
+
+
 class InvalidConversation(ContextfitError):
     """An importer could not read the input.
 
@@ -251,12 +257,6 @@ class UnknownProvider(ContextfitError):
         super().__init__(f"No provider named {name!r}. Configured providers: {', '.join(available) or 'none'}.")
 
 
-class InvalidRequest(ContextfitError):
-    """An HTTP request body or parameter does not match the API's schema."""
-
-    code = "INVALID_REQUEST"
-
-
 class RequestTooLarge(ContextfitError):
     """An HTTP request body is larger than the server accepts."""
 
@@ -338,6 +338,27 @@ class GenerationInterrupted(ContextfitError):
         self, message: str = "The process running this generation stopped before its outcome was recorded."
     ) -> None:
         super().__init__(message)
+
+
+class ChatTooLarge(ContextfitError):
+    """A stored chat would pass the most messages or bytes a chat may hold (HTTP 413).
+
+    ``location`` names the first message over the limit (``messages[3]``), or
+    ``generate`` when a full chat is asked for one more reply.
+
+    >>> err = ChatTooLarge("The chat is full.", location="messages[3]")
+    >>> err.code, err.to_dict()["location"]
+    ('CHAT_TOO_LARGE', 'messages[3]')
+    """
+
+    code = "CHAT_TOO_LARGE"
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        self.location = location
+        super().__init__(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "location": self.location}
 
 
 class StoreUnavailable(ContextfitError):

@@ -4,13 +4,14 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
+import frame
 from contextfit.tokens import fast
 from contextfit.dashboard.catalog import price_row, price_rows
 from contextfit.serving.store_cache import shared_store
 from contextfit.dashboard import bands, calibration
-from contextfit.dashboard.frame import in_frame
+from contextfit.tokens.models import list_models
 
-in_frame()
+frame.in_frame()
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")
@@ -30,7 +31,7 @@ st.dataframe(
                 "output $/M": price_row(info)["output $/M"],
                 "source": info.source,
             }
-            for info in contextfit.tokens.models.list_models()
+            for info in list_models()
         ]
     ),
     hide_index=True,
@@ -46,7 +47,7 @@ st.caption(
     "a row have no first-party price (open weights, retired ids). Override or add prices in your models file."
 )
 st.dataframe(
-    pd.DataFrame(price_rows(contextfit.tokens.models.list_models())),
+    pd.DataFrame(price_rows(list_models())),
     hide_index=True,
     width="stretch",
     column_config={"source": st.column_config.LinkColumn("source")},

@@ -21,6 +21,13 @@ from contextfit.serving.store import Store, open_store
 PG_URL = os.environ.get("CONTEXTFIT_TEST_PG_URL")
 
 
+@pytest.fixture(autouse=True)
+def spool_in_tmp(tmp_path, monkeypatch) -> None:
+    """Outcomes a test's database refuses wait in the test's own folder (a PostgreSQL store's
+    default is the working directory), for its stores and the servers it starts."""
+    monkeypatch.setenv("CONTEXTFIT_SPOOL_DIR", str(tmp_path / "spool"))
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request, tmp_path) -> Iterator[str]:
     """A fresh, empty database: a SQLite file, or a PostgreSQL schema of its own."""

@@ -11,11 +11,15 @@ The ``huge`` behaviours stream a :data:`HUGE_BYTES` answer and count in
 
 ``LockingProvider`` answers after another connection has taken the
 database's write lock, which it keeps until ``release()``.
+
+``TcpProxy`` forwards a loopback port to a server (PostgreSQL); switched
+off, it drops every connection and refuses new ones: a database outage.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import Counter
 from contextlib import ExitStack, contextmanager
@@ -220,3 +224,82 @@ def _answer(behaviour: str, body: dict, anthropic: bool) -> tuple[int, dict]:
                      "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip
     return 200, {"model": body.get("model"), "choices": [{"message": {"role": "assistant", "content": text},
                  "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}  # fmt: skip
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:``port`` to ``target``; :meth:`down` drops every connection and refuses new ones."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self._pairs: list[socket.socket] = []
+        self._listener: socket.socket | None = None
+        self.up()
+
+    def up(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked in its thread (Linux)
+            except OSError:
+                pass
+            listener.close()
+        for sock in self._pairs:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        self._pairs.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self._pairs += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def endpoint_calls(chat_id: str, doomed: str) -> dict[str, tuple[str, str, dict | None]]:
+    """One request to each endpoint of the API, by name: ``(method, path, JSON body)``; ``doomed`` is deleted."""
+    return {
+        "create": ("POST", "/api/v2/chats", {"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hi"}]}),
+        "list": ("GET", "/api/v2/chats", None),
+        "get": ("GET", f"/api/v2/chats/{chat_id}", None),
+        "update": ("PATCH", f"/api/v2/chats/{chat_id}", {"title": "renamed"}),
+        "append": ("POST", f"/api/v2/chats/{chat_id}/messages", {"messages": [{"role": "user", "content": "More"}]}),
+        "generate": ("POST", f"/api/v2/chats/{chat_id}/generate", None),
+        "audit": ("GET", f"/api/v2/chats/{chat_id}/context-audit", None),
+        "preview": ("POST", "/api/v2/context-preview", {"chatId": chat_id}),
+        "replay": ("POST", "/api/v2/replay", {"chatId": chat_id, "strategies": ["truncate"]}),
+        "cancel": ("POST", f"/api/v2/chats/{chat_id}/cancel", None),
+        "delete": ("DELETE", f"/api/v2/chats/{doomed}", None),
+    }

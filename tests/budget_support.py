@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+
 
 class BudgetBar(HTMLParser):
     """``rows``: row name → [(shade or gauge part, tokens, width %, hover label, style)]; ``note``, ``line`` (left %)
@@ -165,5 +167,9 @@ def fate_grids(at) -> list[FateGrid]:
 
 def chart_count(at) -> tuple[int, int, int, int]:
     """(plotly charts, HTML budget bars, HTML block charts, HTML fate matrices) of an AppTest run: Compare
-    draws (0, 5, 5, 1) for five strategies, all its charts in HTML; (0, 0, 0, 0) when it has nothing to compare."""
+    draws (0, n, n, 1) for n strategies (:data:`EVERY_STRATEGY` for the built-ins), all its charts in HTML; (0, 0, 0, 0) when it has nothing to compare."""
     return len(at.get("plotly_chart")), len(budget_bars(at)), len(block_charts(at)), len(fate_grids(at))
+
+
+#: What Compare draws with every built-in strategy: no plotly chart, a budget bar and a block chart each, the fate matrix.
+EVERY_STRATEGY = (0, len(BUILTIN_STRATEGIES), len(BUILTIN_STRATEGIES), 1)

@@ -50,7 +50,10 @@ def test_chat_crud(client):
     chat = client.get(f"/api/v2/chats/{chat_id}").json()
     assert {key: chat[key] for key in CHAT} == CHAT and chat["createdAt"] == chat["updatedAt"]
     more = client.post(f"/api/v2/chats/{chat_id}/messages", json={"messages": [{"role": "user", "content": "Still?"}]})
-    assert [m["content"] for m in more.json()["messages"]][-2:] == ["AX55.", "Still?"]
+    appended = more.json()  # the chat's fields, and only what was appended
+    assert appended["messages"] == [{"role": "user", "content": "Still?"}]
+    assert (appended["appendedFrom"], appended["messageCount"], appended["id"], appended["title"]) == (4, 5, chat_id, "Support")
+    assert appended["createdAt"] == chat["createdAt"] and appended["updatedAt"] >= chat["updatedAt"]
     patched = client.patch(
         f"/api/v2/chats/{chat_id}", json={"title": "Router", "settings": {"contextStrategy": "truncate"}}
     )

@@ -18,6 +18,7 @@ from contextfit.serving.api import create_app
 from contextfit.serving.api.limits import ServerLimits
 from contextfit.inputs.lorebook.matching import RegexKey, RegexLimits
 from contextfit.serving.providers import EchoProvider
+from contextfit.serving.sessions import ChatSessions
 
 pytest_plugins = ["api_fixtures"]  # the database and store fixtures
 
@@ -66,6 +67,50 @@ def test_a_rebound_host_name_is_refused_before_anything_is_read(client, host):
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:8000", "localhost:8000", "LOCALHOST", "[::1]:8000", "[::1]"])
 def test_the_loopback_names_are_answered(client, host):
     assert client.get("/api/v2/chats", headers={"host": host}).status_code == 200
+
+
+MALFORMED_HOSTS = [
+    # ports that are not 1-65535
+    "localhost:", "localhost:abc", "localhost:99999", "localhost:0", "localhost:-1", "localhost:+80", "localhost:80:80",
+    "[::1]:", "[::1]:abc", "[::1]:99999",
+    # userinfo, or anything after the name or the port
+    "user@localhost", "localhost@evil.example", "localhost:80@evil.example", "127.0.0.1:8000@evil.example",
+    "[::1]:8000@evil.example", "[::1]junk", "localhost/evil", "localhost?x", "localhost#x", "localhost%00",
+    # IPv6 written without its brackets, half-bracketed, with a zone, or mapped from another address
+    "::1", "[::1", "::1]", "[fe80::1%25lo]", "[::ffff:127.0.0.1]",
+    # trailing dots, other spellings of 127.0.0.1, blanks, nothing
+    "localhost.", "127.0.0.1.", "127.1", "0x7f.0.0.1", "local host", "",
+]
+
+
+@pytest.mark.parametrize("host", MALFORMED_HOSTS)
+def test_a_malformed_host_is_refused(client, host):
+    response = send_raw(client.app, [(b"host", host.encode("latin-1"))])
+    assert response[0] == 400 and b"HOST_NOT_ALLOWED" in response[1], host
+
+
+def test_two_host_headers_are_refused(client):
+    assert send_raw(client.app, [(b"host", b"127.0.0.1"), (b"host", b"evil.example")])[0] == 400
+    assert send_raw(client.app, [(b"host", b"[0:0:0:0:0:0:0:1]:8000")])[0] == 200  # ::1, spelled in full
+
+
+def send_raw(app, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """One GET /api/v2/chats through the ASGI app with exactly these headers (no client library rewrites them)."""
+    import anyio
+
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": "/api/v2/chats", "raw_path": b"/api/v2/chats", "query_string": b"", "root_path": "",
+             "headers": headers, "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}  # fmt: skip
+    anyio.run(app, scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 
 def test_allowed_hosts_are_the_ones_given(store):
@@ -212,7 +257,7 @@ def test_a_failure_that_is_not_an_exception_is_still_a_json_500(store, monkeypat
         raise FakePanic("called `Result::unwrap()` on an `Err` value: StackOverflow")
 
     monkeypatch.setattr(contextfit.serving.generation, "plan_prompt", panic)
-    monkeypatch.setattr(contextfit.serving.sessions.ChatSessions, "plan", panic)  # a stored chat's planning
+    monkeypatch.setattr(ChatSessions, "plan", panic)  # a stored chat's planning
     app = create_app(store, {"echo": EchoProvider()})
     with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
         assert error(client.post("/api/v2/context-preview", json=HELLO), 500) == "INTERNAL_ERROR"

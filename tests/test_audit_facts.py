@@ -14,6 +14,7 @@ from contextfit.serving.api import create_app
 from contextfit.serving.audit import PromptContextAudit, audit_from_plan
 from contextfit.serving.generation import check_chat_settings
 from contextfit.serving.providers import EchoProvider
+from contextfit.pipeline.settings import settings_for
 
 pytest_plugins = ["api_fixtures"]
 
@@ -139,7 +140,7 @@ def test_a_fact_written_with_a_macro_is_looked_for_as_the_prompt_says_it():
     # a generation's audit fills them in too, in the facts and in the messages
     plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=100_000, response_reserve=400)
     kept = [block.message for block in plan.blocks if block.included]
-    names = macro_names(contextfit.pipeline.settings.settings_for(conversation, None, {"model": "gpt-4o"})[1])
+    names = macro_names(settings_for(conversation, None, {"model": "gpt-4o"})[1])
     assert names["char"] == "Mara Quill"
     audit = audit_from_plan(plan, chat_id="c", provider="echo", facts=declared_facts(["{{char}}"]),
                             messages=conversation.messages, names=names)

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from conftest import REPO
 
 CHROMIUM = os.environ.get("CONTEXTFIT_CHROMIUM", "/usr/bin/chromium")
@@ -48,7 +50,7 @@ def dashboard_server(database: Path):
     port = _free_port()
     env = {**os.environ, "CONTEXTFIT_DB": str(database)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address", "127.0.0.1",
+        [sys.executable, "-m", "streamlit", "run", "app_server.py", "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
     )
@@ -214,13 +216,13 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
 
     blocks = page.locator(".contextfit-blocks")
     blocks.first.locator(".cfk-fill").first.wait_for()
-    assert blocks.count() == 5  # a block chart per strategy, in HTML...
+    assert blocks.count() == len(BUILTIN_STRATEGIES)  # a block chart per strategy, in HTML...
     page.locator(".contextfit-matrix .cfk-col").first.wait_for()  # ...and the fate matrix, in HTML too
-    assert page.locator(".contextfit-matrix .cfm-row").count() == 5
+    assert page.locator(".contextfit-matrix .cfm-row").count() == len(BUILTIN_STRATEGIES)
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
     # and a budget bar per strategy, in HTML: every stretch drawn, with its colour and its hover text kept
     budget = page.locator(".contextfit-budget")
-    assert budget.count() == 5
+    assert budget.count() == len(BUILTIN_STRATEGIES)
     first = budget.first.locator(".cfb-part")
     assert first.count() >= 4 and all((first.nth(k).bounding_box() or {}).get("height", 0) > 0 for k in range(first.count()))
     assert first.nth(0).locator(".cfk-tip").text_content().startswith("prompt: ")  # its hover label

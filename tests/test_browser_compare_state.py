@@ -10,10 +10,19 @@ import json
 import re
 
 import pytest
-
 from test_browser import (  # noqa: F401  (fixtures)
-    ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, page, script_run, server, toggle_cell,
+    ARTIFACTS,
+    READY,
+    PlaywrightTimeout,
+    edit_table_ready,
+    load,
+    page,
+    script_run,
+    server,
+    toggle_cell,
 )
+
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 METRIC = '[data-testid="stMetricValue"]'
 
@@ -123,9 +132,9 @@ def test_the_first_paint_and_refit_benchmarks_run():
     from bench import dashboard as bench_dashboard
 
     paint = bench_dashboard.measure_first_paint(runs=1)
-    assert paint["compare"][0]["charts"] == 11 and paint["trivial"][0]["charts"] == 9
+    assert paint["compare"][0]["charts"] == 2 * len(BUILTIN_STRATEGIES) + 1 and paint["trivial"][0]["charts"] == 9
     assert 0 < paint["compare"][0]["charts_drawn"] <= paint["compare"][0]["idle"] and paint["ratio"] > 0
-    assert "| Compare (default sample, every strategy) | 11 |" in bench_dashboard.report_first_paint(paint)
+    assert f"| Compare (default sample, every strategy) | {2 * len(BUILTIN_STRATEGIES) + 1} |" in bench_dashboard.report_first_paint(paint)
     refit = bench_dashboard.measure_refits(messages=60, runs=1)
     assert refit["messages"] == 60 and refit["refits"][0]["warm_change"]["idle"] > 0
     assert "| warm limit change |" in bench_dashboard.report_refits(refit)

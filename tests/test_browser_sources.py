@@ -6,9 +6,11 @@ app's own state (never sleeps); skips as it does when chromium or playwright is 
 
 from __future__ import annotations
 
-import contextfit
 from conftest import TEST_DATA
 from test_browser import ARTIFACTS, READY, page, script_run, server  # noqa: F401  (fixtures)
+
+import contextfit
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 CHAT = TEST_DATA / "formats" / "sillytavern_chat.jsonl"
 
@@ -36,7 +38,7 @@ def test_an_upload_survives_a_switch_to_the_audit_page_and_back(page, server):  
     with script_run(page):
         page.locator('input[type="file"]').set_input_files(str(CHAT))
     page.locator(".contextfit-matrix .cfk-col").first.wait_for()  # the fate matrix
-    assert page.locator(".contextfit-budget").count() == page.locator(".contextfit-blocks").count() == 5  # and the others
+    assert page.locator(".contextfit-budget").count() == page.locator(".contextfit-blocks").count() == len(BUILTIN_STRATEGIES)  # and the others
     assert edit_table_ids(page, expected[0]) == expected
     assert "upload=sillytavern_chat.jsonl" in page.url.split("?", 1)[1].split("&")
 

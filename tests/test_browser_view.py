@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from test_browser import ARTIFACTS, READY, load, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
 
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+
 
 def _download_report(page, target):
     button = page.get_by_role("button", name="Download the comparison (HTML)")
@@ -19,7 +21,7 @@ def _download_report(page, target):
     # named after the conversation (the sample the page opened: ?sample= in its address)
     from urllib.parse import parse_qs, urlparse
 
-    from contextfit.dashboard.page_data import file_stem
+    from contextfit.dashboard.exports import file_stem
 
     sample = parse_qs(urlparse(page.url).query).get("sample", ["coding_agent"])[0]
     assert info.value.suggested_filename == f"contextfit-{file_stem(sample)}.html", info.value.suggested_filename
@@ -45,11 +47,13 @@ def test_the_html_report_opens_offline_with_its_charts_rendered(page, tmp_path):
         errors = []
         offline.on("pageerror", lambda error: errors.append(str(error)))
         offline.goto(report.as_uri())
-        offline.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 11")
+        offline.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {2 * len(BUILTIN_STRATEGIES)}")
         plots = offline.locator(".js-plotly-plot")
-        assert plots.count() == 11  # a budget bar and a block chart per strategy (five), and the fate matrix
+        assert plots.count() == 2 * len(BUILTIN_STRATEGIES)  # a budget bar and a block chart per strategy
         assert offline.locator(".js-plotly-plot").first.locator(".barlayer .point path").count() > 0
-        assert offline.locator(".js-plotly-plot").last.locator(".heatmaplayer image, .hm image").count() >= 1
+        # the fate matrix is Compare's own HTML grid: its colours and patterns, one row per strategy
+        assert offline.locator(".contextfit-matrix .cfm-row").count() == len(BUILTIN_STRATEGIES)
+        assert offline.locator(".answer").first.inner_text().startswith(("Ship ", "No single answer", "Any of "))
         assert offline.locator("td", has_text="truncate").count() >= 1
         assert not errors and all(url.startswith("file://") for url in asked)
         overflowing = offline.evaluate(
@@ -209,15 +213,16 @@ def test_side_by_side_charts_line_up_and_the_actions_fit_a_narrow_column(page, s
         load(page, server)
         page.locator(".contextfit-blocks .cfk-fill").first.wait_for()
         # every strategy's charts (under a full suite's load the last column can draw after the first)
-        page.wait_for_function("() => document.querySelectorAll('.contextfit-budget').length === 5"
-                               " && document.querySelectorAll('.contextfit-blocks').length === 5")
+        n = len(BUILTIN_STRATEGIES)
+        page.wait_for_function(f"() => document.querySelectorAll('.contextfit-budget').length === {n}"
+                               f" && document.querySelectorAll('.contextfit-blocks').length === {n}")
         page.wait_for_selector(READY)
         for selector in (".contextfit-budget", ".contextfit-blocks"):
             tops = page.locator(selector).evaluate_all("charts => charts.map(c => c.getBoundingClientRect().top)")
-            assert len(tops) == 5 and max(tops) - min(tops) < 1.5, (width, selector, tops)
+            assert len(tops) == n and max(tops) - min(tops) < 1.5, (width, selector, tops)
         popovers = page.locator('[data-testid="stPopover"]').filter(has_text="Export")
-        assert popovers.count() == 5
-        for number in range(5):  # every label shown whole: no element of the button cuts its text
+        assert popovers.count() == n
+        for number in range(n):  # every label shown whole: no element of the button cuts its text
             assert popovers.nth(number).locator("button").first.evaluate(
                 "b => [b, ...b.querySelectorAll('*')].every(e => e.scrollWidth <= e.clientWidth + 1)"), (width, number)
         page.close()

@@ -1,5 +1,5 @@
 """A session's refits of summarize and vector-recall start from truncate's walk
-carried from the last fit (strategies/walk.py) and build the recall query from
+carried from the last fit (strategies/carried_walk.py) and build the recall query from
 each recent message's cached words: the answers stay a fresh fit's, exactly."""
 
 from __future__ import annotations

@@ -7,16 +7,18 @@ import json
 import pytest
 
 import contextfit
+from contextfit import FitSession
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.dashboard import charts
 from contextfit.inputs.samples import load_sample
 from contextfit.pipeline.settings import conversation_model
 
-STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
+STRATEGIES = list(BUILTIN_STRATEGIES)
 
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    return contextfit.pipeline.plan.compare_strategies(conversation, model=conversation_model(conversation), **settings)
+    return dict(FitSession(conversation).plans(model=conversation_model(conversation), **settings))
 
 
 def bars(figure):
@@ -156,7 +158,7 @@ def test_fate_matrix_rows_follow_each_plan():
         assert [fate for fate in row if fate is not None] == [fates[c] for c in columns if c in fates]
     # The summary column exists only for summarize.
     summary = columns.index("summary")
-    assert [row[summary] for row in rows] == [None, "summarized", None, None, None]
+    assert [row[summary] for row in rows] == [None, "summarized", None, None, None, None]  # the ledger is its own block
 
 
 def test_fate_matrix_figure_uses_the_shades_and_names_blocks_by_id():

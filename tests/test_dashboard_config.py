@@ -1,5 +1,6 @@
 """The dashboard's server settings (``.streamlit/config.toml``): loopback only, XSRF on,
-the importers' upload limit, no tracebacks on the page, loopback Host names only."""
+the importers' upload limit, no tracebacks on the page, loopback Host names only; and
+its server (``app_server.py``): no other page may frame it."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def dashboard_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+    command = [sys.executable, "-m", "streamlit", "run", "app_server.py", "--server.port", str(port)]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):
@@ -85,3 +86,35 @@ def test_the_theme_colour_comes_from_the_charts_palette():
     from contextfit.dashboard.charts import FATE_COLORS
 
     assert CONFIG["theme"]["primaryColor"] in FATE_COLORS.values()
+
+
+@pytest.mark.parametrize("path", ["/", "/_stcore/health", "/favicon.png", "/no/such/page"])
+def test_no_other_page_may_frame_the_dashboard(dashboard_port, path):
+    import urllib.error
+    import urllib.request
+
+    try:
+        answer = urllib.request.urlopen(f"http://127.0.0.1:{dashboard_port}{path}", timeout=30)
+    except urllib.error.HTTPError as error:  # an error page is framed no more than the app
+        answer = error
+    assert answer.headers.get_all("x-frame-options") == ["DENY"]
+    assert answer.headers.get_all("content-security-policy") == ["frame-ancestors 'none'"]
+
+
+def test_the_frame_policy_replaces_what_the_app_said_and_leaves_websockets_alone():
+    import anyio
+
+    from contextfit.dashboard.frame_policy import FramePolicy
+
+    sent = []
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"X-Frame-Options", b"ALLOWALL")]})
+
+    async def record(message):
+        sent.append(message)
+
+    anyio.run(FramePolicy(app), {"type": "http"}, None, record)
+    anyio.run(FramePolicy(app), {"type": "websocket"}, None, record)
+    assert sent[0]["headers"] == [(b"x-frame-options", b"DENY"), (b"content-security-policy", b"frame-ancestors 'none'")]
+    assert sent[1]["headers"] == [(b"X-Frame-Options", b"ALLOWALL")]  # not an HTTP answer: untouched

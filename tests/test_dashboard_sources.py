@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from budget_support import chart_count
+from budget_support import EVERY_STRATEGY, chart_count
 from conftest import REPO, TEST_DATA, shared_path
 from streamlit.testing.v1 import AppTest
 
@@ -61,7 +61,7 @@ def test_a_file_of_several_conversations_offers_a_pick_and_shows_the_one_picked(
     third = list_conversations(path.read_bytes())[2].conversation
     assert [row[0] for row in rows(at)] == [m["meta"]["id"] for m in third.messages]
     assert not any("only the first" in text.value for text in at.text)  # no import note hides the others
-    assert chart_count(at) == (0, 5, 5, 1)
+    assert chart_count(at) == EVERY_STRATEGY
     # The pick survives a page switch.
     at.switch_page("pages/models.py").run()
     at.switch_page("pages/compare.py").run()
@@ -80,7 +80,7 @@ def test_a_card_a_chat_and_a_lorebook_uploaded_together_are_one_conversation():
     ) in captions(at)
     kinds = {kind for _, kind in rows(at)}
     assert {"character", "lorebook", "history"} <= kinds
-    assert chart_count(at) == (0, 5, 5, 1)
+    assert chart_count(at) == EVERY_STRATEGY
     assert at.query_params["upload"] == [card.name, "sillytavern_chat.jsonl", book.name]
 
 
@@ -105,7 +105,7 @@ def test_a_world_info_file_alone_is_explained_and_can_join_a_samples_chat():
     join.set_value("roleplay").run()
     clean(at)
     assert "Combined: sample roleplay with World Info Eldoria\\_release.json (in place of its own lorebook)." in captions(at)
-    assert chart_count(at) == (0, 5, 5, 1)
+    assert chart_count(at) == EVERY_STRATEGY
     sample_ids = [b["meta"]["id"] for b in load_sample("roleplay").messages]
     assert [i for i, _ in rows(at) if i in sample_ids]  # the sample's chat, with this lorebook
     assert not any(i.startswith("lorebook:") and i not in ("lorebook:0", "lorebook:1", "lorebook:2", "lorebook:3")
@@ -188,7 +188,7 @@ def test_a_link_to_a_sample_opens_it_and_a_link_to_an_upload_says_it_is_gone():
     unknown.run()
     clean(unknown)
     assert unknown.info[0].value.startswith("There is no sample 'nope'")
-    assert chart_count(unknown) == (0, 5, 5, 1)
+    assert chart_count(unknown) == EVERY_STRATEGY
 
 
 def test_a_dataset_larger_than_the_menu_says_how_many_are_listed():

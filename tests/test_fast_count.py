@@ -25,6 +25,7 @@ from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import Tokenizer, get_tokenizer
 from contextfit.tokens.vocabularies import _read_ranks, vocabulary_path
 from contextfit.tokens import fast
+from contextfit.inputs.formats import load_conversation_file
 
 VOCABULARIES = ("o200k_base", "cl100k_base")
 
@@ -196,7 +197,7 @@ def _fixture_chats() -> list[list[dict]]:
         if path.suffix not in (".json", ".jsonl", ".png") or "jtokkit" in path.parts:
             continue
         try:
-            chats.append(contextfit.inputs.formats.load_conversation_file(path).messages)
+            chats.append(load_conversation_file(path).messages)
         except contextfit.ContextfitError:
             continue  # a card or lorebook alone
     return chats

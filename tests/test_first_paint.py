@@ -18,6 +18,7 @@ from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from contextfit.dashboard import preload
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 # Runs app.py once through AppTest in a fresh interpreter and prints, for every element the run sends,
 # its type and what was imported at that moment.
@@ -57,7 +58,7 @@ def test_a_cold_first_run_asks_for_the_chart_code_first_and_sends_every_chart_be
     first = sent[0]
     assert first["preload"] and not first["engine"] and not first["pandas"]  # before contextfit is imported
     charts = charts_of(sent)
-    assert len(charts) == 11  # five budget bars, five block charts, the fate matrix: all HTML
+    assert len(charts) == 2 * len(BUILTIN_STRATEGIES) + 1  # a budget bar and a block chart each, the fate matrix: all HTML
     assert not any(element["type"] == "plotly_chart" for element in sent)
     assert not first["plotly_code"]  # so the browser is not asked to compile the 4.7 MB chart code for it
     assert not any(sent[number]["pandas"] for number in charts)  # every chart out before pandas is imported...
@@ -78,7 +79,7 @@ def test_every_chart_is_sent_before_the_first_table(monkeypatch):
     monkeypatch.setattr(DeltaGenerator, "_enqueue", enqueue)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
     assert not at.exception
-    assert sent.count("chart") == 11 and "dataframe" in sent
+    assert sent.count("chart") == 2 * len(BUILTIN_STRATEGIES) + 1 and "dataframe" in sent
     assert max(n for n, kind in enumerate(sent) if kind == "chart") < sent.index("dataframe")
     # ...and the page still shows them in their places: the matrix below the breakdown, the verdict on top.
     headers = [s.value for s in at.subheader]

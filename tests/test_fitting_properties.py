@@ -25,6 +25,7 @@ from contextfit.fitting import results as r
 from contextfit.fitting.results import InsertedBlock
 from contextfit.fitting.strategies import BuiltinStrategy, Truncate
 from contextfit.tokens.sent import render
+from contextfit.fitting.strategies import Proposal
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -399,7 +400,7 @@ def _proposal(kind: str, rng, view, budget, fallback=None):
             marked = rng.random() < 0.8
             block = {"role": "system", "content": "summary " * rng.randint(1, 400), "meta": {"kind": "summary"} if marked else {}}
             inserted.append(InsertedBlock(block, rng.randint(-1, n + 1), r.SUMMARY, 0, (rng.randint(-2, n + 2),)))
-    return contextfit.fitting.strategies.Proposal(reasons, inserted)
+    return Proposal(reasons, inserted)
 
 
 @st.composite

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import contextfit
+from contextfit.inputs.formats import detect_format
 
 CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Bot", "description": "A bot.", "first_mes": "Hi."}}
 
@@ -32,8 +33,8 @@ def test_a_bundle_carries_every_part():
 
 
 def test_messages_with_a_persona_are_a_bundle_without_the_marker():
-    assert contextfit.inputs.formats.detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}], "persona": "p"})) == "contextfit"
-    assert contextfit.inputs.formats.detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}]})) == "openai"
+    assert detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}], "persona": "p"})) == "contextfit"
+    assert detect_format(json.dumps({"messages": [{"role": "user", "content": "x"}]})) == "openai"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ cancellation, and a server killed mid-generation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -24,6 +25,8 @@ from contextfit.serving.api import create_app
 from contextfit.serving.generation import generate, send_conversation
 from contextfit.serving.providers import EchoProvider, HttpPolicy, OpenAIProvider, ProviderReply
 from contextfit.serving.store import Store, open_store
+from contextfit.inputs.formats import load_conversation_file
+from contextfit.serving.audits import list_audited_chats, load_audit, load_audit_plan
 
 pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
@@ -266,7 +269,7 @@ def test_a_client_that_disconnects_cancels_its_generation(store, fake_provider):
 
 
 def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data):
-    conversation = contextfit.inputs.formats.load_conversation_file(test_data / "formats" / "card_v2.json")
+    conversation = load_conversation_file(test_data / "formats" / "card_v2.json")
     conversation = contextfit.Conversation(
         messages=[{"role": "user", "content": "Tell me about the forest."}],
         character=conversation.character,
@@ -276,10 +279,10 @@ def test_send_conversation_stores_a_card_chat_and_generates(tmp_path, test_data)
     assert result.audit.status == "completed" and result.message["content"] == "Tell me about the forest."
     kinds = {block.kind for block in result.audit.blocks}
     assert "character" in kinds
-    chats = contextfit.serving.audits.list_audited_chats(str(tmp_path / "dash.db"))
+    chats = list_audited_chats(str(tmp_path / "dash.db"))
     assert [(c.id, c.title, c.audit_status) for c in chats] == [(result.audit.chat_id, "From Compare", "completed")]
-    assert contextfit.serving.audits.load_audit(result.audit.chat_id, str(tmp_path / "dash.db")) == result.audit
-    audit, plan = contextfit.serving.audits.load_audit_plan(result.audit.chat_id, str(tmp_path / "dash.db"))
+    assert load_audit(result.audit.chat_id, str(tmp_path / "dash.db")) == result.audit
+    audit, plan = load_audit_plan(result.audit.chat_id, str(tmp_path / "dash.db"))
     assert audit == result.audit and [b.reason for b in plan.blocks] == [b.reason for b in audit.blocks]
     texts = {block.id: block.content for block in plan.blocks}
     assert texts["m0"] == "Tell me about the forest." and plan.prompt_tokens == audit.prompt_tokens
@@ -292,7 +295,7 @@ def test_an_audit_shows_exactly_the_plan_of_the_same_conversation(tmp_path, stra
     path = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
     if not path.exists():
         pytest.skip("the role-play sample is not there")
-    conversation = contextfit.inputs.formats.load_conversation_file(path)  # card, lorebook, persona, memory, suggested limits
+    conversation = load_conversation_file(path)  # card, lorebook, persona, memory, suggested limits
     plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_strategy=strategy)
     result = send_conversation(
         conversation, model="gpt-4o", settings={"contextStrategy": strategy}, store=str(tmp_path / "s.db")
@@ -368,3 +371,56 @@ def _ignore(call, *args, **kwargs):
         call(*args, **kwargs)
     except httpx.HTTPError:
         pass
+
+
+# -- CPU work stays off the event loop, inside the worker pool's bounds ---------------------------
+
+SLOW_FACT = {"facts": ["/(a|a)+$/"]}  # backtracks on "aaaa...ab": each message spends the key's whole time limit
+SLOW_CHAT = [{"role": "user", "content": "a" * 40 + "b"} for _ in range(8)]
+
+
+def on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_no_cpu_step_of_a_generation_runs_on_the_event_loop(store, monkeypatch):
+    from contextfit.serving import generation
+
+    seen: list[tuple[str, bool]] = []
+    for name in ("resolve_request", "audit_from_plan", "refused_audit", "reply_message"):
+        original = getattr(generation, name)
+
+        def recording(*args, _name=name, _original=original, **kwargs):
+            seen.append((_name, on_event_loop()))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(generation, name, recording)
+    with TestClient(create_app(store), base_url=LOCAL) as client:
+        chat_id = new_chat(client, {"model": "llama-3.1-8b", "messages": SLOW_CHAT, "settings": SLOW_FACT})
+        assert client.post(f"/api/v2/chats/{chat_id}/generate").status_code == 200
+        over = new_chat(client, {"messages": [{"role": "user", "content": "word " * 300}], "settings": {"contextLimit": 200, "responseReserve": 50}})
+        assert client.post(f"/api/v2/chats/{over}/generate").json()["error"]["code"] == "TOKEN_BUDGET_EXCEEDED"
+    assert {name for name, _ in seen} == {"resolve_request", "audit_from_plan", "refused_audit", "reply_message"}
+    assert [name for name, loop in seen if loop] == []
+
+
+def test_regex_facts_are_matched_inside_the_worker_pool(store):
+    from contextfit.serving.api.limits import ServerLimits
+
+    app = create_app(store, limits=ServerLimits(workers=1, queue=0))
+    with TestClient(app, base_url=LOCAL) as client:
+        slow = new_chat(client, {"model": "llama-3.1-8b", "messages": SLOW_CHAT, "settings": SLOW_FACT})
+        other = new_chat(client, {"model": "llama-3.1-8b", "messages": [{"role": "user", "content": "Hi"}]})
+        first = threading.Thread(target=lambda: client.post(f"/api/v2/chats/{slow}/generate"))
+        first.start()
+        deadline = time.monotonic() + 30
+        while app.state.pool.admitted == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        busy = client.post(f"/api/v2/chats/{other}/generate")  # the single worker matches the facts
+        first.join()
+    assert busy.status_code == 503 and busy.json()["error"]["code"] == "SERVER_BUSY"
+    assert store.get_audit(slow).facts == []  # the key ran out of time: it matched nothing, and nothing froze

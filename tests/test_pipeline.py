@@ -10,19 +10,22 @@ from conftest import SHARED_FIXTURES, shared_params, shared_path
 from conversations import groups
 
 import contextfit
+from contextfit import FitSession
 from contextfit.pipeline.assembly import fill_macros
+from contextfit.inputs.formats import load_conversation_file
+from contextfit.tokens.models import get_model
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 
 
 def seraphina():
-    return contextfit.inputs.formats.load_conversation_file(shared_path("sillytavern", "default_Seraphina_staging_v2_ccv3.png"))
+    return load_conversation_file(shared_path("sillytavern", "default_Seraphina_staging_v2_ccv3.png"))
 
 
 def test_defaults_come_from_the_model_catalog():
     chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello!"}]
     plan = contextfit.plan_prompt(chat, model="gpt-4o")
-    info = contextfit.tokens.models.get_model("gpt-4o")
+    info = get_model("gpt-4o")
     assert (plan.context_limit, plan.response_reserve) == (info.context_limit, info.max_output)
     assert plan.budget == info.context_limit - info.max_output
     assert plan.tokenizer.to_dict() == {"profile": "o200k_base", "approximate": False}
@@ -42,13 +45,13 @@ def test_openai_provider_messages_are_what_is_counted():
     assert chat == before
     sent = plan.provider_messages
     assert all("meta" not in m and "pinned" not in m and "id" not in m for m in sent)
-    assert sent[3] == {"role": "tool", "toolCallId": "c", "content": "42", "tool_call_id": "c"} or sent[3]["tool_call_id"] == "c"
+    assert sent[3] == {"role": "tool", "content": "42", "tool_call_id": "c"}  # toolCallId sent as the API spells it
     assert plan.prompt_tokens == contextfit.token_counter("gpt-4o")(sent) <= plan.budget
 
 
 def test_roleplay_blocks_come_in_sillytavern_order_with_their_protection():
     card = seraphina()
-    book = contextfit.inputs.formats.load_conversation_file(shared_path("sillytavern", "Eldoria_staging.json")).lorebook
+    book = load_conversation_file(shared_path("sillytavern", "Eldoria_staging.json")).lorebook
     chat = [*card.messages, {"role": "user", "content": "What happened to Eldoria and the Shadowfangs?"}]
     plan = contextfit.plan_prompt(
         chat, model="gpt-4o", character=card.character, lorebook=book, persona="{{user}} is a lost traveler.",
@@ -149,7 +152,7 @@ def test_settings_are_checked():
 
 def test_compare_strategies_returns_a_plan_or_the_error_per_strategy():
     chat = [{"role": "system", "content": "s " * 300}, {"role": "user", "content": "hi"}]
-    plans = contextfit.pipeline.plan.compare_strategies(chat, model="gpt-4o", context_limit=400, response_reserve=200)
+    plans = dict(FitSession(chat).plans(model="gpt-4o", context_limit=400, response_reserve=200))
     assert list(plans) == STRATEGIES
     assert all(p.code == "TOKEN_BUDGET_EXCEEDED" for p in plans.values())
 
@@ -182,7 +185,7 @@ SHARED = shared_params(sorted(
 
 @pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(SHARED_FIXTURES)))
 def test_every_shared_conversation_plans_with_groups_whole(path):
-    conversation = contextfit.inputs.formats.load_conversation_file(path)
+    conversation = load_conversation_file(path)
     for name in STRATEGIES:
         for limit in (4_000, 128_000):
             try:
@@ -219,7 +222,7 @@ THINKING = ["test_anthropic_model_thinking_part_redacted", "test_anthropic_tool_
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_prompt_tokens_count_exactly_what_is_sent(name, model, strategy):
     path = shared_path("pydantic-ai", "anthropic_messages", f"{name}.request.json")
-    conversation = contextfit.inputs.formats.load_conversation_file(path)
+    conversation = load_conversation_file(path)
     for limit in (None, 1_200):
         settings = {} if limit is None else {"context_limit": limit, "response_reserve": 200}
         plan = contextfit.plan_prompt(conversation.messages, model=model, context_strategy=strategy, **settings)
@@ -230,7 +233,7 @@ def test_prompt_tokens_count_exactly_what_is_sent(name, model, strategy):
 
 def test_thinking_from_another_provider_is_neither_sent_nor_counted():
     path = shared_path("pydantic-ai", "anthropic_messages", "test_anthropic_model_thinking_part_redacted.request.json")
-    conversation = contextfit.inputs.formats.load_conversation_file(path)
+    conversation = load_conversation_file(path)
     # The thinking stands in the current turn (after the last user message): Claude needs it.
     current = conversation.messages[:2]
     plan = contextfit.plan_prompt(current, model="gpt-4o")
@@ -251,7 +254,7 @@ def test_thinking_from_another_provider_is_neither_sent_nor_counted():
 
 def test_earlier_turns_thinking_is_sent_only_to_models_that_keep_it():
     path = shared_path("pydantic-ai", "anthropic_messages", "test_anthropic_model_thinking_part_redacted.request.json")
-    messages = contextfit.inputs.formats.load_conversation_file(path).messages  # user, assistant (thinking), user
+    messages = load_conversation_file(path).messages  # user, assistant (thinking), user
     # Claude Sonnet 4 strips an earlier turn's thinking and does not count it (docs/tokenizers.md, Reasoning).
     sonnet = contextfit.plan_prompt(messages, model="claude-sonnet-4")
     assert "redacted_thinking" not in str(sonnet.provider_messages)
@@ -293,7 +296,7 @@ def test_plan_prompt_rejects_unknown_keywords_and_names_the_accepted_ones():
     with pytest.raises(contextfit.errors.InvalidSettings, match="context_limt"):
         contextfit.plan_prompt(chat, model="gpt-4o", context_limt=500)
     with pytest.raises(contextfit.errors.InvalidSettings, match="context_limt"):
-        contextfit.pipeline.plan.compare_strategies(chat, model="gpt-4o", context_limt=500)
+        dict(FitSession(chat).plans(model="gpt-4o", context_limt=500))
     # Strategy options are keywords too.
     assert contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="summarize", summary_tokens=50).strategy == "summarize"
 

@@ -16,12 +16,14 @@ from test_thinking import SETTINGS, THOUGHT, chats_with_reasoning, claude_chat
 import contextfit
 from contextfit.fitting import results as r
 from contextfit.pipeline import session as session_module
-from contextfit.inputs.messages import message_id
+from contextfit.inputs.messages import explicit_id
 from contextfit.inputs.formats import load_conversation
 from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
 from contextfit.tokens.sent import sent_counter
-from contextfit.dashboard import charts, page_data as dashboard
+from contextfit.dashboard import charts, editor, exports
+from contextfit.dashboard.setup import suggested_setup
+from contextfit.tokens.models import get_model
 
 
 def sent_tokens(plan) -> int:
@@ -40,6 +42,11 @@ def thinking_parts(message) -> int:
     content = message.get("content")
     return sum(1 for p in content if isinstance(p, dict) and p.get("type") in ("thinking", "redacted_thinking")) \
         if isinstance(content, list) else 0
+
+
+def plan_id(message, position):
+    """The id a plan gives input message ``position``: its own, else ``m<position>`` (assembly's)."""
+    return str(explicit_id(message)) if explicit_id(message) is not None else f"m{position}"
 
 
 def rows(plan, kind="reasoning"):
@@ -88,7 +95,7 @@ def test_claude_models_that_keep_earlier_thinking_are_sent_it_and_count_it():
      ("claude-haiku-5-5", True), ("gpt-4o", False), ("o3", False), ("deepseek-v3", False), ("gemini-2.5-pro", False)],
 )
 def test_which_models_keep_earlier_turns_reasoning(model, keeps):
-    info = contextfit.tokens.models.get_model(model)
+    info = get_model(model)
     assert reasoning.keeps_earlier_reasoning(info.id, info.provider) is keeps
 
 
@@ -126,7 +133,7 @@ def test_openai_reasoning_items_count_only_in_the_current_turn():
 
 def test_reasoning_rows_reach_the_csv_the_audit_and_the_chart():
     plan = contextfit.plan_prompt(claude_chat(2), model="claude-sonnet-4")
-    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    table = list(csv.DictReader(io.StringIO(exports.blocks_csv(plan))))
     assert [row["reason"] for row in table if row["kind"] == "reasoning"] == [r.NOT_SENT, r.NOT_SENT, r.CURRENT_INPUT]
     audit = audit_from_plan(plan, chat_id="c", provider="echo")
     assert [b.kind for b in audit.blocks].count("reasoning") == 3
@@ -137,7 +144,7 @@ def test_reasoning_rows_reach_the_csv_the_audit_and_the_chart():
     assert all(trace.x[0] >= 0 for trace in figure.data)  # the overhead bar is not negative
     # reasoning rows are not editable blocks
     conversation = contextfit.load_conversation(json.dumps(claude_chat(2)))
-    editable = dashboard.editor_rows(conversation, dashboard.suggested_setup(conversation), {"truncate": plan})
+    editable = editor.editor_rows(conversation, suggested_setup(conversation), {"truncate": plan})
     assert editable and not any(row["id"].endswith(":reasoning") for row in editable)
 
 
@@ -186,9 +193,12 @@ def test_plans_with_reasoning_keep_every_promise(messages, share, model, strateg
     assert plan.prompt_tokens == sent_tokens(plan) <= plan.budget
     assert [b.index for b in plan.blocks] == list(range(len(plan.blocks)))
     found = rows(plan)
-    # one reasoning row per input message that carries reasoning (and per compressed copy that still does)
-    with_reasoning = sum(1 for m in messages if m.get("role") == "assistant" and reasoning.has_reasoning(m))
-    assert len(found) >= with_reasoning
+    # one reasoning row per block whose message carries reasoning: an input message (whether the provider
+    # is sent its reasoning or not), or a compressed copy that still does
+    given = {plan_id(m, i): m for i, m in enumerate(messages)}
+    carriers = [b for b in plan.blocks if b.kind != reasoning.REASONING
+                and (reasoning.has_reasoning(b.message) or reasoning.has_reasoning(given.get(b.id, {})))]
+    assert [row.id.removesuffix(":reasoning") for row in found] == list(dict.fromkeys(b.id for b in carriers))
     for row in found:
         assert plan.blocks[row.index + 1].id == row.id.removesuffix(":reasoning")
         assert row.tokens is None or row.tokens >= 0
@@ -200,10 +210,10 @@ def test_plans_with_reasoning_keep_every_promise(messages, share, model, strateg
         assert sent_reasoning == sum(1 for b in found if b.included)
     else:  # Claude: every thinking part sent belongs to an included row's message
         assert thinking_sent(plan) == sum(thinking_parts(plan.blocks[b.index + 1].message) for b in found if b.included)
-    if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(contextfit.tokens.models.get_model(model))):
+    if not reasoning.keeps_earlier_reasoning(*(lambda info: (info.id, info.provider))(get_model(model))):
         start = reasoning.current_turn_start(messages)
-        earlier = {message_id(m, i) for i, m in enumerate(messages[:start])}
-        assert not any(b.included for b in found if b.id.removesuffix(":reasoning") in earlier)
+        earlier = {plan_id(m, i) for i, m in enumerate(messages[:start])}
+        assert not earlier & {b.id.removesuffix(":reasoning") for b in found if b.included}
 
 
 def _grown_like_fresh(messages, model, limit, pieces, edits):
@@ -230,8 +240,7 @@ def _grown_like_fresh(messages, model, limit, pieces, edits):
         warm = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
                 for name, plan in session.plans(strategies=strategies, **keywords)}
         cold = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
-                for name, plan in contextfit.pipeline.plan.compare_strategies(copy.deepcopy(mirror), strategies=strategies,
-                                                                **keywords).items()}
+                for name, plan in dict(contextfit.FitSession(copy.deepcopy(mirror)).plans(strategies=strategies, **keywords)).items()}
         assert warm == cold, f"after {done} messages"
 
 

@@ -10,9 +10,10 @@ from conftest import shared_path
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
 from contextfit.replays.prompt_cache import anthropic_cache, automatic_cached
-from contextfit.replays.run import replay
+from contextfit.replays.run import ENTITY_RULE, replay
 from contextfit.replays.facts import declared_facts, entities
 from contextfit.errors import InvalidMessages, InvalidSettings
+from contextfit.tokens.models import get_model
 
 HELLO = "hello" + " hello" * 1199  # 1,200 o200k tokens: "hello", then 1,199 times " hello"
 
@@ -126,7 +127,8 @@ def test_default_entity_rule():
     assert entities('Use "blue box" with parse_args() on ORD-1234, 42 times, ask Ada Lovelace.') == [
         "blue box", "parse_args()", "ORD-1234", "42", "Ada Lovelace"]
     result = replay(_fact_chat()[:6] + [{"role": "user", "content": "Is ORD-7731 still with Zenith Express?"}],
-                    model="gpt-4o", context_limit=400, response_reserve=100, strategies=["truncate"])
+                    model="gpt-4o", context_limit=400, response_reserve=100, strategies=["truncate"],
+                    facts=ENTITY_RULE)
     assert result.fact_rule == "default-entities"
     last = result.turns["truncate"][-1]
     assert [fact.name for fact in last.facts] == ["ORD-7731", "Zenith Express"]
@@ -361,7 +363,7 @@ def test_each_anthropic_model_caches_from_its_own_documented_minimum():
 
     models = ("claude-sonnet-4-5", "claude-sonnet-4-6", "claude-3-5-haiku", "claude-haiku-4-5", "claude-opus-4-5",
               "claude-opus-4-6")
-    assert [pc.anthropic_minimum(m, contextfit.tokens.models.get_model(m).cache_minimum) for m in models] == [
+    assert [pc.anthropic_minimum(m, get_model(m).cache_minimum) for m in models] == [
         1024, 1024, 2048, 4096, 4096, 4096]  # the catalog's cache_minimum, as Anthropic lists them
     # a prompt between 2,048 and 4,096 tokens: Haiku 3.5 reads its previous request from the cache,
     # Haiku 4.5 caches nothing (before, every Haiku was held to 2,048)

@@ -12,10 +12,12 @@ from fastapi.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
 import contextfit
+from contextfit import FitSession
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import audit_view
 from contextfit.dashboard import replay as views
+from contextfit.dashboard.setup import ReplaySetup, Setup
 from contextfit.cli import main
 
 pytest_plugins = ["api_fixtures"]
@@ -77,7 +79,7 @@ def test_regex_facts_stopped_for_the_same_reason_make_one_note():
 def _many_facts_result(count: int):
     chat = [{"role": "user", "content": " ".join(f"k{i:04d}" for i in range(0, count, 2)) + " " + "pad " * 300},
             {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
-    setup = views.ReplaySetup("gpt-4o", 300, 50, ("truncate",), stable_prefix=False,
+    setup = ReplaySetup.of("gpt-4o", 300, 50, ("truncate",), stable_prefix=False,
                               facts=tuple(f"k{i:04d}" for i in range(count)))
     messages, settings = views.conversation_input(chat, setup)
     return views.run(messages, settings, setup)
@@ -146,24 +148,25 @@ def test_a_reload_of_a_replay_of_the_pasted_conversation_says_the_conversation_i
     at.query_params["limit"] = "3000"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert at.radio(key="replay_source").value == "Sample"
-    assert any("pasted" in warning.value and "Compare strategies" in warning.value for warning in at.warning)
+    assert at.radio(key="source_radio").value == "Sample"
+    assert any("pasted or uploaded in another browser session" in info.value for info in at.info)
+    assert at.number_input(key="limit").value == 3000  # the link's other choices
 
 
 def test_a_link_to_a_chat_that_is_not_stored_says_so_before_showing_another(tmp_path, monkeypatch):
     # it replayed the first stored chat instead, under the link's address, with no word
     monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
-    setup = dashboard.Setup(model="gpt-4o", context_limit=400, response_reserve=100)
-    shown = dashboard.send_with_echo(contextfit.load_conversation(json.dumps(ROUTER)), setup, "truncate",
+    setup = Setup.of(model="gpt-4o", context_limit=400, response_reserve=100)
+    shown = audit_view.send_with_echo(contextfit.load_conversation(json.dumps(ROUTER)), setup, "truncate",
                                      store=str(tmp_path / "chats.db"))
     at = _page()
     at.query_params["source"] = "chat:chat_deleted"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert at.selectbox(key="replay_chat_choice").value == shown
-    assert any("chat_deleted" in warning.value and "not" in warning.value for warning in at.warning)
-    at.number_input(key="replay_limit").set_value(900).run()  # said once
-    assert not any("chat_deleted" in warning.value for warning in at.warning)
+    assert at.selectbox(key="source_chat_menu").value == shown
+    assert any("chat\\_deleted" in warning.value and "not" in warning.value for warning in at.warning)  # as typed
+    at.number_input(key="limit").set_value(900).run()  # said once
+    assert not any("chat\\_deleted" in warning.value for warning in at.warning)
 
 
 def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
@@ -172,7 +175,7 @@ def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
     at.query_params["source"] = "chat:chat_deleted"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert any("chat_deleted" in warning.value for warning in at.warning)
+    assert any("chat\\_deleted" in warning.value for warning in at.warning)
     assert any("No stored chat yet" in info.value for info in at.info)
 
 
@@ -192,9 +195,13 @@ def test_capitalized_names_and_capitals_beyond_ascii_are_entities(text, expected
 def test_the_default_rule_follows_a_name_beyond_ascii_through_a_replay():
     chat = [{"role": "user", "content": "Bitte schicke das Paket an Frau Müller. " + "Danke. " * 200},
             {"role": "assistant", "content": "Gern."}, {"role": "user", "content": "Hat Frau Müller es bekommen?"}]
-    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"])
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"],
+                               facts="entities")
     facts = [state.name for state in result.turns["truncate"][1].facts]
     assert "Frau Müller" in facts and result.totals["truncate"].retention == 0.0
+    # the default list finds the name too (the latest turn refers back to it), and follows it from its first mention
+    result = contextfit.replay(chat, model="gpt-4o", context_limit=200, response_reserve=50, strategies=["truncate"])
+    assert result.fact_rule == "default-facts" and [fact.name for fact in result.facts] == ["Frau Müller"]
 
 
 SHORT_TURNS = [message for i in range(200) for message in (
@@ -247,9 +254,8 @@ def test_cli_replay_of_one_turn_reads_one_turn(tmp_path):
     assert out.getvalue().startswith(f"{path}: 1 turn, model gpt-4o")
 
 
-def test_a_replay_past_the_servers_time_limit_stops_and_frees_its_worker(store):
-    # it was answered 503 REQUEST_TIMEOUT at the limit, but its thread replayed on to the end (a 5,000-turn
-    # chat with 16 labels: minutes), holding a worker; the pool counts on the work ending soon after the limit
+def _replay_past_the_limit(store) -> float:
+    """Seconds from a replay's request to its worker going idle, past a 0.5 s limit (asserts the 503)."""
     import time
 
     from contextfit.serving.api.limits import ServerLimits
@@ -264,7 +270,18 @@ def test_a_replay_past_the_servers_time_limit_stops_and_frees_its_worker(store):
         response = client.post("/api/v2/replay", json=body)
         assert response.status_code == 503 and response.json()["error"]["code"] == "REQUEST_TIMEOUT"
         assert app.state.pool.idle.wait(timeout=1.5), "the replay ran on after its answer"
-        assert time.monotonic() - started < 2.5
+        return time.monotonic() - started
+
+
+def test_a_replay_past_the_servers_time_limit_stops_and_frees_its_worker(store):
+    # it was answered 503 REQUEST_TIMEOUT at the limit, but its thread replayed on to the end (a 5,000-turn
+    # chat with 16 labels: minutes), holding a worker; the pool counts on the work ending soon after the limit
+    _replay_past_the_limit(store)
+
+
+@pytest.mark.perf
+def test_a_replay_past_the_limit_frees_its_worker_within_two_and_a_half_seconds(store):
+    assert _replay_past_the_limit(store) < 2.5
 
 
 # tool definitions of about 320 tokens: more than a 200-token budget on their own
@@ -297,8 +314,7 @@ def test_tools_over_the_budget_fail_every_turn_and_the_replay_is_still_returned(
     assert answer.status_code == 200, answer.text
     assert answer.json()["totals"]["truncate"]["failedTurns"] == 2
     # Compare still names the error for each strategy
-    plans = contextfit.pipeline.plan.compare_strategies(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
-                                          strategies=["truncate", "manual"])
+    plans = dict(FitSession(conversation).plans(model="gpt-4o", context_limit=300, response_reserve=100, strategies=["truncate", "manual"]))
     assert all(isinstance(plan, contextfit.TokenBudgetExceeded) for plan in plans.values())
 
 

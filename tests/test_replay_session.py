@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
-from contextfit.replays.run import replay, request_positions, variants
+from contextfit.replays.run import ENTITY_RULE, replay, request_positions, variants
 from contextfit.replays.facts import contains_word, entities
 from contextfit.inputs import messages as msg
 from contextfit.tokens.sent import sent_counter, trace
@@ -36,7 +36,8 @@ def _common(a: list, b: list) -> int:
 
 
 def _check_against_fresh_plans(chat: list[dict], model: str, limit: int, reserve: int) -> None:
-    result = replay(chat, model=model, context_limit=limit, response_reserve=reserve, strategies=VARIANTS)
+    result = replay(chat, model=model, context_limit=limit, response_reserve=reserve, strategies=VARIANTS,
+                    facts=ENTITY_RULE)  # the entity rule, turn by turn: the oracle below is its slow form
     requests = request_positions(chat)
     for variant in VARIANTS:
         name = variant if isinstance(variant, str) else variant["strategy"]

@@ -1,5 +1,7 @@
 """``contextfit serve`` as a real process on loopback: stalled clients are closed and
-logged once, connections are capped, and beyond loopback an API key is required."""
+logged once, connections are capped — a full server closes its longest stalled
+connection for a new one, never a working or progressing one — and beyond loopback
+an API key is required."""
 
 from __future__ import annotations
 
@@ -7,15 +9,18 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from api_support import API_KEY, FakeProvider
 
-import contextfit.serving.api.serving
 from contextfit.cli import main
+from contextfit.serving.api.serving import STALLED_SECONDS
+from contextfit.serving.api import serving
 
 HEADER_SECONDS = 2
 MAX_CONNECTIONS = 3
@@ -31,19 +36,20 @@ def free_port() -> int:
 class Served:
     """A ``contextfit serve`` process; its standard error goes to a file the tests read."""
 
-    def __init__(self, tmp: Path, *flags: str) -> None:
+    def __init__(self, tmp: Path, *flags: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.log = tmp / "serve.log"
         command = [sys.executable, "-m", "contextfit", "serve", "--db", str(tmp / "serve.db"), "--port", str(self.port), *flags]
         self._log_file = self.log.open("w")
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log_file, env=os.environ.copy())
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log_file,
+                                        env={**os.environ, **(env or {})})  # fmt: skip
         for _ in range(600):  # up to a minute for the first start on a slow machine
             try:
                 httpx.get(self.url("/openapi.json"), timeout=1)
                 return
             except httpx.TransportError:
                 if self.process.poll() is not None:
-                    raise RuntimeError("contextfit serve exited: " + self.log.read_text())
+                    raise RuntimeError("contextfit serve exited: " + self.log.read_text()) from None
                 time.sleep(0.1)
         raise RuntimeError("contextfit serve did not start")
 
@@ -130,20 +136,114 @@ def test_a_next_request_that_stalls_on_a_kept_alive_connection_is_closed(served)
     assert len(lines) == 1 and "no complete request headers" in lines[0], lines
 
 
-def test_connections_past_the_cap_are_closed_at_once_and_service_resumes(served):
-    stalled = [served.connect() for _ in range(MAX_CONNECTIONS)]
+def still_open(sock: socket.socket) -> bool:
+    sock.settimeout(0.3)
+    try:
+        return sock.recv(1) != b""
+    except TimeoutError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+def test_a_full_server_closes_its_longest_stalled_connection_for_a_new_one(served):
+    stalled = []
+    for _ in range(MAX_CONNECTIONS):
+        stalled.append(served.connect())
+        stalled[-1].sendall(b"GET / HTTP/1.1\r\n")
+        time.sleep(0.05)  # an order of arrival
+    time.sleep(STALLED_SECONDS + 0.2)
+    answer = httpx.get(served.url("/api/v2/chats"), headers={"connection": "close"})
+    assert answer.status_code == 200  # the new client is served ...
+    assert closed_by_server(stalled[0]) == b""  # ... in the place of the one that waited longest
+    assert all(still_open(sock) for sock in stalled[1:])  # one is enough
+    shed = [line for line in served.log.read_text().splitlines() if "to make room" in line]
+    assert len(shed) == 1 and f":{stalled[0].getsockname()[1]} " in shed[0], shed
     for sock in stalled:
-        sock.sendall(b"GET / HTTP/1.1\r\n")
-    extra = served.connect()  # accepted after the three: the server already holds them
-    extra.sendall(b"GET /api/v2/chats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-    assert closed_by_server(extra) == b""  # a whole request, and no answer: refused at the door
-    for sock in stalled:
-        assert closed_by_server(sock) == b""
         sock.close()
-    assert httpx.get(served.url("/api/v2/chats")).status_code == 200
-    refused = [line for line in served.log.read_text().splitlines() if "refused a connection" in line]
-    assert len(refused) == 1 and f":{extra.getsockname()[1]}" in refused[0]
-    extra.close()
+
+
+def test_a_flood_of_fresh_sockets_displaces_itself_rather_than_a_new_client(served):
+    flood = [served.connect() for _ in range(MAX_CONNECTIONS)]
+    for sock in flood:
+        sock.sendall(b"GET / HTTP/1.1\r\n")  # no pause: none has been quiet for long yet
+    answer = httpx.get(served.url("/api/v2/chats"), headers={"connection": "close"})
+    assert answer.status_code == 200
+    assert sum(not still_open(sock) for sock in flood) == 1  # the oldest of them made room
+    for sock in flood:
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory) -> Iterator[tuple[Served, FakeProvider]]:
+    """A server of 3 connections whose generations wait for a provider until it is released."""
+    with FakeProvider() as fake:
+        server = Served(tmp_path_factory.mktemp("crowded"), "--max-connections", str(MAX_CONNECTIONS),
+                        "--header-timeout", "30", "--body-timeout", "30",
+                        env={"OPENAI_API_KEY": API_KEY, "CONTEXTFIT_OPENAI_BASE_URL": fake.url("hold")})  # fmt: skip
+        yield server, fake
+        server.close()
+
+
+class Upload(threading.Thread):
+    """A request whose body keeps coming, a few bytes every 0.1 s, until :meth:`finish`."""
+
+    def __init__(self, served: Served) -> None:
+        super().__init__(daemon=True)
+        self.body = b'{"messages": []}' + b" " * 1000
+        self.sock = served.connect()
+        self.sock.sendall(b"POST /api/v2/chats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                          b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(self.body))  # fmt: skip
+        self.done, self.answer = threading.Event(), b""
+        self.start()
+
+    def run(self) -> None:
+        sent = 0
+        while not self.done.is_set() and sent < len(self.body) - 10:
+            self.sock.sendall(self.body[sent:sent + 1])
+            sent += 1
+            time.sleep(0.1)
+        self.sock.sendall(self.body[sent:])
+        self.answer = closed_by_server(self.sock)
+
+    def finish(self) -> bytes:
+        self.done.set()
+        self.join(WAIT)
+        return self.answer
+
+
+def test_working_and_progressing_requests_are_never_closed_for_a_new_one(crowded):
+    served, fake = crowded
+    fake.release.clear()
+    chats = [httpx.post(served.url("/api/v2/chats"), json={"model": "llama-3.1-8b", "messages": [{"role": "user",
+             "content": "Hi"}]}).json()["id"] for _ in range(2)]  # fmt: skip
+    generating = [Background(lambda chat_id=chat_id: httpx.post(served.url(f"/api/v2/chats/{chat_id}/generate"),
+                  json={"provider": "openai"}, headers={"connection": "close"}, timeout=WAIT)) for chat_id in chats]  # fmt: skip
+    assert fake.arrived.acquire(timeout=WAIT) and fake.arrived.acquire(timeout=WAIT)  # two requests the app works on
+    upload = Upload(served)  # and one whose body keeps coming: the server is full
+    time.sleep(STALLED_SECONDS + 0.5)
+    refused = served.connect()
+    refused.sendall(b"GET /api/v2/chats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert closed_by_server(refused) == b""  # nothing stalled to make room with: the new one is refused
+    refused.close()
+    fake.release.set()
+    assert [call.result().status_code for call in generating] == [200, 200]  # none was closed
+    assert upload.finish().startswith(b"HTTP/1.1 201 ")
+    assert "to make room" not in served.log.read_text()
+
+
+class Background(threading.Thread):
+    def __init__(self, call) -> None:
+        super().__init__(daemon=True)
+        self.call, self.value = call, None
+        self.start()
+
+    def run(self) -> None:
+        self.value = self.call()
+
+    def result(self):
+        self.join(WAIT)
+        return self.value
 
 
 def test_many_stalled_clients_write_a_bounded_log(served):
@@ -175,7 +275,7 @@ def test_the_api_key_is_asked_of_every_request_of_a_served_process(tmp_path):
 
 def test_beyond_loopback_an_api_key_or_an_explicit_opt_out_is_required(tmp_path, monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(contextfit.serving.api.serving, "run", lambda app, **kwargs: started.append(kwargs))
+    monkeypatch.setattr(serving, "run", lambda app, **kwargs: started.append(kwargs))
     monkeypatch.delenv("CONTEXTFIT_API_KEY", raising=False)
     db = ["--db", str(tmp_path / "x.db")]
     assert main(["serve", "--host", "0.0.0.0", *db]) == 2 and started == []
@@ -189,3 +289,39 @@ def test_beyond_loopback_an_api_key_or_an_explicit_opt_out_is_required(tmp_path,
     assert "every request needs the API key" in err and "chat.lan" in err and "from-the-environment" not in err
     assert [kwargs["host"] for kwargs in started] == ["0.0.0.0", "0.0.0.0"]
     assert main(["serve", "--threads", "0", *db]) == 2 and "workers" in capsys.readouterr().err
+
+
+READ_ONLY_CHILD = """
+import os, sys, sqlite3
+import sqlalchemy.dialects.sqlite.pysqlite
+import contextfit.cli, contextfit.serving.api, contextfit.serving.api.serving, contextfit.serving.store
+if os.getuid() == 0:  # root writes anything: be an ordinary user, with everything imported already
+    os.setgid(65534)
+    os.setuid(65534)
+sys.exit(contextfit.cli.main(["serve", "--db", sys.argv[1], "--port", sys.argv[2]]))
+"""
+
+
+def test_a_read_only_shared_memory_file_is_refused_at_start_with_its_reason():
+    import shutil
+    import tempfile
+
+    from contextfit.serving.store import open_store
+
+    folder = Path(tempfile.mkdtemp(prefix="contextfit-ro-"))  # not under pytest's folder, which is the owner's only
+    try:
+        folder.chmod(0o777)
+        database = folder / "chats.db"
+        open_store(database).close()
+        shm = Path(f"{database}-shm")
+        shm.write_bytes(b"\0" * 32768)
+        shm.chmod(0o444)
+        if os.getuid() == 0:
+            os.chown(database, 65534, 65534)
+        child = subprocess.run([sys.executable, "-c", READ_ONLY_CHILD, str(database), str(free_port())],
+                               capture_output=True, text=True, timeout=WAIT)  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert child.returncode == 2, child.stderr  # refused, not killed by a signal
+    assert f"its shared-memory file {shm} is read-only for this user" in child.stderr
+    assert "chown or chmod" in child.stderr and "Traceback" not in child.stderr

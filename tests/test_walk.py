@@ -1,4 +1,4 @@
-"""truncate's walk carried from fit to fit (strategies/walk.py) answers what the plain walk answers."""
+"""truncate's walk carried from fit to fit (strategies/carried_walk.py) answers what the plain walk answers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from contextfit.fitting import host as fitting
 from contextfit.fitting.analysis import ChatAnalysis, FitView
 from contextfit.fitting.counting import counting_for
 from contextfit.pipeline.session import FitSession
-from contextfit.fitting.strategies import walk as walk_module
+from contextfit.fitting.strategies import carried_walk as walk_module
 from contextfit.fitting.strategies.base import fill_newest, room_left, start_reasons
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -20,7 +20,6 @@ of user text is escaped (:func:`~contextfit.dashboard.charts.blocks_view`).
 from __future__ import annotations
 
 import html
-import math
 
 from ..pipeline.plan import PromptPlan
 from .charts import SHADES, BlockBar, BlocksView, blocks_view, css_pattern

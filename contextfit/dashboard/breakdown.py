@@ -8,11 +8,12 @@ that belongs to no message — is its own row, "chat overhead".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..pipeline.plan import PromptPlan
 from .charts import KIND_LABELS
+from ..tokens.tool_defs import SENT
 from .tools import tool_rows
 
 #: Kinds in itemization order; a kind not listed (a plugin's) comes after them, by name.
@@ -60,11 +61,11 @@ def breakdown_table(plans: Mapping[str, PromptPlan]) -> list[dict[str, Any]]:
 
 def per_tool(plan: PromptPlan) -> list[dict[str, Any]]:
     """Tokens per tool definition, largest first (:func:`contextfit.dashboard.tools.tool_rows`),
-    then the framing every tool shares; the rows add up to the plan's
-    ``tools_tokens``. Empty without tools.
+    with its ``status`` (``sent``, or ``registered, not sent`` for a deferred tool), then the
+    framing every tool shares; the rows add up to the plan's ``tools_tokens``. Empty without tools.
     """
-    rows = [{"tool": row["tool"], "tokens": row["tokens"]} for row in tool_rows(plan)]
+    rows = [{"tool": row["tool"], "tokens": row["tokens"], "status": row["status"]} for row in tool_rows(plan)]
     framing = plan.tools_tokens - sum(row["tokens"] for row in rows)
     if rows and framing:
-        rows.append({"tool": TOOL_FRAMING, "tokens": framing})
+        rows.append({"tool": TOOL_FRAMING, "tokens": framing, "status": SENT})
     return rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..amounts import price_per_million
 from ..replays import prompt_cache as pc
 from ..tokens.models import ModelInfo
 from ..tokens.prices import Prices
@@ -22,16 +23,13 @@ NO_PRICE = "—"
 
 
 def dollars(value: float | None) -> str:
-    """A price in US dollars per million tokens, with the digits the provider wrote.
+    """A price in US dollars per million tokens, with the digits the provider wrote
+    (:func:`contextfit.amounts.price_per_million`).
 
     >>> dollars(2.5), dollars(0.075), dollars(0.0028), dollars(None)
     ('$2.50', '$0.075', '$0.0028', '—')
     """
-    if value is None:
-        return NO_PRICE
-    if round(value, 2) == value:
-        return f"${value:.2f}"
-    return "$" + f"{value:.6f}".rstrip("0")
+    return price_per_million(value, NO_PRICE)
 
 
 def _long_prompts(prices: Prices) -> str:

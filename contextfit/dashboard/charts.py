@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,9 @@ class Shade:
     pattern: str = ""
 
 
+#: The shade of a tool result sent cleared (a placeholder in its place), and of another block sent shortened.
+CLEARED = "cleared"
+SHORTENED = "shortened"
 #: Shades in legend order; each belongs to one fate and keeps that fate's hue.
 SHADES: dict[str, Shade] = {
     "protected": Shade("protected", "protected", FATE_COLORS["protected"]),
@@ -61,6 +64,9 @@ SHADES: dict[str, Shade] = {
     reasons.SUMMARY: Shade("summarized", "summary (sent)", FATE_COLORS["summarized"]),
     reasons.SUMMARIZED: Shade("summarized", "folded into the summary", "#F6DDA6", "|"),
     reasons.COMPRESSED: Shade("compressed", "compressed", FATE_COLORS["compressed"]),
+    # the originals of compressed blocks (excluded with reason "summarized", yet folded into no summary)
+    CLEARED: Shade("compressed", "cleared (placeholder sent)", "#EDC9DD", "/"),
+    SHORTENED: Shade("compressed", "shortened (a shorter copy sent)", "#F3DCE8", "/"),
     reasons.OVER_BUDGET: Shade("excluded", "excluded: over budget", FATE_COLORS["excluded"]),
     reasons.LOW_RELEVANCE: Shade("excluded", "excluded: low relevance", "#CFCFCF", "."),
     reasons.MANUAL: Shade("excluded", "excluded: manual", "#8E8E8E", "x"),
@@ -79,6 +85,32 @@ def shade_of(reason: str) -> str:
     if reason in SHADES:
         return reason
     return fate_of(reason)
+
+
+def plan_shades(plan: PromptPlan) -> list[str]:
+    """The shade of each of ``plan``'s blocks, in order: :func:`shade_of` its reason, but an original
+    that a compressed block stands for (reason ``summarized``: its content went into an added block)
+    reads :data:`CLEARED` for a tool result, :data:`SHORTENED` otherwise, not "folded into the summary".
+
+    >>> from contextfit import plan_prompt
+    >>> chat = [{"role": "user", "content": "Look it up."},
+    ...         {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+    ...          "function": {"name": "lookup", "arguments": "{}"}}]},
+    ...         {"role": "tool", "tool_call_id": "c1", "content": "result " * 300},
+    ...         {"role": "user", "content": "Thanks."}]
+    >>> plan = plan_prompt(chat, model="gpt-4o", context_strategy="clear-tool-results", keep=0,
+    ...                    context_limit=200, response_reserve=50)
+    >>> [(block.id, shade) for block, shade in zip(plan.blocks, plan_shades(plan)) if block.id == "m2"]
+    [('m2', 'compressed'), ('m2', 'cleared')]
+    """
+    inputs = [block for block in plan.blocks if block.origin == "input"]
+    replaced: set[int] = set()
+    for block in plan.blocks:
+        if block.origin != "input" and block.included and block.reason == reasons.COMPRESSED:
+            replaced.update(id(inputs[source]) for source in block.sources if 0 <= source < len(inputs))
+    return [(CLEARED if block.role in ("tool", "function") or "tool_result" in str(block.message.get("content"))
+             else SHORTENED) if id(block) in replaced and block.reason == reasons.SUMMARIZED else shade_of(block.reason)
+            for block in plan.blocks]
 
 
 def _marker(shade: str) -> dict[str, Any]:
@@ -179,8 +211,9 @@ def css_pattern(pattern: str, foreground: str = "#555555") -> str:
     return _CSS_PATTERNS[pattern].format(fg=foreground) + "," if pattern else ""
 
 
-def legend_html() -> str:
-    """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend."""
+def legend_html(only: Iterable[str] | None = None) -> str:
+    """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend;
+    ``only``: the shades to list (those the charts below use), in legend order."""
     # an item never breaks inside its label: a wrapped line starts with a swatch, in line with the page's text
     swatch = (
         '<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
@@ -191,7 +224,9 @@ def legend_html() -> str:
     def item(label: str, color: str, border: str, pattern: str = "") -> str:
         return swatch.format(color=color, border=border, label=label, pattern=css_pattern(pattern))
 
-    items = [item(style.label, style.color, style.color, style.pattern) for style in SHADES.values()]
+    wanted = None if only is None else set(only)
+    items = [item(style.label, style.color, style.color, style.pattern) for shade, style in SHADES.items()
+             if wanted is None or shade in wanted]
     items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
     items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
     return ('<div class="contextfit-legend" style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">'
@@ -255,13 +290,14 @@ class BudgetView:
 def budget_view(plan: PromptPlan, token_scale: int | None = None) -> BudgetView:
     """The numbers of a budget bar: see :func:`budget_figure`."""
     segments: list[BudgetSegment] = []
-    sent = _tokens_by(plan.blocks, included=True)
+    shades = plan_shades(plan)
+    sent = _tokens_by(plan.blocks, included=True, shades=shades)
     overhead = plan.prompt_tokens - sum(sent.values())
     if overhead > 0:  # reply priming and message framing belong to no block
         sent[("protected", "chat overhead")] = overhead
     approximate = plan.tokenizer.approximate
-    for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False))):
-        estimates = _tokens_by(plan.blocks, included=row == "sent", estimate=True) if approximate else {}
+    for row, totals in (("sent", sent), ("not sent", _tokens_by(plan.blocks, included=False, shades=shades))):
+        estimates = _tokens_by(plan.blocks, included=row == "sent", estimate=True, shades=shades) if approximate else {}
         for (shade, kind), tokens in sorted(totals.items(), key=lambda item: (list(SHADES).index(item[0][0]), item[0][1])):
             segments.append(BudgetSegment(row, shade, kind, tokens, tokens_text(tokens, estimates.get((shade, kind)), approximate)))
     limit = plan.context_limit or 1
@@ -360,12 +396,14 @@ def _kind_label(kind: str) -> str:
     return KIND_LABELS.get(kind, kind)
 
 
-def _tokens_by(blocks: Sequence[PlanBlock], included: bool, estimate: bool = False) -> dict[tuple[str, str], int]:
-    """Tokens by (shade, kind) of the blocks sent (or not); ``estimate``: their point estimates."""
+def _tokens_by(blocks: Sequence[PlanBlock], included: bool, estimate: bool = False,
+               shades: Sequence[str] | None = None) -> dict[tuple[str, str], int]:
+    """Tokens by (shade, kind) of the blocks sent (or not); ``estimate``: their point estimates;
+    ``shades``: each block's (:func:`plan_shades`), else its reason's."""
     totals: dict[tuple[str, str], int] = {}
-    for block in blocks:
+    for position, block in enumerate(blocks):
         if block.included == included and block.tokens:
-            key = (shade_of(block.reason), block.kind)
+            key = (shade_of(block.reason) if shades is None else shades[position], block.kind)
             tokens = block.tokens_estimate if estimate and block.tokens_estimate is not None else block.tokens
             totals[key] = totals.get(key, 0) + tokens
     return totals
@@ -378,11 +416,12 @@ def _count_text(tokens: int | None, estimate: int | None, approximate: bool) -> 
     return "not counted" if tokens is None else f"{tokens:,} tokens"
 
 
-def _hover(key: str, block: PlanBlock, approximate: bool = False) -> str:
+def _hover(key: str, block: PlanBlock, approximate: bool = False, shade: str | None = None) -> str:
     tokens = html.escape(_count_text(block.tokens, block.tokens_estimate, approximate))
+    label = SHADES[shade or shade_of(block.reason)].label
     return (
         f"<b>{html.escape(key)}</b> · {html.escape(block.role or '—')} · {html.escape(_kind_label(block.kind))}<br>"
-        f"{tokens} · {html.escape(SHADES[shade_of(block.reason)].label)} ({html.escape(block.reason)})<br>"
+        f"{tokens} · {html.escape(label)} ({html.escape(block.reason)})<br>"
         f"{preview(block.content)}"
     )
 
@@ -445,9 +484,9 @@ def blocks_view(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, token_
     keys = block_keys(plan)
     if len(blocks) <= dense_threshold:
         order = {shade: number for number, shade in enumerate(SHADES)}
-        shades = [shade_of(block.reason) for block in blocks]
+        shades = plan_shades(plan)
         # SHADES order, then prompt order (a stable sort): the figure's traces, one per shade
-        bars = [BlockBar(block.index, 1, 0, block.tokens or 0, shade, _hover(key, block, approximate))
+        bars = [BlockBar(block.index, 1, 0, block.tokens or 0, shade, _hover(key, block, approximate, shade))
                 for shade, key, block in sorted(zip(shades, keys, blocks), key=lambda item: order[item[0]])]
         top = max(token_scale or 0, max((block.tokens or 0 for block in blocks), default=0), 1)
         return BlocksView(tuple(bars), len(blocks), 1, top)
@@ -456,8 +495,7 @@ def blocks_view(plan: PromptPlan, dense_threshold: int = DENSE_THRESHOLD, token_
     totals = {shade: [0] * bins for shade in SHADES}
     estimates = {shade: [0] * bins for shade in SHADES}
     counts = {shade: [0] * bins for shade in SHADES}
-    for position, block in enumerate(blocks):  # one pass: a bin's tokens and blocks by shade
-        shade = shade_of(block.reason)
+    for position, (block, shade) in enumerate(zip(blocks, plan_shades(plan))):  # one pass: tokens and blocks by shade
         totals[shade][position // size] += block.tokens or 0
         estimates[shade][position // size] += (block.tokens or 0) if block.tokens_estimate is None else block.tokens_estimate
         counts[shade][position // size] += 1
@@ -542,6 +580,7 @@ def fate_matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], 
 
 
 def _matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[PlanBlock | None]]]:
+    """(strategies, columns, blocks per strategy and column)."""
     keyed = {name: block_keys(plan) for name, plan in plans.items()}
     columns = list(max(keyed.values(), key=len, default=[]))
     where = {key: position for position, key in enumerate(columns)}
@@ -584,12 +623,13 @@ def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DEN
     names, columns, rows = _matrix(plans)
     order = list(SHADES)
     size = max(1, math.ceil(len(columns) / dense_threshold))
+    shaded = {id(block): shade for plan in plans.values() for block, shade in zip(plan.blocks, plan_shades(plan))}
     shades, hovers = [], []
     for name, row in zip(names, rows):
         shade_row, text_row = [], []
         for start in range(0, len(columns), size):
             cells = row[start : start + size]
-            present = [shade_of(block.reason) for block in cells if block is not None]
+            present = [shaded[id(block)] for block in cells if block is not None]
             shade = max(order, key=present.count) if present else None
             shade_row.append(shade)
             if size == 1:
@@ -608,7 +648,7 @@ def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DEN
 def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:
     """How each strategy reshapes the same conversation: strategies × blocks, coloured by shade."""
     view = fate_matrix_view(plans, dense_threshold)
-    names, size = list(view.names), view.per_cell
+    names = list(view.names)
     order = list(SHADES)
     codes = {shade: number for number, shade in enumerate(order)}
     absent = len(order)

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..pipeline.plan import PlanBlock, PromptPlan
-from .charts import SHADES, block_keys, shade_of
+from .charts import SHADES, block_keys, plan_shades, shade_of
 
 #: The cell of a block a plan does not have (the summary, under any strategy but summarize).
 ABSENT = "not in this plan"
 
 
-def fate_text(block: PlanBlock | None) -> str:
+def fate_text(block: PlanBlock | None, shade: str | None = None) -> str:
     """A block's fate as one table cell: its shade, with the reason when it says more.
 
     >>> from contextfit.pipeline.plan import PlanBlock
@@ -29,7 +29,7 @@ def fate_text(block: PlanBlock | None) -> str:
     """
     if block is None:
         return ABSENT
-    shade = shade_of(block.reason)
+    shade = shade or shade_of(block.reason)
     label = SHADES[shade].label
     return label if shade == block.reason else f"{label} ({block.reason})"
 
@@ -70,6 +70,7 @@ def differences(a: PromptPlan, b: PromptPlan) -> list[BlockDifference]:
     []
     """
     left, right = _keyed(a), _keyed(b)
+    shaded = {id(block): shade for plan in (a, b) for block, shade in zip(plan.blocks, plan_shades(plan))}
     order = list(left) + [key for key in right if key not in left]
     found = []
     for key in order:
@@ -83,7 +84,8 @@ def differences(a: PromptPlan, b: PromptPlan) -> list[BlockDifference]:
         found.append(BlockDifference(
             block=key, role=either.role, kind=either.kind,
             tokens_a=None if x is None else x.tokens, tokens_b=None if y is None else y.tokens,
-            fate_a=fate_text(x), fate_b=fate_text(y),
+            fate_a=fate_text(x, None if x is None else shaded[id(x)]),
+            fate_b=fate_text(y, None if y is None else shaded[id(y)]),
             reason_a=None if x is None else x.reason, reason_b=None if y is None else y.reason,
         ))
     return found
@@ -99,7 +101,8 @@ def fate_columns(rows: Sequence[Mapping[str, Any]], plans: Mapping[str, PromptPl
     fates: dict[str, dict[str, str]] = {}
     for name, plan in plans.items():
         if isinstance(plan, PromptPlan):
-            fates[name] = {key: fate_text(block) for key, block in _keyed(plan).items()}
+            shades = dict(zip(block_keys(plan), plan_shades(plan)))
+            fates[name] = {key: fate_text(block, shades[key]) for key, block in _keyed(plan).items()}
         else:
             fates[name] = {}
     return [{**row, **{f"fate: {name}": fates[name].get(row["id"], "—") for name in plans}} for row in rows]
@@ -122,3 +125,14 @@ def default_pair(plans: Mapping[str, PromptPlan]) -> tuple[int, int]:
         if differences(first, plan):
             return 0, position
     return 0, 1
+
+
+def summary(first: str, second: str, found: Sequence[BlockDifference]) -> str:
+    """The line above the diff table: how many blocks two strategies treat differently.
+
+    >>> summary("truncate", "truncate", []), summary("truncate", "manual", [])
+    ('Pick two different strategies.', 'Same blocks, same fates.')
+    """
+    if first == second:
+        return "Pick two different strategies."
+    return f"{len(found)} blocks differ." if found else "Same blocks, same fates."

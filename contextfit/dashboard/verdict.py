@@ -1,33 +1,38 @@
 """The verdict row: one line per strategy, what a stakeholder reads first.
 
 Prompt tokens, the share of the budget, how many blocks each strategy
-dropped, summarized and compressed, what the prompt costs at the model's
-catalog price, and the strategy's description from the registry. The best
-value of each column is marked (:func:`best_cells`) — the smallest: fewer
-tokens, less of the budget, fewer blocks lost or rewritten, a cheaper
-request.
+dropped, summarized and compressed (one count: :func:`~contextfit.fitting.results.fate_counts`,
+as the replay counts), what a request costs with its reply at the model's
+catalog prices, and the strategy's description from the registry. The best
+value of each column is marked (:func:`best_cells`) in the column's own
+direction — fewer tokens, less of the budget, fewer blocks dropped, a cheaper
+request; "summarized" and "compressed" are neither better nor worse, so never
+marked — and never in the row of a strategy that drops or folds away the
+user's question or a pinned block: its description says so.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..fitting import results as reasons
+from ..amounts import money
 from ..pipeline.plan import PromptPlan
 from ..replays.prompt_cache import BREAKPOINTS
-from ..replays.run import DECLARED
+from ..replays.answer import plan_outcomes
+from ..replays.recommend import Recommendation
+from ..replays.run import DECLARED, DEFAULT_FACTS
 from ..fitting.registry import registry as default_registry
 from ..errors import ContextfitError
 from ..tokens.models import get_model
 from .bands import short_band
 
 #: Columns of the verdict table where the smallest value is the best.
-RANKED = ("prompt_tokens", "used_percent", "dropped", "summarized", "compressed", "cost")
-#: Shown for a model the catalog has no prices for.
-NO_PRICE = "no catalog price"
+RANKED = ("prompt_tokens", "used_percent", "dropped", "cost")
+#: Columns shown with the numbers but never marked: folding a block into a summary or sending it
+#: compressed is neither better nor worse than dropping it.
+UNRANKED = ("summarized", "compressed")
 #: How the best cell of a column is marked (a pale green that keeps text readable).
 BEST_STYLE = "background-color: #D8F0E6; font-weight: 600"
 
@@ -43,12 +48,15 @@ class VerdictRow:
     dropped: int | None = None
     summarized: int | None = None
     compressed: int | None = None
-    #: US dollars for the prompt at the catalog's input price; None when there is no price.
+    #: US dollars for a request with its reply at the catalog's prices (cached input as the
+    #: provider bills it, when the recommendation priced it so); None when there is no price.
     cost: float | None = None
     error: str | None = None
     #: An approximate profile's point estimate of the prompt (``prompt_tokens`` is the band's upper end).
     prompt_tokens_estimate: int | None = None
     approximate: bool = False
+    #: Why it is never recommended (it drops or folds away the question or a pinned block), else None.
+    not_recommended: str | None = None
 
 
 def one_line(text: str, width: int = 110) -> str:
@@ -88,76 +96,75 @@ def prompt_cost(plan: PromptPlan) -> float | None:
     return None if prices is None else prices.cost(plan.prompt_tokens).total
 
 
-def verdict_row(name: str, plan: PromptPlan | ContextfitError, description: str = "") -> VerdictRow:
-    """The verdict of one strategy's plan (or the error that stopped it)."""
+def verdict_row(name: str, plan: PromptPlan | ContextfitError, description: str = "", *,
+                cost: float | None = None, not_recommended: str | None = None) -> VerdictRow:
+    """The verdict of one strategy's plan (or the error that stopped it); ``cost``: the request's
+    with its reply (default: the prompt alone at the input price), ``not_recommended``: why it
+    never is (:attr:`~contextfit.replays.recommend.Outcome.refusal`)."""
     if isinstance(plan, ContextfitError):
         return VerdictRow(name, description, error=f"{plan.code}: {plan}")
-    counts = {reasons.SUMMARIZED: 0, reasons.COMPRESSED: 0}
-    dropped = 0
-    for block in plan.blocks:
-        if block.reason in counts:
-            counts[block.reason] += 1
-        elif not block.included:
-            dropped += 1
+    counts = plan.counts  # the replay's count too: a cleared tool result is compressed, not summarized
     return VerdictRow(
         strategy=name,
         description=description,
         prompt_tokens=plan.prompt_tokens,
         used_percent=round(100 * plan.prompt_tokens / plan.budget, 1) if plan.budget else 100.0,
-        dropped=dropped,
-        summarized=counts[reasons.SUMMARIZED],
-        compressed=counts[reasons.COMPRESSED],
-        cost=prompt_cost(plan),
+        dropped=counts.dropped,
+        summarized=counts.summarized,
+        compressed=counts.compressed,
+        cost=prompt_cost(plan) if cost is None else cost,
         prompt_tokens_estimate=plan.prompt_tokens_estimate,
         approximate=plan.tokenizer.approximate,
+        not_recommended=not_recommended,
     )
 
 
-def verdict_rows(plans: Mapping[str, PromptPlan | ContextfitError], registry: Any = None) -> list[VerdictRow]:
-    """One :class:`VerdictRow` per strategy, in the plans' order."""
+def verdict_rows(plans: Mapping[str, PromptPlan | ContextfitError], registry: Any = None,
+                 recommendation: Recommendation | None = None) -> list[VerdictRow]:
+    """One :class:`VerdictRow` per strategy, in the plans' order. With the plans'
+    ``recommendation`` (:func:`~contextfit.replays.answer.recommendation_for`), each row's cost is
+    the request's with its reply, cached input priced as the provider bills it, and a strategy
+    that is never recommended says why; without it, each is worked out from the plans alone
+    (:func:`~contextfit.replays.answer.recommend`: the reply included, no cache read)."""
+    if recommendation is None:
+        outcomes = {o.label: o for o in plan_outcomes(plans)}
+    else:
+        outcomes = {o.label: o for o in recommendation.outcomes}
     known = descriptions(registry)
-    return [verdict_row(name, plan, known.get(name, "")) for name, plan in plans.items()]
+    rows = []
+    for name, plan in plans.items():
+        found = outcomes.get(name)
+        rows.append(verdict_row(name, plan, known.get(name, ""),
+                                cost=None if found is None else found.cost_request,
+                                not_recommended=None if found is None else found.refusal))
+    return rows
 
 
 def best_cells(rows: Sequence[VerdictRow]) -> dict[str, set[str]]:
-    """For each ranked column, the strategies holding its best (smallest) value.
+    """For each ranked column, the strategies holding its best (smallest) value; the unranked
+    columns (summarized, compressed) have none.
 
     Ties are all best; a column where every strategy has the same value, or
-    fewer than two have one, has no best: nothing stands out.
+    fewer than two have one, has no best: nothing stands out. A strategy that
+    is never recommended holds no best cell, however small its numbers.
 
-    >>> rows = [VerdictRow("a", "", 10, 1.0, 2, 0, 0), VerdictRow("b", "", 8, 0.8, 3, 0, 0)]
+    >>> rows = [VerdictRow("a", "", 10, 1.0, 2, 0, 0), VerdictRow("b", "", 8, 0.8, 3, 1, 0)]
     >>> best_cells(rows)["prompt_tokens"], best_cells(rows)["dropped"], best_cells(rows)["summarized"]
     ({'b'}, {'a'}, set())
+    >>> rows.append(VerdictRow("c", "", 5, 0.5, 0, 9, 0, not_recommended="drops your question"))
+    >>> best_cells(rows)["prompt_tokens"], best_cells(rows)["dropped"]
+    ({'b'}, {'a'})
     """
-    best: dict[str, set[str]] = {}
+    best: dict[str, set[str]] = {column: set() for column in UNRANKED}
+    crowned = [row for row in rows if row.not_recommended is None]
     for column in RANKED:
-        values = {row.strategy: getattr(row, column) for row in rows if getattr(row, column) is not None}
+        values = {row.strategy: getattr(row, column) for row in crowned if getattr(row, column) is not None}
         if len(values) < 2 or len(set(values.values())) == 1:
             best[column] = set()
             continue
         smallest = min(values.values())
         best[column] = {name for name, value in values.items() if value == smallest}
     return best
-
-
-def money(dollars: float | None, missing: str = NO_PRICE) -> str:
-    """Dollars for a table cell: cents from a dollar, else four significant figures,
-    written out (a short prompt on a cheap model read "$1.2e-06") and kept to four
-    (a column read "$0.0456" under "$0.04579"); ``missing`` for no price.
-
-    >>> money(None), money(0.00041), money(2.5), money(1.2e-06), money(0.0456), money(0.0123456), money(0.0)
-    ('no catalog price', '$0.0004100', '$2.50', '$0.000001200', '$0.04560', '$0.01235', '$0')
-    >>> money(0.99996), money(0.0099996), money(None, "—")
-    ('$1.00', '$0.01000', '—')
-    """
-    if dollars is None:
-        return missing
-    if dollars <= 0:
-        return "$0"
-    rounded = float(f"{dollars:.4g}")  # 0.99996 is "$1.00", 0.0099996 "$0.01000"
-    if rounded >= 1:
-        return f"${dollars:,.2f}"
-    return f"${rounded:.{3 - math.floor(math.log10(rounded))}f}"
 
 
 #: The verdict table's column headers, in order.
@@ -168,7 +175,7 @@ HEADERS = {
     "dropped": "dropped",
     "summarized": "summarized",
     "compressed": "compressed",
-    "cost": "prompt cost",
+    "cost": "cost / request",
     "description": "what it does",
 }
 
@@ -178,7 +185,7 @@ def table(rows: Sequence[VerdictRow]) -> list[dict[str, Any]]:
     out = []
     for row in rows:
         if row.error is not None:
-            cells = {HEADERS["strategy"]: row.strategy, **{HEADERS[c]: "—" for c in RANKED}}
+            cells = {HEADERS["strategy"]: row.strategy, **{HEADERS[c]: "—" for c in HEADERS if c not in ("strategy", "description")}}
             cells[HEADERS["description"]] = row.error
         else:
             cells = {
@@ -189,7 +196,8 @@ def table(rows: Sequence[VerdictRow]) -> list[dict[str, Any]]:
                 HEADERS["summarized"]: str(row.summarized),
                 HEADERS["compressed"]: str(row.compressed),
                 HEADERS["cost"]: money(row.cost),
-                HEADERS["description"]: row.description,
+                HEADERS["description"]: (f"Not recommended: it {row.not_recommended}. {row.description}"
+                                         if row.not_recommended else row.description),
             }
         out.append(cells)
     return out
@@ -271,9 +279,12 @@ def rules_text(result: Any) -> str:
     'prompt cache: automatic prefix caching · facts: the default rule (entities the latest message repeats)'
     """
     cache = "cache breakpoints" if result.cache_rule == BREAKPOINTS else "automatic prefix caching"
+    count = len(result.facts)
     if result.fact_rule == DECLARED:
-        count = len(result.facts)
         facts = f"{count:,} declared fact{'s' if count != 1 else ''}"
+    elif result.fact_rule == DEFAULT_FACTS:
+        facts = (f"{count:,} found in the conversation (pins, names, required lore, quoted tool results, "
+                 "what the latest turns refer back to)")
     else:
         facts = "the default rule (entities the latest message repeats)"
     return f"prompt cache: {cache} · facts: {facts}"

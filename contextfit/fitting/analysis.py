@@ -722,7 +722,7 @@ class FitView:
     def __init__(self, messages: list[dict], analysis: ChatAnalysis, counting: Counting) -> None:
         self.messages = messages
         # Earlier ``truncate`` walks over a prefix of these messages that is known
-        # unedited (a FitSession's, which owns its messages), else None: see strategies/walk.py.
+        # unedited (a FitSession's, which owns its messages), else None: see strategies/carried_walk.py.
         self.walks: dict | None = None
         self.analysis = analysis
         self.counting = counting

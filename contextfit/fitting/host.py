@@ -41,7 +41,7 @@ from .proposals import Unusable, check_proposal, equal, insertions, kept_mask, p
 from .results import Decisions, FitResult, InsertedBlock
 from .strategies import BUILTINS, is_trusted
 from .strategies.base import BuiltinStrategy, Proposal
-from .strategies.walk import walked_truncate
+from .strategies.carried_walk import walked_truncate
 from ..tokens.sent import SHAPES
 
 _FALLBACK = BUILTINS[0]  # the package's own truncate
@@ -371,7 +371,7 @@ def _total(view: FitView, proposal: Proposal) -> int:
 def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
     """Drop the oldest unprotected kept units (inserted blocks included) until
     ``total`` fits ``target``; returns the new total."""
-    if proposal.assembled is not None:  # the reasons are a walk's own (strategies/walk.py): change a copy
+    if proposal.assembled is not None:  # the reasons are a walk's own (strategies/carried_walk.py): change a copy
         proposal.reasons, proposal.assembled = list(proposal.reasons), None
     reasons = proposal.reasons
     # A compressed block that stands for one input message (a cleared tool
@@ -462,7 +462,7 @@ def _assemble(
     tokens: int,
 ) -> FitResult:
     messages, reasons = view.messages, proposal.reasons
-    if proposal.assembled is not None:  # a walk carried from the last fit knows them (strategies/walk.py)
+    if proposal.assembled is not None:  # a walk carried from the last fit knows them (strategies/carried_walk.py)
         kept, excluded = list(proposal.assembled[1]), list(proposal.assembled[2])
     else:
         kept = list(compress(messages, kept_mask(reasons)))

@@ -62,6 +62,7 @@ LOREBOOK_POSITION_APPROXIMATED = "LOREBOOK_POSITION_APPROXIMATED"
 PARTS_NOT_SENT = "PARTS_NOT_SENT"
 IMAGE_SIZE_UNKNOWN = "IMAGE_SIZE_UNKNOWN"
 REASONING_ESTIMATED = "REASONING_ESTIMATED"
+TOOL_SHAPES_UNVERIFIED = "TOOL_SHAPES_UNVERIFIED"
 
 DIAGNOSTIC_CODES = (
     STRATEGY_REJECTED,
@@ -88,6 +89,7 @@ DIAGNOSTIC_CODES = (
     PARTS_NOT_SENT,
     IMAGE_SIZE_UNKNOWN,
     REASONING_ESTIMATED,
+    TOOL_SHAPES_UNVERIFIED,
 )
 
 
@@ -333,6 +335,11 @@ class FitResult:
         """``tokens <= budget`` (always true for a result the engine returns)."""
         return self.tokens <= self.budget
 
+    def counts(self) -> "FateCounts":
+        """How many input blocks were dropped, folded into a summary, and sent compressed
+        (:func:`fate_counts`): the one count every face shows."""
+        return fate_counts(self)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON shape: messages plus decisions with camelCase keys."""
         return {
@@ -346,3 +353,50 @@ class FitResult:
             "decisions": [decision.to_dict() for decision in self.decisions],
             "diagnostics": self.diagnostics,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class FateCounts:
+    """What a fit did to the input blocks it did not send as they were."""
+
+    #: not sent at all (over budget, low relevance, manual, a late overflow…)
+    dropped: int
+    #: folded into a summary block that is sent
+    summarized: int
+    #: sent in a shortened form (a cleared tool result, a capped one, reasoning stripped)
+    compressed: int
+
+
+def fate_counts(fit: FitResult) -> FateCounts:
+    """Count a fit's input blocks by what became of them, from the blocks it inserted: a
+    summary's sources were summarized, a compressed block's source was compressed (a cleared
+    tool result's original is excluded with reason ``summarized``, yet nothing summarizes it),
+    every other excluded input block was dropped. Reads the inserted blocks only, never the
+    whole decision list (a replay counts every turn of every strategy).
+
+    >>> from contextfit import shift_context
+    >>> count = lambda messages: sum(len(str(m["content"]).split()) for m in messages)
+    >>> chat = [{"role": "user", "content": "one two three"}, {"role": "assistant", "content": "four"},
+    ...         {"role": "user", "content": "five"}]
+    >>> fate_counts(shift_context(chat, count, budget=2))
+    FateCounts(dropped=1, summarized=0, compressed=0)
+    """
+    decisions = fit.decisions
+    summarized = compressed = 0
+    if isinstance(decisions, Decisions):
+        for block in decisions.inserted():
+            if block.reason not in _INCLUDED:  # dropped after all (a late overflow): its sources went with it
+                continue
+            if kind_of(block.message) == SUMMARY or block.reason == SUMMARY:
+                summarized += len(block.sources)
+            elif block.reason == COMPRESSED:
+                compressed += len(block.sources) or 1
+    else:  # decisions a caller built by hand: what the blocks say of themselves
+        for block in fit.truncated:
+            meta = block.get("meta") if isinstance(block.get("meta"), dict) else {}
+            if kind_of(block) == SUMMARY:
+                summarized += len(meta.get("summarized") or ())
+            elif meta.get("compressed"):
+                compressed += 1
+    dropped = len(fit.excluded) - summarized - compressed
+    return FateCounts(max(dropped, 0), summarized, compressed)

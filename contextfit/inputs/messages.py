@@ -65,11 +65,6 @@ def kind_of(message: dict) -> str:
     return SYSTEM if role_of(message) in SYSTEM_ROLES else HISTORY
 
 
-def is_pinned(message: dict) -> bool:
-    """``pinned: true`` on the message or in its ``meta``."""
-    return message.get("pinned") is True or meta_of(message).get("pinned") is True
-
-
 def explicit_id(message: dict) -> str | None:
     """The message's own id (``id`` or ``meta.id``), or ``None``.
 

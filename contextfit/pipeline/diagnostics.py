@@ -7,6 +7,11 @@
   ``encrypted_content`` is counted with a documented estimate
   (:mod:`contextfit.tokens.reasoning_items`), not from its text; the plan says
   so and names the blocks.
+* ``TOOL_SHAPES_UNVERIFIED``: :mod:`contextfit.tokens.openai_tools` counts what
+  recorded API counts pin down exactly; a shape none covers (a schema keyword,
+  text beside tool calls, three or more parallel calls, legacy function calls
+  on GPT-4o, OpenAI's hosted tool search, deferred tools) is counted with a
+  margin or a measured estimate, and the plan says so, naming the blocks.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..tokens import openai_tools, tool_defs
+from ..tokens.chat_counter import TokenCounter
 from ..tokens.images import ImageRule, unknown_size
 from ..tokens.reasoning import REASONING
 from ..tokens.reasoning_items import BYTES_PER_TOKEN, encrypted_tokens, is_estimated
@@ -69,5 +76,52 @@ def image_diagnostic(blocks: Sequence[Any], rule: ImageRule) -> list[dict]:
             "tokensEach": rule.default(),
             "message": f"{images} image(s) have no readable size (a URL, or a header that is cut or lies); each is "
             f"counted at the {rule.name} default of {rule.default()} tokens, so this count is approximate.",
+        }
+    ]
+
+
+def tool_shape_diagnostic(counter: TokenCounter, tools: Sequence[Any], deferred: Sequence[Any],
+                          sent: Sequence[tuple[str, Mapping]]) -> list[dict]:
+    """``TOOL_SHAPES_UNVERIFIED`` for an OpenAI plan whose sent ``tools``, ``deferred`` tools or
+    ``sent`` messages (``(block id, provider message)`` pairs) hold a shape no recorded count covers."""
+    rule = counter.chat.openai
+    if not rule or counter.approximate:
+        return []
+    shapes: dict[str, int] = {}
+    blocks: list[str] = []
+    margin = 0
+    constructs = openai_tools.definition_margins(tools, rule)
+    searches = sum(1 for tool in tools if openai_tools.is_hosted_search(tool))
+    for construct, times in sorted(constructs.items()):
+        shapes[f"tool schema: {construct}"] = times
+    margin += sum(constructs.values())
+    if searches:
+        shapes["hosted tool_search (estimated)"] = searches
+    if deferred:
+        shapes["deferred tool names and descriptions (estimated)"] = len(deferred)
+    if constructs or searches or deferred:
+        blocks.append(tool_defs.TOOLS_ID)
+    for ident, message in sent:
+        found, extra = openai_tools.message_margins(message, rule)
+        if found:
+            margin += extra
+            if ident not in blocks:
+                blocks.append(ident)
+            for shape in found:
+                shapes[shape] = shapes.get(shape, 0) + 1
+    if not shapes:
+        return []
+    listed = "; ".join(f"{shape} ({times})" for shape, times in shapes.items())
+    how = [f"{margin} token(s) of margin"] if margin else []
+    if searches or deferred:
+        how.append("the tool search and deferred tools at a measured estimate")
+    return [
+        {
+            "code": r.TOOL_SHAPES_UNVERIFIED,
+            "blocks": blocks,
+            "shapes": shapes,
+            "marginTokens": margin,
+            "message": f"No recorded API count covers these tool shapes, so they are counted on the high side"
+            f"{' (' + '; '.join(how) + ')' if how else ''}: {listed}. This count is approximate.",
         }
     ]

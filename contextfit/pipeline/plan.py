@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from itertools import repeat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,10 +21,11 @@ from ..fitting import results as r
 from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, Filled, as_card, assemble, macro_values
 from ..tokens.chat_counter import TokenCounter, token_counter
-from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded
+from ..errors import InvalidSettings, TokenBudgetExceeded, UnsupportedOption
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
-from .diagnostics import image_diagnostic, reasoning_diagnostic
+from .diagnostics import image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
+from ..inputs import messages as msg
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.models import ModelInfo, get_model
 from .reasoning_rows import with_reasoning_rows
@@ -149,6 +150,12 @@ class PromptPlan:
         return [block for block in self.blocks if not block.included]
 
     @property
+    def counts(self) -> r.FateCounts:
+        """How many input blocks it dropped, summarized and sent compressed: the one count every
+        face shows, a replay's too (:func:`~contextfit.fitting.results.fate_counts`)."""
+        return self.fit.counts()
+
+    @property
     def summary(self) -> PlanBlock | None:
         """The summary block, when the strategy made one."""
         return next((block for block in self.blocks if block.reason == "summary" and block.included), None)
@@ -210,7 +217,9 @@ class Prepared:
     response_reserve: int
     budget: int
     tools_tokens: int
+    #: the tool definitions sent, and the deferred ones registered but not sent (tokens/tool_defs.py)
     tools: tuple = ()
+    deferred_tools: tuple = ()
     #: blocks whose reasoning the provider drops (tokens/reasoning.py): the original, by id of the block fitted
     reasoning_originals: dict = field(default_factory=dict)
     #: whether any block carries reasoning (then plans get ``reasoning`` rows)
@@ -277,7 +286,9 @@ def prepare(
         has_reasoning = bool(originals) or any(map(reasoning.has_reasoning, blocks))
     tokenizer = token_counter(info.id)
     refuse_lone_surrogates(settings.tools, "tools")
-    extra = tokenizer.count_tools(settings.tools)  # more than the budget: every fit refuses them (fit_prepared)
+    sent, deferred = tool_defs.split_deferred(settings.tools, blocks)  # deferred tools are registered, not sent
+    # more than the budget: every fit refuses them (fit_prepared)
+    extra = tool_defs.request_tokens(tokenizer, sent, deferred, _opening_systems(blocks))
     return Prepared(
         info=info,
         blocks=blocks,
@@ -290,10 +301,27 @@ def prepare(
         response_reserve=reserve,
         budget=budget,
         tools_tokens=extra,
-        tools=tuple(settings.tools or ()),
+        tools=tuple(sent),
+        deferred_tools=tuple(deferred),
         reasoning_originals=originals,
         has_reasoning=has_reasoning,
     )
+
+
+def _opening_systems(blocks: list[dict]) -> list[dict]:
+    """The system messages a fit of ``blocks`` can open with, when it surely opens with one: the
+    leading system-role blocks up to the first protected one (a fit always sends it); none when
+    the prompt may open with something else."""
+    found = []
+    for block in blocks:
+        if msg.role_of(block) not in msg.SYSTEM_ROLES:
+            return []
+        found.append(block)
+        meta = msg.meta_of(block)
+        if msg.kind_of(block) == msg.SYSTEM or any(flag is True for flag in (block.get("pinned"), meta.get("pinned"),
+                                                                             meta.get("required"))):
+            return found
+    return []
 
 
 def _known_texts(blocks: list[dict], previous: Prepared | None) -> list[str] | None:
@@ -331,7 +359,8 @@ def plan_prepared(
     fit = fit_prepared(prepared, settings, context_strategy, analyse=analyse)
     tools = prepared.tools_tokens
     texts = prepared.texts
-    blocks = [tools_block(prepared)] if prepared.tools else []  # the request's tools come first
+    # the request's tools come first
+    blocks = [tools_block(prepared)] if prepared.tools or prepared.deferred_tools else []
     blocks += [
         PlanBlock(position, ident, role, kind, texts[index] if index is not None else message_text(message),
                   tokens, included, reason, group, origin, sources, message)
@@ -346,6 +375,8 @@ def plan_prepared(
     unsent = _unsent_diagnostic(traced.unsent, fit.kept, blocks)
     guessed = image_diagnostic(blocks, tokenizer.images)  # images of unknown size make the count approximate
     guessed += reasoning_diagnostic(blocks)  # so does encrypted reasoning
+    guessed += tool_shape_diagnostic(tokenizer, prepared.tools, prepared.deferred_tools,
+                                     _sent_messages(traced, fit.kept, blocks))  # and unmeasured tool shapes
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,
@@ -398,7 +429,7 @@ def _point_estimates(prepared: Prepared, kept: list[dict], blocks: list[PlanBloc
     """Give each counted block its point estimate; return the prompt's (an approximate
     profile counts the band's upper end, which the fit uses, and this typical value)."""
     point = prepared.tokenizer.estimator()
-    tools = point.count_tools(prepared.tools) if prepared.tools else 0
+    tools = tool_defs.request_tokens(point, prepared.tools, prepared.deferred_tools)
     sent = sent_counter(point, prepared.template)
     for block in blocks:
         if block.tokens is not None:
@@ -407,18 +438,31 @@ def _point_estimates(prepared: Prepared, kept: list[dict], blocks: list[PlanBloc
 
 
 def _tools_view(prepared: Prepared) -> dict:
-    if not prepared.tools:
+    if not prepared.tools and not prepared.deferred_tools:
         return {}
     costs = tool_defs.tool_costs(prepared.tools, prepared.tokenizer)
-    return {"tokens": prepared.tools_tokens, "exact": tool_defs.is_exact(prepared.tokenizer),
+    view = {"tokens": prepared.tools_tokens, "exact": tool_defs.is_exact(prepared.tokenizer),
             "perTool": [cost.to_dict() for cost in costs]}
+    if prepared.deferred_tools:  # additive: plans without deferred tools keep their JSON
+        view["deferred"] = [{"name": tool_defs.tool_name(tool), "status": tool_defs.NOT_SENT,
+                             "tokens": tool_defs.deferred_tokens([tool], prepared.tokenizer)}
+                            for tool in prepared.deferred_tools]
+    return view
 
 
 def tools_block(prepared: Prepared) -> PlanBlock:
     """The request's tool definitions as one protected block of kind ``tools``
     (reason ``required``: they cannot be dropped without changing the request)."""
-    return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS, tool_defs.summary(prepared.tools),
+    return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS,
+                     tool_defs.summary(prepared.tools, prepared.deferred_tools),
                      prepared.tools_tokens, True, r.REQUIRED, None, "request")
+
+
+def _sent_messages(traced: Any, kept: list[dict], blocks: list[PlanBlock]) -> list[tuple[str, dict]]:
+    """Each provider message with the id of the (first) plan block it was made from."""
+    ids = {id(block.message): block.id for block in blocks if block.included}
+    return [(ids.get(id(kept[sources[0]]), str(sources[0])) if sources else str(position), message)
+            for position, (sources, message) in enumerate(zip(traced.sources, traced.prompt.messages))]
 
 
 def _unsent_diagnostic(unsent: dict[int, list[str]], kept: list[dict], blocks: list[PlanBlock]) -> list[dict]:
@@ -481,6 +525,30 @@ def check_options(context_strategy: Any, options: Mapping[str, Any]) -> None:
         close = [setting.keyword] if setting is not None else difflib.get_close_matches(name, accepted, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InvalidSettings(f"plan_prompt got an unknown keyword {name!r}{hint}. Accepted: {', '.join(accepted)}.")
+    refuse_unsupported(context_strategy, options)
+
+
+def refuse_unsupported(context_strategy: Any, options: Mapping[str, Any], where: str = "stable_prefix") -> None:
+    """Raise ``INVALID_SETTINGS`` (:class:`~contextfit.errors.UnsupportedOption`) when a built-in
+    strategy that does not cut in steps is asked for ``stable_prefix``: it would be ignored, and a
+    replay's ``vector-recall+stable_prefix`` row would repeat ``vector-recall``'s. ``where`` names
+    the option as the caller wrote it (``strategies[1].options.stable_prefix``).
+
+    >>> refuse_unsupported("vector-recall", {"stable_prefix": True})
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.UnsupportedOption: stable_prefix: vector-recall does not take stable_prefix; truncate, summarize and clear-tool-results do (they cut in steps, so the cached prompt prefix holds). Leave it out for vector-recall, or choose one of them.
+    """
+    if not options.get("stable_prefix"):
+        return
+    impl = plugins.registry.get(context_strategy) if isinstance(context_strategy, str) else context_strategy
+    if not is_trusted(impl) or getattr(impl, "takes_stable_prefix", False):
+        return
+    takers = [entry.name for entry in plugins.registry.entries()
+              if entry.origin == plugins.BUILT_IN and getattr(entry.strategy, "takes_stable_prefix", False)]
+    listed = takers[0] if len(takers) == 1 else f"{', '.join(takers[:-1])} and {takers[-1]}"
+    raise UnsupportedOption(f"{where}: {impl.name} does not take stable_prefix; {listed} do (they cut in steps, so "
+                            f"the cached prompt prefix holds). Leave it out for {impl.name}, or choose one of them.")
 
 
 def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords: Any) -> PromptPlan:
@@ -509,30 +577,3 @@ def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords:
     """
     messages, settings = settings_for(messages, settings, keywords)
     return plan_prepared(prepare(messages, settings), settings)
-
-
-def iter_strategies(
-    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
-) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
-    """``(strategy, plan)`` for each strategy, one at a time, so a page can draw
-    a plan while the next one is made. The blocks are assembled and counted
-    once; every strategy fits the same prepared blocks. A strategy that
-    cannot fit yields its ``TOKEN_BUDGET_EXCEEDED`` instead of a plan.
-    Arguments as :func:`plan_prompt` (the settings' own strategy is not used).
-    """
-    messages, settings = settings_for(messages, settings, keywords)
-    prepared = prepare(messages, settings)
-    for name in strategies:
-        try:
-            yield name, plan_prepared(prepared, settings, name)
-        except TokenBudgetExceeded as exc:
-            yield name, exc
-
-
-def compare_strategies(
-    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
-) -> dict[str, PromptPlan | ContextfitError]:
-    """One plan per strategy for the same input (:func:`iter_strategies`, collected);
-    a strategy that cannot fit (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
-    """
-    return dict(iter_strategies(messages, settings, strategies=strategies, **keywords))

@@ -10,7 +10,7 @@ messages instead: it keeps copies of what it is given and changes them only
 through :meth:`FitSession.append`, :meth:`~FitSession.extend` and
 :meth:`~FitSession.edit`, so it knows which messages are new. A refit
 analyses and counts only those, and ``truncate`` carries its walk over from
-the last fit at the same budget (strategies/walk.py), redoing only the units
+the last fit at the same budget (strategies/carried_walk.py), redoing only the units
 the new messages changed.
 
 A session answers exactly what a fresh :func:`~contextfit.shift_context` or
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded
+from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded, UnsupportedOption
 from ..inputs import messages as msg
 from ..tokens import reasoning
 from ..fitting.analysis import ChatAnalysis, FitView, Known, analysis_for
@@ -37,7 +37,7 @@ from ..fitting.host import Analyse, fit_messages
 from .plan import BUILTIN_STRATEGIES, Prepared, PromptPlan, plan_prepared, prepare
 from .settings import DEFAULT_USER_NAME, PlanSettings, settings_for
 from ..fitting.results import FitResult
-from ..fitting.strategies.walk import trimmed_walk
+from ..fitting.strategies.carried_walk import trimmed_walk
 
 #: Analyses kept per counter: the newest, and the one before the last append
 #: (an edited or regenerated last message refits from it).
@@ -61,7 +61,7 @@ class _Lineage:
 
     def __init__(self, known: dict[Any, Known] | None = None, carry: bool = True) -> None:
         self._analyses: dict[Any, list[ChatAnalysis]] = {}  # CounterState -> analyses, newest first
-        # (CounterState, budget) -> truncate's last walk over a prefix (strategies/walk.py)
+        # (CounterState, budget) -> truncate's last walk over a prefix (strategies/carried_walk.py)
         self._walks: dict[Any, Any] = {}
         # CounterState -> what the session's analyses learnt of each block (analysis.Known),
         # shared by the lineages of one session: a plan assembled again (a lorebook's, at
@@ -308,9 +308,11 @@ class FitSession:
     def plans(
         self, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
     ) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
-        """``(strategy, plan)`` for each strategy, one at a time, as
-        :func:`~contextfit.pipeline.plan.iter_strategies` yields them (a
-        strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``)."""
+        """``(strategy, plan)`` for each strategy, one at a time, so a page can draw a plan
+        while the next one is made: the blocks are assembled and counted once, and every
+        strategy fits them (a strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``,
+        one given an option it does not take its ``INVALID_SETTINGS``). Comparing strategies
+        on one input is ``dict(FitSession(conversation).plans(settings, strategies=...))``."""
         with self._lock:
             settings = self._settings(settings, keywords)
             planned = self._planned(settings)
@@ -320,7 +322,7 @@ class FitSession:
             with self._lock:  # not held across the yield: the caller may append between two plans
                 try:
                     plan: PromptPlan | ContextfitError = plan_prepared(prepared, settings, name, analyse=analyse)
-                except TokenBudgetExceeded as exc:
+                except (TokenBudgetExceeded, UnsupportedOption) as exc:
                     plan = exc
             yield name, plan
 
@@ -438,3 +440,13 @@ def _own(message: Any, index: int) -> dict:
         )
     msg.refuse_lone_surrogates(message, f"messages[{index}]")
     return msg.clone(message)
+
+
+def compare_strategies(
+    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
+) -> dict[str, PromptPlan | ContextfitError]:
+    """Deprecated: ``dict(FitSession(messages).plans(settings, strategies=...))``, which it is.
+
+    Kept for callers of the former facade name ``contextfit.compare_strategies``.
+    """
+    return dict(FitSession(messages).plans(settings, strategies=strategies, **keywords))

@@ -9,7 +9,10 @@ A fact is declared as
   one so written that does not compile is refused (a lorebook would read it as
   text; ``{"text": ...}`` says that), while ``/usr/bin/`` (a slash inside) is text;
 * a mapping ``{"text": ...}`` or ``{"regex": ...}``, with an optional
-  ``"name"`` and ``"message"`` (a message id or index): the fact is *pinned*
+  ``"name"``, ``"besides": true`` (it must be sent besides the request's own
+  user message, and is in force once a message before that one says it: a
+  fact the question refers back to is not kept by the question) and
+  ``"message"`` (a message id or index): the fact is *pinned*
   to that message and is in force from the turn that message is part of;
   ``{"message": ...}`` alone pins the whole message: it is present when that
   message is sent or a summary line quotes it. A replay refuses a pin to a
@@ -35,13 +38,21 @@ this order, without repeats:
 4. numbers of two characters or more (``42``, ``3.5``, ``2024``);
 5. capitalized names: runs of capitalized words (a capital, then small
    letters, in any script) not at the start of a sentence (``… met Ada
-   Lovelace``, ``… mit Jürgen Müller``).
+   Lovelace``, ``… mit Jürgen Müller``);
+6. CJK terms, for the scripts that write no capitals and no spaces: runs of
+   katakana (``メアリー``), and runs of two to ten Han characters (``清水寺``);
+   a longer Han run (a Chinese clause) is cut at the characters that mostly
+   stand alone (``的``, ``了``, ``是``, ``我``…) and keeps its pieces of two to ten.
 
 An entity is found in a text between non-word characters (``42`` is not in
-``1423``). The rule reads only the text: it is deterministic and offline.
+``1423``); Han, hiragana and katakana characters are no such boundary
+(``清水寺`` is in ``清水寺と金閣寺``, ``42`` in ``第42号``). The rule reads
+only the text: it is deterministic and offline.
 
 >>> entities('Did the "blue box" fix ORD-1234 for Ada Lovelace at 42 Main St? Check parse_args().')
 ['blue box', 'parse_args()', 'ORD-1234', '42', 'Ada Lovelace', 'Main St']
+>>> entities("2日目は清水寺とメアリーの金閣寺に行きたい。"), entities("我想去北京的故宫博物院看看")
+(['日目', '清水寺', 'メアリー', '金閣寺'], ['北京', '故宫博物院'])
 """
 
 from __future__ import annotations
@@ -97,6 +108,17 @@ _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _IDENTIFIER_ANY = re.compile(_IDENTIFIER.pattern.replace(r"\b[A-Z]{2,}\b", r"\b[^\W\d_]{2,}\b"))
 _CAPITALS_ANY = re.compile(r"\b[^\W\d_]{2,}\b")
 _LETTER_WORD = re.compile(r"\b[^\W\d_]+\b")
+# CJK: Han (the unified ideographs, extension A, the compatibility block), hiragana and katakana
+# (with the prolonged sound mark ー and the middle dot ・, half-width forms too). They write words
+# without spaces, so they are no word boundary for contains_word (Hangul writes spaces: it is).
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+_CJK = re.compile(f"[{_HAN}{_KANA}]")
+_CJK_TERM = re.compile(f"(?P<kana>[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]{{2,}})|(?P<han>[{_HAN}]{{2,}})")
+# Han characters that mostly stand alone in Chinese (particles, pronouns, common verbs and
+# measure words): a Han run longer than a term is cut at them.
+_HAN_BREAKS = re.compile("[的了是在和与及或而我你他她它们这那有不也就都要会对把被给从到吗呢吧啊很还又说去来想可以之其个为着过看]")
+_TERM_MOST = 10
 
 
 def entities(text: str) -> list[str]:
@@ -134,7 +156,37 @@ def entities(text: str) -> list[str]:
                 add(rest[1], end - len(rest[1]), end)
             continue
         add(name, start, end)
+    if not ascii and _CJK.search(text):
+        for start, end in _cjk_terms(text):
+            add(text[start:end], start, end)
     return found
+
+
+def _cjk_terms(text: str) -> Iterable[tuple[int, int]]:
+    """Where ``text`` holds CJK terms (rule 6 of the module docstring): (start, end) of each.
+
+    >>> text = "清水寺と・メアリー・の北京的故宫博物院看看我们的上海浦东国际机场"
+    >>> [text[a:b] for a, b in _cjk_terms(text)]
+    ['清水寺', 'メアリー', '北京', '故宫博物院', '上海浦东国际机场']
+    """
+    for match in _CJK_TERM.finditer(text):
+        start, end = match.span()
+        if match.lastgroup == "kana":
+            while start < end and text[start] in "・ー":  # no mark at either end
+                start += 1
+            while end > start and text[end - 1] == "・":
+                end -= 1
+            if end - start >= 2:
+                yield start, end
+            continue
+        if end - start <= _TERM_MOST:
+            yield start, end
+            continue
+        piece = start
+        for cut in (*(start + found.start() for found in _HAN_BREAKS.finditer(match.group(0))), end):
+            if 2 <= cut - piece <= _TERM_MOST:
+                yield piece, cut
+            piece = cut + 1
 
 
 def _all_capitals(word: str) -> bool:
@@ -181,6 +233,15 @@ def contains_word(text: str, entity: str, start: int = 0, end: int | None = None
     >>> contains_word("42 is 42.", "42", 1), contains_word("42 is 42.", "42", 1, 7)
     (True, False)
     """
+    return find_word(text, entity, start, end) != -1
+
+
+def find_word(text: str, entity: str, start: int = 0, end: int | None = None) -> int:
+    """Where ``entity`` first stands in ``text[start:end]`` between non-word characters, else -1.
+
+    >>> find_word("order 1423, then 42.", "42"), find_word("order 1423", "42")
+    (17, -1)
+    """
     stop = len(text) if end is None else end
     position = text.find(entity, start, stop)
     while position != -1:
@@ -188,13 +249,24 @@ def contains_word(text: str, entity: str, start: int = 0, end: int | None = None
         end = position + len(entity)
         after = text[end] if end < len(text) else " "
         if not (_word_char(before) and _word_char(entity[0])) and not (_word_char(after) and _word_char(entity[-1])):
-            return True
+            return position
         position = text.find(entity, position + 1, stop)
-    return False
+    return -1
 
 
 def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
+    """A character that joins a word: a letter, digit or ``_``, but not Han or kana, which write
+    words without spaces (their words have no boundary to stand between)."""
+    return (char.isalnum() or char == "_") and (char < "\u3040" or not _CJK.match(char))
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Han, hiragana or katakana character.
+
+    >>> has_cjk("清水寺"), has_cjk("Zürich")
+    (True, False)
+    """
+    return _CJK.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,10 +277,14 @@ class Fact:
     text: str | None = None
     regex: str | None = None
     message: str | int | None = None
+    #: ``True``: the fact must be sent *besides* the user message of the request (a fact a question
+    #: refers back to is not kept by the question itself); in force once a message before it says it.
+    besides: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in (("name", self.name), ("text", self.text), ("regex", self.regex),
-                                               ("message", self.message)) if value is not None}
+        found = {key: value for key, value in (("name", self.name), ("text", self.text), ("regex", self.regex),
+                                                ("message", self.message)) if value is not None}
+        return {**found, "besides": True} if self.besides else found
 
 
 def declared_facts(facts: Sequence[Any] | None) -> list[Fact]:
@@ -354,10 +430,16 @@ def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
             fact = {"text": fact}
     if not isinstance(fact, Mapping):
         raise InvalidSettings(f"{where} must be a string or an object, got {type(fact).__name__}.")
-    unknown = set(fact) - {"name", "text", "regex", "message"}
+    unknown = set(fact) - {"name", "text", "regex", "message", "besides"}
     if unknown:
-        raise InvalidSettings(f"{where} has unknown key(s) {', '.join(sorted(map(str, unknown)))}; use text, regex, message, name.")
+        raise InvalidSettings(f"{where} has unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+                              "use text, regex, message, name, besides.")
     text, pattern, message, name = fact.get("text"), fact.get("regex"), fact.get("message"), fact.get("name")
+    besides = fact.get("besides", False)
+    if not isinstance(besides, bool):
+        raise InvalidSettings(f"{where}.besides must be true or false, got {besides!r}.")
+    if besides and text is None and pattern is None:
+        raise InvalidSettings(f"{where}.besides applies to a text or regex fact (a pinned message is its own).")
     if text is not None and pattern is not None:
         raise InvalidSettings(f"{where} gives both text and regex; a fact is one or the other.")
     for key, value in (("text", text), ("regex", pattern), ("name", name)):
@@ -371,7 +453,8 @@ def _declared(fact: Any, position: int) -> tuple[Fact, bool]:
         raise InvalidSettings(f"{where}.regex must be written /pattern/flags (a lorebook regex key), got {pattern!r}.")
     if name is not None and len(name) > MAX_NAME:  # a report names the fact at every turn
         raise InvalidSettings(f"{where}.name must be at most {MAX_NAME} characters, got {len(name):,}.")
-    return Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message), name is not None
+    return (Fact(name or shortened(text or pattern or f"message {message}"), text, pattern, message, besides),
+            name is not None)
 
 
 def filled_facts(facts: Sequence[Fact], names: Mapping[str, str]) -> list[Fact]:
@@ -474,13 +557,23 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
     finder = FactFinder(facts)
     ids = message_ids(messages)
     standing = [block for block in kept if msg.kind_of(block) in STANDING]  # the card and persona: always sent
-    texts = [msg.message_text(m) for m in messages if isinstance(m, dict)]
+    texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
     if names:  # as the prompt says them
         texts = [fill_macros(text, names) for text in texts]
     said = frozenset().union(*map(finder.found_in, [*texts, *map(msg.message_text, standing)]))
+    # the request's own user message (the last one): what a "besides" fact must be sent apart from
+    asking = next((position for position in range(len(messages) - 1, -1, -1) if isinstance(messages[position], dict)
+                   and msg.role_of(messages[position]) == "user"), None)
+    asked = None if asking is None else ids[asking]
+    said_before = frozenset().union(*map(finder.found_in, [*texts[:asking], *map(msg.message_text, standing)])) \
+        if asking is not None else said
     summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
     plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
     in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))
+    question = None if asking is None else messages[asking]
+    besides_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain
+                                        if block is not question  # the question, or its assembled block
+                                        and not (msg.role_of(block) == "user" and msg.explicit_id(block) == asked)))
     in_summary = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in summaries))
     report = []
     for index, fact in enumerate(facts):
@@ -490,9 +583,10 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
                 continue
             pairs = [(msg.message_id(block, -1), bool(msg.meta_of(block).get("compressed"))) for block in plain]
             status = pinned_status(ids[position], pairs, summaries)
-        elif index not in said:
+        elif index not in (said_before if fact.besides else said):
             continue
         else:
-            status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+            sent = besides_plain if fact.besides else in_plain
+            status = VERBATIM if index in sent else IN_SUMMARY if index in in_summary else LOST
         report.append({"name": fact.name, "status": status})
     return report

@@ -19,15 +19,18 @@ text) is worked out once — and for each turn and strategy the replay records
 * the request's cost at the catalog's prices (``contextfit.tokens.prices``):
   uncached input, cached input, cache writes and the real reply's tokens as
   output; ``None`` with a note when the model has no prices;
-* whether each must-survive fact is still sent (``survival.py``): the
+* whether each must-survive fact is still sent (``facts.py``): the
   caller's ``facts``, else a conversation's own ``settings.facts`` (a
-  bundle's, as the dashboard reads it), else the default entity rule.
+  bundle's, as the dashboard reads it), else the facts the conversation
+  marks (``must_survive.py``), else the default entity rule.
 
 Totals per strategy: total and mean cost, cache-hit rate (prompt tokens read
 from the cache over prompt tokens sent), tokens sent, the first turn that
 dropped something and the first that lost a fact, and retention (facts
 present over facts in force, all turns together); and per user turn, the
-totals of its requests.
+totals of its requests. And the recommendation (``recommend.py``): which
+strategy to ship under a priority, with what each one loses at the latest
+request, in words.
 
 >>> chat = [{"role": "system", "content": "Be brief."},
 ...         {"role": "user", "content": "My order is ORD-1234."}, {"role": "assistant", "content": "Noted."},
@@ -35,8 +38,11 @@ totals of its requests.
 >>> result = replay(chat, model="gpt-4o", strategies=["truncate"])
 >>> [(t.turn, t.prompt_tokens, t.output_tokens) for t in result.turns["truncate"]]
 [(1, 22, 3), (2, 40, 3)]
->>> result.totals["truncate"].retention, result.fact_rule
-(1.0, 'default-entities')
+>>> result.totals["truncate"].retention, result.fact_rule, [fact.name for fact in result.facts]
+(1.0, 'default-facts', ['ORD-1234'])
+>>> result.recommendation.sentence
+'Ship truncate: it keeps your question and the 1 must-survive fact, sends 47 tokens and costs $0.15 per 1,000 conversations; it sends everything.'
+
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate, chain, repeat
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -57,17 +63,31 @@ from ..tokens.sent import trace
 from . import prompt_cache as pc
 from ..fitting.host import Analyse
 from ..pipeline.assembly import fill_macros
-from ..pipeline.plan import BUILTIN_STRATEGIES, Prepared, fit_prepared, macro_names
+from ..pipeline.plan import (
+    BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared, refuse_unsupported,
+)
 from ..pipeline.settings import FIELDS, PlanSettings, settings_for
-from ..fitting.results import FitResult
+from ..fitting.results import FitResult, fate_counts
 from ..pipeline.session import FitSession
 from .facts import (
     IN_SUMMARY, LOST, MAX_NAME, STANDING, VERBATIM, Fact, FactFinder, contains_word, conversation_facts, declared_facts,
-    entities, filled_facts, message_ids, pinned_position, pinned_status, shortened,
+    entities, filled_facts, has_cjk, message_ids, pinned_position, pinned_status, shortened,
 )
+from .losses import Reading, losses
+from .must_survive import as_facts, default_facts
+from .recommend import (
+    CONVERSATION, REQUEST, RETENTION, Outcome, Recommendation, Totals, check_priority, decide, has_question,
+    plan_fact_states, relative_band,
+)
+from .volume import reply_of, request_cost
 
 DECLARED = "declared"
+#: No fact declared: the facts the conversation marks (``must_survive.py``).
+DEFAULT_FACTS = "default-facts"
+#: No fact declared, and the conversation marks none (or ``facts=ENTITY_RULE``): the entity rule, turn by turn.
 DEFAULT_ENTITIES = "default-entities"
+#: ``facts=ENTITY_RULE`` asks for the entity rule whatever the conversation marks.
+ENTITY_RULE = "entities"
 #: The catalog's providers as their own names spell them, for the notes (another provider is named by its id).
 PROVIDER_NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "meta": "Meta",
                   "mistral": "Mistral", "qwen": "Qwen", "deepseek": "DeepSeek"}
@@ -238,6 +258,23 @@ class Replay:
     totals: dict[str, StrategyTotals]
     notes: tuple[str, ...] = ()
     diagnostics: tuple[dict, ...] = ()
+    #: each strategy's evidence for the recommendation: its plan of the latest request, its totals
+    outcomes: tuple[Outcome, ...] = ()
+    #: the recommendation under the replay's priority (:meth:`recommend` for another)
+    recommendation: Recommendation | None = None
+
+    def recommend(self, priority: str = RETENTION, basis: str = REQUEST) -> Recommendation:
+        """The recommendation of this replay under ``priority`` (``retention``, ``cost`` or ``cache``).
+
+        ``basis`` ``request`` (the default) decides on the latest request, priced with what it
+        shares with the one before: the answer Compare and ``contextfit fit --recommend`` give for
+        the same conversation and settings, so the faces agree. ``conversation`` decides on every
+        request the replay replayed (retention at every turn, the cost of every request, cache
+        hits): a longer view, for a replay of the whole conversation."""
+        if basis == CONVERSATION and any(o.totals is None for o in self.outcomes if o.error is None):
+            raise InvalidSettings("basis='conversation' needs a replay of every request (this one replayed the last "
+                                  "ones only: replay without last=).")
+        return decide(self.outcomes, priority, basis)
     #: The message index of each user turn's message (the requests of a turn follow it).
     user_turns: tuple[int, ...] = ()
     cache_rules: pc.CacheRules | None = None
@@ -281,6 +318,7 @@ class Replay:
             "turns": {name: [turn.to_dict() for turn in turns] for name, turns in self.turns.items()},
             "notes": list(self.notes),
             "diagnostics": list(self.diagnostics),
+            "recommendation": None if self.recommendation is None else self.recommendation.to_dict(),
             "userTurns": list(self.user_turns),
             "userTurnTotals": {label: [row.to_dict() for row in rows]
                                for label, rows in self.user_turn_totals().items()},
@@ -319,6 +357,8 @@ class ModelCall(NamedTuple):
 
 USER = "user"
 TOOL_RESULTS = "tool_results"
+#: The conversation as it stands, past its last request: a replay's ``to_the_end`` request.
+END = "end"
 
 
 def model_calls(messages: Sequence[dict]) -> list[ModelCall]:
@@ -357,6 +397,19 @@ def model_calls(messages: Sequence[dict]) -> list[ModelCall]:
     if pending is not None:
         out.append(ModelCall(pending, TOOL_RESULTS, user_turn, rounds + 1))
     return out
+
+
+def _end_call(calls: Sequence[ModelCall], position: int) -> ModelCall:
+    """The conversation as it stands past its last request (its reply, say) taken as one more request:
+    what Compare plans (``to_the_end``, and the recommendation's latest request)."""
+    user_turn = calls[-1].user_turn if calls else 0
+    rounds = calls[-1].round + 1 if calls and calls[-1].user_turn == user_turn else 0
+    return ModelCall(position, END, user_turn, rounds)
+
+
+def _anchor(call: ModelCall, user_turns: Sequence[int]) -> int:
+    """The user message a request answers (its own position before any user message)."""
+    return user_turns[call.user_turn - 1] if call.user_turn else call.position
 
 
 def request_positions(messages: Sequence[dict]) -> list[int]:
@@ -416,6 +469,7 @@ def variants(strategies: Sequence[Any] | str | None) -> list[Variant]:
                                           f"option: every strategy is fitted under the same {key}; give it to "
                                           "replay().")
             name = _strategy(entry["strategy"], f"{where}.strategy")
+            refuse_unsupported(name, options, f"{where}.options.stable_prefix")  # its row would repeat another's
             label = entry.get("label")
             if label is not None and (not isinstance(label, str) or not label.strip()):
                 raise InvalidSettings(f"{where}.label must be a non-empty string, got {label!r}.")
@@ -465,9 +519,12 @@ def replay(
     *,
     model: str | None = None,
     strategies: Sequence[Any] | str | None = BUILTIN_STRATEGIES,
-    facts: Sequence[Any] | None = None,
+    facts: Sequence[Any] | str | None = None,
     settings: PlanSettings | None = None,
     progress: Callable[[int, int], Any] | None = None,
+    priority: str = RETENTION,
+    last: int | None = None,
+    to_the_end: bool = False,
     **keywords: Any,
 ) -> Replay:
     """Replay ``conversation`` (message dicts or a :class:`~contextfit.Conversation`)
@@ -480,9 +537,22 @@ def replay(
     ``{"strategy": "truncate", "options": {"stable_prefix": True}}``; a
     setting every strategy shares, such as ``context_limit``, is refused
     there with ``INVALID_SETTINGS``: it is one of these keywords);
-    ``facts`` the must-survive facts (``survival.py``; without them the
-    default entity rule applies). A turn a strategy cannot fit is recorded
-    with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
+    ``facts`` the must-survive facts (``facts.py``); without them, a
+    conversation's own ``settings.facts``, else the facts the conversation
+    marks (``must_survive.py``: pins, names, required lore, quoted tool
+    results, what the latest turns refer back to; ``fact_rule`` is then
+    ``default-facts``), else — or with ``facts=ENTITY_RULE`` — the entity
+    rule, turn by turn (``default-entities``). A turn a strategy cannot fit is
+    recorded with its ``TOKEN_BUDGET_EXCEEDED`` and costs nothing.
+
+    ``priority`` (``retention``, ``cost`` or ``cache``) is the
+    :attr:`Replay.recommendation`'s (``recommend.py``); ``last``, when given,
+    replays only the last ``last`` requests (the earlier ones are read, not
+    fitted): ``last=2`` prices the latest request with what it shares with the
+    one before, as a full replay does, for a fraction of the work. With
+    ``to_the_end``, a conversation that does not end at a request (an agent's
+    tool results, a reply) gets one more at its end: the conversation as it
+    stands, which is what Compare plans.
 
     ``progress(done, total)``, when given, is called with the turns replayed
     so far and the number of turns: once with 0 when the input is checked,
@@ -492,10 +562,16 @@ def replay(
     """
     if progress is not None and not callable(progress):
         raise InvalidSettings(f"progress must be a callable taking (done, total), got {progress!r}.")
+    check_priority(priority)
+    if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+        raise InvalidSettings(f"last must be a whole number of requests of at least 1, got {last!r}.")
     chosen = {"model": model, **keywords}
     messages, plan_settings = settings_for(conversation, settings, chosen)
     messages = list(messages)
     calls = model_calls(messages)
+    asked = len(calls)  # the requests the conversation makes (its replies are theirs)
+    if to_the_end and messages and (not calls or calls[-1].position != len(messages) - 1):
+        calls.append(_end_call(calls, len(messages) - 1))
     requests = [call.position for call in calls]
     if not requests:
         raise InvalidMessages("A replay needs at least one user message: each user message is one request, and so "
@@ -503,16 +579,25 @@ def replay(
     plan_variants = [(variant, plan_settings.replace(**variant.options)) for variant in variants(strategies)]
     if facts is None:  # a conversation's own, as its limits fill what the caller leaves unchosen
         facts = conversation_facts(conversation)
+    rule = DECLARED
+    if facts is None:  # what the conversation marks as mattering, else the entity rule
+        found = default_facts(assembled(messages, plan_settings).blocks, user_name=plan_settings.user_name)
+        facts, rule = as_facts(found), DEFAULT_FACTS
+    elif isinstance(facts, str) and facts == ENTITY_RULE:
+        facts = []
     walker = _Walker(messages, plan_settings, requests, declared_facts(facts))
     turns: dict[str, list[TurnResult]] = {variant.label: [] for variant, _ in plan_variants}
     previous: dict[str, _Sent | None] = {variant.label: None for variant, _ in plan_variants}
+    first_turn = 1 if last is None else max(len(requests) - last + 1, 1)
     if progress is not None:
-        progress(0, len(requests))
+        progress(0, len(requests) - first_turn + 1)
     user_turns = [call.position for call in calls if call.trigger == USER]
     for turn, call in enumerate(calls, start=1):
+        if turn < first_turn:
+            continue
         position = call.position
         # the default fact rule reads the turn's user message, whichever round of it this is
-        anchor = user_turns[call.user_turn - 1] if call.user_turn else position
+        anchor = _anchor(call, user_turns)
         prepared, analyse = walker.prepared(position)
         output = walker.output_tokens(prepared, turn - 1)
         in_force = walker.in_force(position, anchor)
@@ -535,7 +620,7 @@ def replay(
             turns[variant.label].append(record)
             previous[variant.label] = sent
         if progress is not None:
-            progress(turn, len(requests))
+            progress(turn - first_turn + 1, len(requests) - first_turn + 1)
     info = walker.info
     notes = []
     if info.prices is None:
@@ -552,7 +637,27 @@ def replay(
         notes.extend(_no_cache_notes(turns, walker.rule, walker.minimum, provider))
     notes.extend(_failure_notes(turns))
     notes.extend(_search_notes(walker.finder.budget.diagnostics if walker.finder else ()))
-    return Replay(
+    totals = {label: totals_of(label, rows) for label, rows in turns.items()}
+    # The recommendation judges the conversation as it stands, as Compare plans it: past the last request
+    # (its reply, an agent's tool results) that is one more request, priced against the last one, not a row.
+    final = {label: rows[-1] for label, rows in turns.items()}
+    if requests[-1] < len(messages) - 1:
+        end = _end_call(calls, len(messages) - 1)
+        anchor = _anchor(end, user_turns)
+        prepared, analyse = walker.prepared(end.position)
+        in_force = walker.in_force(end.position, anchor)
+        for variant, variant_settings in plan_variants:
+            try:
+                fit = fit_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
+            except TokenBudgetExceeded as exc:
+                final[variant.label] = _failed(len(requests) + 1, end, variant.label, 0, in_force, exc)
+                continue
+            final[variant.label] = walker.turn(len(requests) + 1, end, variant.label, prepared, fit,
+                                               walker.sent(prepared, fit), previous[variant.label], 0, in_force,
+                                               anchor)
+    outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, final, totals, whole=first_turn == 1,
+                         asked=asked)
+    result = Replay(
         model=info.id,
         provider=info.provider,
         cache_rule=walker.rule,
@@ -560,17 +665,69 @@ def replay(
         budget=walker.last.budget,
         context_limit=walker.last.context_limit,
         response_reserve=walker.last.response_reserve,
-        fact_rule=DECLARED if walker.facts else DEFAULT_ENTITIES,
+        fact_rule=rule if walker.facts else DEFAULT_ENTITIES,
         facts=tuple(walker.facts),
         strategies=tuple(turns),
         requests=tuple(requests),
         turns=turns,
-        totals={label: totals_of(label, rows) for label, rows in turns.items()},
+        totals=totals,
         notes=tuple(notes),
         diagnostics=tuple(walker.finder.budget.diagnostics) if walker.finder else (),
+        outcomes=outcomes,
         user_turns=tuple(user_turns),
         cache_rules=walker.rules,
     )
+    return replace(result, recommendation=result.recommend(priority))
+
+
+def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]], prepared: Prepared,
+              analyse: Analyse, turns: Mapping[str, list[TurnResult]], final: Mapping[str, TurnResult],
+              totals: Mapping[str, StrategyTotals], whole: bool, asked: int) -> tuple[Outcome, ...]:
+    """Each strategy's evidence for the recommendation: its plan of the latest request (``prepared``:
+    the conversation as it stands; ``final``: that request's row) — what it keeps and loses there,
+    in words, its cost with its reply —, and — when every request was replayed — its totals. A
+    strategy that could not fit some request has none."""
+    prices = walker.info.prices
+    asked_at = walker.requests[:asked]
+    ends = [*asked_at[1:], len(walker.messages)]
+    reply = reply_of([walker.reply_tokens(prepared, position + 1, following)  # the latest replies only: bounded work
+                      for position, following in list(zip(asked_at, ends))[-REPLIES_READ:]])
+    reading = None
+    out = []
+    for variant, variant_settings in plan_variants:
+        rows = turns[variant.label]
+        checked = rows if final[variant.label] is rows[-1] else [*rows, final[variant.label]]
+        failed = [row for row in checked if row.error is not None]
+        if failed:
+            error = f"{failed[0].error}: {failed[0].error_message}"
+            if len(failed) < len(checked):
+                error = f"could not fit {len(failed)} of {len(checked)} requests ({error})"
+            out.append(Outcome(variant.label, error=error, reply=reply))
+            continue
+        plan = plan_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
+        row = final[variant.label]
+        states = (plan_fact_states(plan, walker.facts) if walker.facts
+                  else tuple((state.name, state.status) for state in row.facts))
+        cost = request_cost(prices, plan.prompt_tokens, row.output_tokens or reply.tokens, row.cache_read, row.cache_write)
+        conversation = None
+        if whole:
+            sums = totals[variant.label]
+            spent = None
+            if prices is not None and sums.total_cost is not None:  # every request with a reply: its own, else the mean
+                spent = sums.total_cost + sum(request_cost(prices, r.prompt_tokens or 0, reply.tokens) -
+                                              request_cost(prices, r.prompt_tokens or 0, 0)
+                                              for r in rows if not r.output_tokens)
+            conversation = Totals(len(rows), sums.retention, sums.tokens_sent, spent, sums.cache_hit_rate,
+                                  sums.first_loss_turn)
+        reading = reading or Reading.of(plan)  # every plan of the request has the same input blocks
+        out.append(Outcome(
+            variant.label, losses=losses(plan, (name for name, status in states if status == LOST), reading),
+            counts=plan.fit.counts(), prompt_tokens=plan.prompt_tokens, band=relative_band(plan),
+            has_question=has_question(plan), facts=states, cost_request=cost,
+            cached_share=row.cache_read / plan.prompt_tokens if plan.prompt_tokens else None,
+            reply=reply, totals=conversation,
+        ))
+    return tuple(out)
 
 
 def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
@@ -746,6 +903,10 @@ _TEXT = attrgetter("text")
 _SUMMARY = attrgetter("summary")
 _IDENT = attrgetter("ident")
 _WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word characters
+#: The replies a reply's size is the mean of: the latest requests' (a long chat's replies are not all counted).
+REPLIES_READ = 100
+#: The kinds of block whose facts are in force from the first request that assembles them.
+_IN_FORCE_FROM_THE_START = STANDING | {msg.LOREBOOK, msg.MEMORY}
 
 
 @dataclass(slots=True)
@@ -869,6 +1030,10 @@ class _Walker:
         """The tokens of the assistant messages after request ``index`` up to the next request."""
         start = self.requests[index] + 1
         end = self.requests[index + 1] if index + 1 < len(self.requests) else len(self.messages)
+        return self.reply_tokens(prepared, start, end)
+
+    def reply_tokens(self, prepared: Prepared, start: int, end: int) -> int:
+        """The tokens of the assistant messages from position ``start`` to ``end``."""
         count = prepared.tokenizer.count_message
         empty = count({"role": "assistant", "content": ""})
         return sum(max(count(m) - empty, 0) for m in self.messages[start:end]
@@ -967,18 +1132,11 @@ class _Walker:
         prices = self.info.prices
         cost = None if prices is None else prices.cost(prompt, output_tokens=output, cached_input_tokens=use.read,
                                                       cache_write_tokens=use.write)
-        summarized = compressed = 0
-        for block in fit.truncated:
-            meta = msg.meta_of(block)
-            if msg.kind_of(block) == msg.SUMMARY:
-                summarized += len(meta.get("summarized") or ())
-            elif meta.get("compressed"):
-                compressed += 1
-        dropped = len(fit.excluded) - summarized - compressed
-        return TurnResult(turn, position, label, prompt, len(fit.kept), max(dropped, 0), summarized, compressed, shared,
-                          use.read, use.write, output, cost, self._facts_of(sent, anchor, in_force), None, None,
-                          call.user_turn, call.trigger, call.round,
-                          pc.miss_reason(before is not None, whole, use.read, changed))
+        counts = fate_counts(fit)  # the one count: Compare's verdict reads the same
+        return TurnResult(turn, position, label, prompt, len(fit.kept), counts.dropped, counts.summarized,
+                          counts.compressed, shared, use.read, use.write, output, cost,
+                          self._facts_of(sent, anchor, in_force), None, None, call.user_turn, call.trigger,
+                          call.round, pc.miss_reason(before is not None, whole, use.read, changed))
 
     # -- facts
 
@@ -991,9 +1149,11 @@ class _Walker:
                 if first[index] is None:  # a replay holds the whole conversation: the message is not in it
                     raise pin_refusal(index, fact.message, len(self.ids))
         # the character card and persona: sent with every request, so what they say is in force from the first
-        # (the character's name was said to be in no message, and checked at no turn)
-        standing = [text for block, text in zip(self.last.blocks, self.last.texts) if msg.kind_of(block) in STANDING]
-        for position, text in chain(zip(repeat(0), standing), enumerate(self.texts)):
+        # (the character's name was said to be in no message, and checked at no turn); the lore and memory
+        # the first request assembles too, which a strategy may drop (a fact only a memory held was never checked)
+        standing = [text for block, text in zip(self.last.blocks, self.last.texts)
+                    if msg.kind_of(block) in _IN_FORCE_FROM_THE_START]
+        for position, text in chain(zip(repeat(-1), standing), enumerate(self.texts)):  # -1: before any message
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:
                     first[index] = position
@@ -1004,9 +1164,10 @@ class _Walker:
         declared facts by index, else the default rule's entities — those of the user
         message the request answers (``anchor``: its position, the request's own by
         default; a tool round answers its turn's user message)."""
-        if self.facts:
+        if self.facts:  # a "besides" fact once a message before the request says it (the request's own does not)
+            first = self._first_seen
             return [(fact.name, index) for index, fact in enumerate(self.facts)
-                    if self._first_seen[index] is not None and self._first_seen[index] <= position]
+                    if first[index] is not None and (first[index] < position if fact.besides else first[index] <= position)]
         anchor = position if anchor is None else anchor
         found = entities(self.texts[anchor])
         return [(entity, entity) for entity in found if self._said_before(entity, anchor)]
@@ -1034,7 +1195,7 @@ class _Walker:
         # word's offset in the entity (the search starts there).
         first = _WORD.search(entity)
         earliest = 0
-        if first is not None:
+        if first is not None and not has_cjk(first.group()):  # CJK words are no runs of their own
             holder = self._first_in.get(first.group())
             if holder is None:
                 return False
@@ -1080,6 +1241,12 @@ class _Walker:
         plain = [entry for entry in blocks if not entry.summary] if len(summary) else blocks
         finder = self.finder
         in_plain: frozenset[int] = frozenset().union(*[finder.found_in(entry.text) for entry in plain])
+        besides_plain = in_plain
+        if any(self.facts[index].besides for _, index in in_force):  # sent besides the request's own message:
+            current = self.ids[position]  # the last user block with its id (an earlier one so named counts)
+            own = next((k for k in range(len(plain) - 1, -1, -1)
+                        if plain[k].ident == current and plain[k].role == "user"), None)
+            besides_plain = frozenset().union(*[finder.found_in(entry.text) for k, entry in enumerate(plain) if k != own])
         in_summary: frozenset[int] = frozenset().union(*[finder.found_in(entry.text) for entry in summary])
         states = []
         for name, index in in_force:
@@ -1087,7 +1254,8 @@ class _Walker:
             if fact.text is None and fact.regex is None:
                 status = self._pinned_status(fact, plain, summary)
             else:
-                status = VERBATIM if index in in_plain else IN_SUMMARY if index in in_summary else LOST
+                sent = besides_plain if fact.besides else in_plain
+                status = VERBATIM if index in sent else IN_SUMMARY if index in in_summary else LOST
             states.append(FactState(name, status))
         return tuple(states)
 

@@ -9,9 +9,8 @@ strategy keeps what a conversation depends on.
   bookkeeping;
 * :mod:`.runner` fits every conversation with every strategy variant at each
   budget and returns the table rows (:func:`.runner.retention_rows`), which
-  ``python -m bench.retention`` prints and the dashboard can load;
-* :mod:`.real_chats` measures the same on the shared real chats with the
-  default must-survive facts.
+  ``python -m bench.retention`` prints and the dashboard can load (the bench
+  also measures the shared real chats, ``bench/retention_chats.py``).
 
 This package sits above the engine: it plans through
 :func:`contextfit.plan_prompt` and :func:`contextfit.replay`, like any caller.

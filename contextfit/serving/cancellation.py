@@ -7,7 +7,10 @@ while the generation runs in one of them. :func:`request_cancel` sets the
 reads that flag every :func:`poll_seconds` while it waits for the provider
 (:func:`watched`), stops the provider call, and finalizes the audit
 ``cancelled`` — exactly as when its own client asks. The same poll renews
-the generation's lease (:mod:`contextfit.serving.liveness`).
+the generation's lease (:mod:`contextfit.serving.liveness`). A generation
+another process finalized meanwhile (its lease ran out while the database
+was locked or unreachable) is not stopped: its reply, when it comes, is
+still stored (:meth:`~contextfit.serving.store.Store.finish_generation`).
 
 The poll interval is ``$CONTEXTFIT_CANCEL_POLL_SECONDS`` (default 0.5): a
 cancel takes effect within about that long, and an idle generation costs
@@ -26,7 +29,7 @@ import sqlalchemy as sa
 from anyio import to_thread
 from sqlalchemy.engine import Engine
 
-from ..errors import GenerationCancelled, GenerationInterrupted
+from ..errors import GenerationCancelled
 from .database import seconds_setting, transaction
 from .liveness import renew
 
@@ -62,21 +65,17 @@ def request_cancel(engine: Engine, chat_id: str) -> int:
 async def watched(engine: Engine, generation_id: str, work: Callable[[], Awaitable[T]]) -> T:
     """``await work()`` while polling the generation's cancel flag and renewing its lease.
 
-    Raises ``CANCELLED`` when any process asked to cancel, ``INTERRUPTED``
-    when another process has already finalized the generation (this process
-    let its lease run out). A failing database does not stop the work: the
-    poll tries again at the next interval.
+    Raises ``CANCELLED`` when any process asked to cancel. A failing database
+    does not stop the work: the poll tries again at the next interval. Once
+    another process has finalized the generation (this process could not renew
+    its lease in time), the poll stops and the work goes on: the reply is paid
+    for, and is stored when it comes.
     """
-    stop: dict[str, str] = {}
-    outcome = await until_stopped(work, lambda scope: _poll(engine, generation_id, scope, stop))
+    outcome = await until_stopped(work, lambda scope: _poll(engine, generation_id, scope))
     if "error" in outcome:
         raise outcome["error"]
     if "result" in outcome:
         return outcome["result"]
-    if stop.get("why") == "gone":
-        raise GenerationInterrupted(
-            "This process stopped renewing the generation's lease, and another process finalized it."
-        )
     raise GenerationCancelled("The generation was cancelled by a /cancel request before the provider answered.")
 
 
@@ -100,7 +99,7 @@ async def until_stopped(
     return outcome
 
 
-async def _poll(engine: Engine, generation_id: str, scope: anyio.CancelScope, stop: dict[str, str]) -> None:
+async def _poll(engine: Engine, generation_id: str, scope: anyio.CancelScope) -> None:
     interval = poll_seconds()
     while True:
         await anyio.sleep(interval)
@@ -109,7 +108,10 @@ async def _poll(engine: Engine, generation_id: str, scope: anyio.CancelScope, st
         except sa.exc.SQLAlchemyError as exc:
             logger.warning("generation %s: could not read its cancel flag: %s", generation_id, exc)
             continue
-        if state is None or state["cancel_requested"]:
-            stop["why"] = "gone" if state is None else "cancel"
+        if state is None:  # finalized by another process: nothing left to renew, and its reply still counts
+            logger.warning("generation %s: another process finalized it while its lease could not be renewed; "
+                           "its reply will still be stored", generation_id)  # fmt: skip
+            return
+        if state["cancel_requested"]:
             scope.cancel()
             return

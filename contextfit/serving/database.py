@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from .. import environment
-from ..errors import InvalidSettings
+from ..errors import InvalidSettings, StoreUnavailable
 
 #: Environment variable naming the default database (a path or a URL).
 ENV_VAR = "CONTEXTFIT_DB"
@@ -128,6 +128,57 @@ def create_database_engine(database: str | os.PathLike | None = None, *, timeout
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def check_files(database: str | os.PathLike | None = None) -> None:
+    """Refuse, with the reason, a SQLite database this process cannot write: the file, its
+    write-ahead log (``-wal``) or its shared-memory file (``-shm``) read-only for this user, or
+    a folder where SQLite cannot create them. SQLite fails on such files in the middle of a
+    request, or (a shared-memory file it maps read-only) crashes the process; a server
+    should not start on them. Other databases, and SQLite in memory, are not checked here.
+
+    Raises ``STORE_UNAVAILABLE`` naming the file and what to do.
+    """
+    url = sa.engine.make_url(database_url(database))
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:") or url.database.startswith("file:"):
+        return
+    path = os.path.abspath(url.database)
+    folder = os.path.dirname(path)
+    for file, what in ((path, "the database file"), (path + "-wal", "its write-ahead log"),
+                       (path + "-shm", "its shared-memory file")):  # fmt: skip
+        if os.path.exists(file) and not os.access(file, os.W_OK):
+            raise StoreUnavailable(
+                f"Cannot use the SQLite database {path}: {what} {file} is read-only for this user (uid "
+                f"{os.getuid() if hasattr(os, 'getuid') else '?'}), and SQLite fails on it, or crashes the process. "
+                "Make it writable by this user (chown or chmod), or remove the -wal and -shm files while no "
+                "process has the database open, then start again."
+            )
+    missing = not all(os.path.exists(path + suffix) for suffix in ("", "-wal", "-shm"))
+    if missing and os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreUnavailable(
+            f"Cannot use the SQLite database {path}: its folder {folder} is read-only for this user, and SQLite "
+            "needs to create the database, or its -wal and -shm files, there. Make the folder writable, or choose "
+            "another --db."
+        )
+
+
+#: Failures of the database itself (unreachable, a dropped connection, locked past the timeout, a full
+#: disk, a read-only file), as opposed to a statement it refuses: retry later, 503 ``STORE_UNAVAILABLE``.
+_OUTAGES = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DisconnectionError, sa.exc.TimeoutError)
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` says the database cannot be reached or written now (it may work later),
+    rather than that a statement is wrong.
+
+    >>> is_outage(sa.exc.OperationalError("BEGIN", {}, Exception("database or disk is full")))
+    True
+    >>> is_outage(sa.exc.IntegrityError("INSERT", {}, Exception("UNIQUE constraint failed")))
+    False
+    """
+    if isinstance(error, _OUTAGES):
+        return True
+    return isinstance(error, sa.exc.DBAPIError) and bool(error.connection_invalidated)
 
 
 @contextmanager

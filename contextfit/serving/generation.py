@@ -11,12 +11,15 @@
 5. in one transaction store the reply and finalize the audit ``completed``,
    or finalize it ``failed`` (the provider's normalized code) or
    ``cancelled`` (the caller's task was cancelled). That write is retried;
-   if the database keeps failing, the reply is raised back to the caller in
-   ``STORE_UNAVAILABLE`` and the outcome is recorded once the database
-   works again (:mod:`contextfit.serving.outcomes`).
+   if the database keeps failing, the outcome is kept on disk
+   (:mod:`contextfit.serving.spool`), the reply is raised back to the caller
+   in ``STORE_UNAVAILABLE``, and both are recorded once the database works
+   again (:mod:`contextfit.serving.outcomes`).
 
-Blocking work (the database, tokenizing) runs in worker threads, so many
-generations can run at once on one event loop. :func:`send_conversation` is
+Blocking and CPU work (the database, the settings, planning, the audit and
+its regex facts, the reply's conversion) runs in worker threads — the
+planning and the audit in the caller's bounded pool (``offload``) — so many
+generations can run at once on one event loop and none holds it up. :func:`send_conversation` is
 the blocking helper for scripts and the dashboard.
 """
 
@@ -271,24 +274,30 @@ async def generate(
     """
     chat = await to_thread.run_sync(store.get_chat, chat_id)
     backend = get_provider(providers, provider)
-    request = resolve_request(chat, backend, model, settings)
-    try:
-        plan = await (offload or to_thread.run_sync)(
-            lambda: chat_sessions().plan(chat, request.settings)
-        )
-    except TokenBudgetExceeded as exc:
-        audit = refused_audit(
-            exc,
-            chat_id=chat_id,
-            provider=backend.name,
-            model=request.model,
-            context_limit=request.settings.context_limit,
-            response_reserve=request.settings.response_reserve,
-        )
+
+    def prepare() -> tuple[ResolvedRequest, PromptPlan | TokenBudgetExceeded, PromptContextAudit]:
+        # Every CPU step before the call, off the event loop: the settings (regex facts compile),
+        # the plan, and the audit (whose must-survive facts run regexes against the whole chat).
+        request = resolve_request(chat, backend, model, settings)
+        try:
+            plan = chat_sessions().plan(chat, request.settings)
+        except TokenBudgetExceeded as exc:
+            return request, exc, refused_audit(
+                exc,
+                chat_id=chat_id,
+                provider=backend.name,
+                model=request.model,
+                context_limit=request.settings.context_limit,
+                response_reserve=request.settings.response_reserve,
+            )
+        audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name, facts=request.facts,
+                                messages=chat.messages, names=macro_names(request.settings))  # fmt: skip
+        return request, plan, audit
+
+    request, plan, audit = await (offload or to_thread.run_sync)(prepare)
+    if isinstance(plan, TokenBudgetExceeded):  # recorded as a failed audit; no provider is called
         await to_thread.run_sync(store.record_audit, audit)
-        raise
-    audit = audit_from_plan(plan, chat_id=chat_id, provider=backend.name, facts=request.facts, messages=chat.messages,
-                            names=macro_names(request.settings))
+        raise plan
     counters = native_count.configured() if native is None else native
     counted: list[dict] = []
     seq = None
@@ -307,14 +316,13 @@ async def generate(
         finally:
             if counted:
                 audit = replace(audit, provider_count=counted[0])
-        message = reply_message(reply, audit)
+        with anyio.CancelScope(shield=True):  # paid for: a client leaving now does not drop it
+            message = await to_thread.run_sync(reply_message, reply, audit)
     except anyio.get_cancelled_exc_class():
         await _finish_shielded(store, audit.finish(CANCELLED, GenerationCancelled()), seq)
         raise
     except GenerationCancelled as exc:  # a /cancel request, received by whichever process
         await _finish_shielded(store, audit.finish(CANCELLED, exc), seq)
-        raise
-    except GenerationInterrupted:  # another process finalized it when its lease ran out
         raise
     except ProviderError as exc:
         await _finish_shielded(store, audit.finish(FAILED, exc), seq)
@@ -327,9 +335,9 @@ async def generate(
         raise error from exc
     done = replace(audit.finish(COMPLETED), provider_prompt_tokens=reported_prompt_tokens(reply.usage))
     stored = await _finish_shielded(store, done, seq, message)
-    if stored is None:  # the chat was deleted while the provider answered (raises), or the lease ran out
-        await to_thread.run_sync(store.get_chat, chat_id)
-        raise GenerationInterrupted("The provider answered after another process had finalized the generation.")
+    if stored is None:  # the chat was deleted while the provider answered
+        await to_thread.run_sync(store.get_chat, chat_id)  # raises CHAT_NOT_FOUND
+        raise GenerationInterrupted("The provider answered, but the generation's chat could not be found.")
     return GenerationResult(done, stored)
 
 

@@ -11,10 +11,13 @@ Two answers, for two reaches:
   renewed by the process running it while it waits for its provider
   (:func:`renew`, called by :func:`contextfit.serving.cancellation.watched`).
   A process that is killed, or loses its network, stops renewing; once
-  ``expires_at`` has passed, any process finalizes the generation ``failed`` /
+  ``expires_at`` has passed, any other process finalizes the generation ``failed`` /
   ``INTERRUPTED`` (:meth:`~contextfit.serving.store.Store.recover_interrupted`,
   which every API process runs at start and every half lease through
-  :class:`Reaper`).
+  :class:`Reaper`). A process never finalizes its own generations so: it is
+  alive, and its renewals were only held up (by another connection's lock, or
+  an unreachable database). Should another process finalize one meanwhile,
+  the reply is still stored when it comes, and its audit replaces the guess.
 
 The lease is ``$CONTEXTFIT_LEASE_SECONDS`` (default 30): a live process
 renews it when a third of it has gone, so only a process silent for the
@@ -149,7 +152,8 @@ class Reaper:
 
     The API runs one per process with ``recover=store.recover_interrupted`` and
     half the lease as interval, so a dead process's generations are finalized
-    ``INTERRUPTED`` at most a lease and a half after its last renewal.
+    ``INTERRUPTED`` at most a lease and a half after its last renewal. It logs
+    each generation ``recover()`` returns: the ones it really finalized.
     """
 
     def __init__(self, recover, interval: float) -> None:

@@ -111,6 +111,20 @@ def m005_generation_leases(connection: Connection) -> None:
     connection.execute(sa.text("CREATE INDEX generations_expires_at ON generations (expires_at)"))
 
 
+@migration
+def m006_chat_sizes(connection: Connection) -> None:
+    """Each chat's message count and the bytes its stored messages take, kept with every write,
+    so a chat is bounded (``Store``'s limits) and listed without counting its rows."""
+    for column in ("message_count", "message_bytes"):
+        connection.execute(sa.text(f"ALTER TABLE chats ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0"))
+    size = "octet_length(message)" if connection.dialect.name == "postgresql" else "length(CAST(message AS BLOB))"
+    connection.execute(sa.text(
+        "UPDATE chats SET"
+        " message_count = (SELECT count(*) FROM messages WHERE messages.chat_id = chats.id),"
+        f" message_bytes = (SELECT coalesce(sum({size}), 0) FROM messages WHERE messages.chat_id = chats.id)"
+    ))
+
+
 def applied_migrations(connection: Connection) -> list[str]:
     """Names of the migrations already applied, in order."""
     if not sa.inspect(connection).has_table(MIGRATIONS_TABLE):

@@ -8,22 +8,26 @@ connection dropped, the disk is full — and by then the reply has been paid
 for. :meth:`FinishQueue.settle` makes sure the outcome is not lost:
 
 1. a reply's write is tried up to ``FinishRetry.attempts`` times, with
-   doubling waits between tries;
-2. if every try failed, the reply cannot go into the chat, so it goes to the
-   client: the audit becomes ``failed`` / ``STORE_UNAVAILABLE`` and
+   doubling waits between tries; before the first wait the outcome is kept
+   in the :class:`~contextfit.serving.spool.Spool` (on disk, flushed), so a
+   client that leaves or a process killed during the waits loses nothing;
+2. if every try failed, the audit becomes ``failed`` / ``STORE_UNAVAILABLE``,
+   that outcome replaces the kept one (before anyone is answered), and
    :class:`~contextfit.errors.StoreUnavailable` is raised carrying the reply
    and that audit (the API answers 503 with both);
-3. that failed audit (without the reply), or a ``failed``/``cancelled``
-   outcome that could not be written, waits in this process's queue; a
-   background thread retries it with the same doubling waits until the
-   database takes it, and ``Store.close()`` tries once more at shutdown.
+3. the kept outcome — the reply, which the store then adds to the chat once,
+   and the ``STORE_UNAVAILABLE`` audit the client was told — or a
+   ``failed``/``cancelled`` outcome that could not be written, is retried by a
+   background thread with the same doubling waits until the database takes
+   it, once more by ``Store.close()``, and at the next start by whichever
+   process opens the database (:func:`~contextfit.serving.store.open_store`).
 
-So once the database works again a live process leaves nothing ``pending``,
-and the chat never receives a reply its client was told was not stored (the
-client may append it itself). Only a process that stops while its database
-is still failing leaves a pending row behind (each is logged at shutdown):
-the next start finalizes it ``INTERRUPTED`` — "stopped before its outcome
-was recorded", which is then exactly what happened.
+So nothing a provider answered is lost, and the audit says what the client
+was told: a generation's own process never lets its lease reaper replace it
+with ``INTERRUPTED`` (:meth:`~contextfit.serving.store.Store.recover_interrupted`),
+and an ``INTERRUPTED`` written by another process meanwhile gives way to the
+true outcome. Only an outcome the disk refused too (it is full) lives in
+memory alone, and is lost if the process stops before the database recovers.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 
 from .audit import FAILED, PromptContextAudit
 from ..errors import StoreUnavailable
+from .spool import Kept, Spool
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +80,20 @@ def failure_reason(error: BaseException) -> str:
 
 
 class FinishQueue:
-    """Finishes generations through ``write``, keeping the outcomes it could not write yet."""
+    """Finishes generations through ``write``, keeping in ``spool`` the outcomes it could not write yet.
 
-    def __init__(self, write: Write, retry: FinishRetry | None = None) -> None:
+    ``is_outage(error)`` tells a database that cannot be reached or written (retry
+    later) from an outcome it will never take (set aside, so it never blocks the others).
+    """
+
+    def __init__(self, write: Write, retry: FinishRetry | None = None, spool: Spool | None = None,
+                 is_outage: Callable[[BaseException], bool] = lambda _error: True) -> None:  # fmt: skip
         self.retry = retry or FinishRetry()
+        self.spool = spool or Spool(None)
         self._write = write
-        self._waiting: dict[str, tuple[PromptContextAudit, int]] = {}
-        self._lock = threading.Lock()  # guards _waiting and _thread
+        self._is_outage = is_outage
+        self._settling: set[str] = set()  # generations this process is still trying: the drain leaves them
+        self._lock = threading.Lock()  # guards _settling and _thread
         self._draining = threading.Lock()  # one drain at a time
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -90,52 +102,79 @@ class FinishQueue:
         """Write a finalized generation (see the module docstring); returns the stored reply.
 
         Returns ``None`` when the chat was deleted meanwhile, or when an outcome
-        without a reply was queued for later. Raises ``STORE_UNAVAILABLE``,
-        carrying ``reply``, when the reply could not be stored.
+        without a reply was kept for later. Raises ``STORE_UNAVAILABLE``,
+        carrying ``reply``, when the reply could not be stored now.
         """
+        generation_id = audit.generation_id
         attempts = max(1, self.retry.attempts) if reply is not None else 1
-        for attempt in range(attempts):
-            if attempt:
-                time.sleep(self.retry.delay(attempt - 1))
-            try:
-                return self._write(audit, seq, reply)
-            except Exception as exc:  # whatever failed, the outcome must not be lost
-                error = exc
-        if reply is None:
-            self._keep(audit, seq, error)
-            return None
-        tries = "once" if attempts == 1 else f"{attempts} times"
-        failure = StoreUnavailable(
-            f"The provider answered, but the reply could not be stored: the database failed {tries} "
-            f"({failure_reason(error)}). The reply is returned with this error and is not in the chat."
-        )
-        failed = audit.finish(FAILED, failure)
-        self._keep(failed, seq, error)
-        raise StoreUnavailable(failure.message, reply=reply, audit=failed.to_dict()) from error
+        with self._lock:
+            self._settling.add(generation_id)
+        try:
+            for attempt in range(attempts):
+                if attempt:
+                    if attempt == 1:  # kept before the waits: a client that leaves, or a kill, loses nothing
+                        self.spool.keep(Kept(audit, seq, reply))
+                    time.sleep(self.retry.delay(attempt - 1))
+                try:
+                    stored = self._write(audit, seq, reply)
+                except Exception as exc:  # whatever failed, the outcome must not be lost
+                    error = exc
+                    continue
+                if attempt:
+                    self.spool.drop(generation_id)
+                return stored
+            if reply is None:
+                self._keep(Kept(audit, seq), error)
+                return None
+            tries = "once" if attempts == 1 else f"{attempts} times"
+            reason = f"the database failed {tries} ({failure_reason(error)})"
+            failure = StoreUnavailable(f"The provider answered, but the reply could not be stored yet: {reason}.")
+            failed = audit.finish(FAILED, failure)
+            memory_only = self._keep(Kept(failed, seq, reply), error)
+            kept = ("kept by the server, which adds it to the chat once the database takes it: do not append it "
+                    "yourself" if memory_only is None else f"kept in the server's memory only ({memory_only}), and "
+                    "added to the chat if the database recovers before the server stops")  # fmt: skip
+            message = f"{failure.message} It is returned with this error and {kept}."
+            raise StoreUnavailable(message, reply=reply, audit=failed.to_dict()) from error
+        finally:
+            with self._lock:
+                self._settling.discard(generation_id)
 
     def waiting(self) -> list[str]:
-        """The generation ids whose outcome is not written yet."""
+        """The generation ids whose outcome is kept and not written yet (this process's and, from a
+        folder shared with other processes, theirs), oldest first."""
         with self._lock:
-            return list(self._waiting)
+            settling = set(self._settling)
+        return [generation_id for generation_id in self.spool.ids() if generation_id not in settling]
 
     def drain(self) -> int:
-        """Try once to write every waiting outcome, oldest first; returns how many still wait."""
+        """Try once to write every kept outcome, oldest first; returns how many still wait."""
         with self._draining:
-            with self._lock:
-                items = list(self._waiting.values())
-            for audit, seq in items:
+            for generation_id in self.waiting():
+                kept = self.spool.load(generation_id)
+                if kept is None:
+                    continue  # written meanwhile by another process of this machine
                 try:
-                    self._write(audit, seq, None)
-                except Exception:
-                    break  # the database still fails: the rest waits for the next round
-                with self._lock:
-                    del self._waiting[audit.generation_id]
-                logger.info("generation %s: its outcome is now recorded (%s)", audit.generation_id, audit.error_code)
-            with self._lock:
-                return len(self._waiting)
+                    self._write(kept.audit, kept.seq, kept.reply)
+                except Exception as exc:
+                    if self._is_outage(exc):
+                        break  # the database still fails: the rest waits for the next round
+                    self.spool.set_aside(generation_id, f"the database refused it ({failure_reason(exc)})")
+                    continue
+                self.spool.drop(generation_id)
+                logger.info("generation %s: its outcome is now recorded (%s)", generation_id,
+                            kept.audit.error_code or kept.audit.status)  # fmt: skip
+            return len(self.waiting())
+
+    def start(self) -> None:
+        """Retry the kept outcomes in the background until the database takes them (if there are any)."""
+        with self._lock:
+            if self._thread is None and not self._stop.is_set() and self.spool.ids():
+                self._thread = threading.Thread(target=self._retry, name="contextfit-finish-retry", daemon=True)
+                self._thread.start()
 
     def close(self) -> list[str]:
-        """Stop the background retries, try the waiting outcomes once more, and return the ids left."""
+        """Stop the background retries, try the kept outcomes once more, and return the ids left."""
         self._stop.set()
         thread = self._thread
         if thread is not None:
@@ -144,34 +183,37 @@ class FinishQueue:
         self._stop.clear()
         left = self.waiting()
         for generation_id in left:
-            logger.error(
-                "generation %s: the database still failed at shutdown; its outcome was not recorded "
-                "and the next start will finalize it INTERRUPTED",
-                generation_id,
-            )
+            if self.spool.folder is not None and self.spool.load(generation_id) is not None:
+                logger.error("generation %s: the database still failed at shutdown; its outcome is kept in %s "
+                             "and recorded at the next start", generation_id, self.spool.folder)  # fmt: skip
+            else:
+                logger.error("generation %s: the database still failed at shutdown; its outcome was not recorded "
+                             "and the next start will finalize it INTERRUPTED", generation_id)  # fmt: skip
         return left
 
-    def _keep(self, audit: PromptContextAudit, seq: int, error: Exception) -> None:
+    def _keep(self, kept: Kept, error: Exception) -> str | None:
+        """Keep ``kept`` and retry it in the background; returns ``None`` once it is on disk, else why not."""
         logger.warning(
-            "generation %s: its outcome (%s) could not be recorded (%s); retrying in the background",
-            audit.generation_id,
-            audit.error_code or audit.status,
+            "generation %s: its outcome (%s) could not be recorded (%s); kept, and retried in the background",
+            kept.audit.generation_id,
+            kept.audit.error_code or kept.audit.status,
             failure_reason(error),
         )
-        with self._lock:
-            self._waiting[audit.generation_id] = (audit, seq)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._retry, name="contextfit-finish-retry", daemon=True)
-                self._thread.start()
+        memory_only = self.spool.keep(kept)
+        self.start()
+        return memory_only
 
     def _retry(self) -> None:
         attempt = 0
         while True:
             stopped = self._stop.wait(self.retry.delay(attempt))
             if not stopped:
-                self.drain()
+                try:
+                    self.drain()
+                except Exception:  # never the end of the retries: the next round tries again
+                    logger.exception("could not retry the kept outcomes")
             attempt += 1
             with self._lock:  # decided under the lock, so an outcome kept meanwhile starts a new thread
-                if stopped or not self._waiting:
+                if stopped or not self.spool.ids():
                     self._thread = None
                     return

@@ -9,21 +9,25 @@ documented on each profile in ``profiles.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from contextfit.caches import register
 from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_for
+from contextfit.tokens.memo import TextMemo
 from contextfit.tokens.models import get_model
-from contextfit.tokens.profiles import PROFILES
+from contextfit.tokens import openai_tools
+from contextfit.tokens.openai_tools import typescript_namespace
+from contextfit.tokens.profiles import PROFILES, ChatFormat
 from contextfit.tokens.reasoning_items import REASONING_ITEM, reasoning_item_tokens
 from contextfit.tokens.tokenizers import _LOCK, Tokenizer, _as_text, _json, get_tokenizer
 from contextfit.tokens.chat_templates import CHAT_TEMPLATES
 
 __all__ = ["TOOL_CALL_TOKENS", "TokenCounter", "token_counter", "typescript_namespace"]
 
-#: Tokens for one tool call, besides its name, arguments and id: the call wrapper
-#: and delimiters. OpenAI documents no formula; hmarr/openai-chat-tokens measured
-#: about 3 for a function call, so 8 over-counts on purpose.
+#: Tokens for one tool call, besides its name, arguments and id, where the format is
+#: unknown (every family but OpenAI's, whose calls are counted as measured:
+#: ``contextfit/tokens/openai_tools.py``): the call wrapper and delimiters, an over-count on purpose.
 TOOL_CALL_TOKENS = 8
 
 
@@ -57,15 +61,17 @@ class TokenCounter:
 
     # __weakref__: the engine keeps per-counter state in a WeakKeyDictionary
     __slots__ = (
-        "__weakref__", "_count", "_estimator", "_per_message", "_role_costs", "_template", "additive", "base_tokens",
-        "chat", "images", "tokenizer",
+        "__weakref__", "_call_costs", "_count", "_estimator", "_per_message", "_role_costs", "_template", "additive",
+        "base_tokens", "chat", "images", "tokenizer",
     )
 
-    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None, *, point: bool = False) -> None:
+    def __init__(self, tokenizer: Tokenizer, images: ImageRule | None = None, *, point: bool = False,
+                 chat: ChatFormat | None = None) -> None:
         self.tokenizer = tokenizer
         # image parts are counted from their dimensions (contextfit/tokens/images.py)
         self.images = images if images is not None else profile_rule(tokenizer.name)
-        self.chat = tokenizer.profile.chat
+        # a model's own chat format (GPT-5's tool rendering), else its profile's
+        self.chat = chat if chat is not None else tokenizer.profile.chat
         self._count = tokenizer.estimate if point else tokenizer.count
         self._estimator: TokenCounter | None = self if point or not tokenizer.approximate else None
         # An exact open-model profile counts with its family's chat template
@@ -76,6 +82,9 @@ class TokenCounter:
         self.base_tokens: int = self.chat.reply_priming if self._template is None else self._template.count(self._count, ())
         self._per_message = self.chat.per_message
         self._role_costs: dict[str, int] = {}
+        # what OpenAI tool calls cost, by their names and arguments (building the parallel wrapper's JSON
+        # costs more than counting it)
+        self._call_costs: TextMemo[int] = TextMemo(CALL_COSTS_BYTES)
 
     @property
     def profile(self) -> str:
@@ -102,7 +111,7 @@ class TokenCounter:
         True
         """
         if self._estimator is None:
-            self._estimator = TokenCounter(self.tokenizer, self.images, point=True)
+            self._estimator = TokenCounter(self.tokenizer, self.images, point=True, chat=self.chat)
         return self._estimator
 
     def __call__(self, messages: Iterable[Any]) -> int:
@@ -181,7 +190,8 @@ class TokenCounter:
         >>> counter.count_joined(block, parts) == counter.count_message({**block, "content": "".join(parts)})
         True
         """
-        if self._template is not None or self.tokenizer.approximate:
+        if self._template is not None or self.tokenizer.approximate or message.get("tool_calls"):
+            # (a call message's count depends on whether it has text: OpenAI's margin for text beside calls)
             return self.count_message({**message, "content": "".join(parts)})
         return self.count_message({**message, "content": ""}) + self.tokenizer.count_joined(parts)
 
@@ -189,6 +199,8 @@ class TokenCounter:
 
     def _role_cost(self, role: str) -> int:
         cost = self._count(role) if self.chat.role_is_text else 0
+        if role == "function" and self.chat.openai == openai_tools.CL100K:
+            cost -= openai_tools.FUNCTION_RESULT_DISCOUNT  # hmarr: a function result costs 2 less
         if len(self._role_costs) < 64 and len(role) <= 64:  # a handful of real roles; don't grow on junk
             self._role_costs[role] = cost
         return cost
@@ -220,11 +232,34 @@ class TokenCounter:
                 tokens += self._value_tokens(value)
             elif key == "tool_calls":
                 calls = value if isinstance(value, (list, tuple)) else (value,)
-                tokens += sum(self._tool_call_tokens(call) for call in calls if call is not None)
+                if self.chat.openai:
+                    tokens += self._openai_calls(message, calls)
+                else:
+                    tokens += sum(self._tool_call_tokens(call) for call in calls if call is not None)
             elif key == "function_call":
-                tokens += self._function_tokens(value)
+                if self.chat.openai and isinstance(value, Mapping):
+                    tokens += openai_tools.function_call_tokens(value, self._count, self.chat.openai)
+                else:
+                    tokens += self._function_tokens(value)
             # role and content are counted by the caller; meta, pinned, id, ... are not sent
         return tokens
+
+    def _openai_calls(self, message: dict, calls: Sequence[Any]) -> int:
+        """OpenAI tool calls as measured (``openai_tools.calls_tokens``), with the margin of
+        the shapes no recorded count covers; entries that are not calls as the generic rule."""
+        functions = [call for call in calls if isinstance(call, Mapping)]
+        junk = sum(self._tool_call_tokens(call) for call in calls if call is not None and not isinstance(call, Mapping))
+        if not functions:
+            return junk
+        margin = openai_tools.text_margin(message)
+        try:
+            key = "\x1f".join(f"{call['function']['name']}\x1e{call['function']['arguments']}" for call in functions)
+        except (KeyError, TypeError):  # an odd call: counted without the memo
+            return openai_tools.calls_tokens(functions, self._count, self.chat.openai) + margin + junk
+        cost = self._call_costs.get(key)
+        if cost is None:
+            cost = self._call_costs.put(key, openai_tools.calls_tokens(functions, self._count, self.chat.openai))
+        return cost + margin + junk
 
     def _tool_call_tokens(self, call: Any) -> int:
         if not isinstance(call, Mapping):
@@ -243,27 +278,47 @@ class TokenCounter:
             + self._value_tokens(function.get("arguments"))
         )
 
-    def count_tools(self, tools: Any) -> int:
-        """Tokens that tool definitions add to a request.
+    def count_tools(self, tools: Any, messages: Iterable[Any] | None = None, tool_choice: Any = None) -> int:
+        """Tokens that tool definitions add to a request of ``messages``.
 
         For OpenAI the definitions are rendered the way the model sees them (a
         TypeScript ``namespace functions`` block, as reverse-engineered by
-        hmarr/openai-chat-tokens) plus 9; elsewhere their JSON is counted.
-        Never raises.
+        hmarr/openai-chat-tokens and measured against the API:
+        ``contextfit/tokens/openai_tools.py``) plus 9, 4 fewer when ``messages``
+        open with a system (or developer) message, which they join and which
+        is then read with a trailing newline; a schema construct no recorded
+        count covers adds a token; a ``tool_choice`` (or legacy ``function_call``)
+        of ``"none"`` adds 1, one naming a function 4 and the name. Elsewhere
+        their JSON is counted. Never raises.
 
         >>> weather = {"type": "function", "function": {"name": "weather", "description": "Weather now.",
         ...            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
-        >>> token_counter("gpt-4o").count_tools([weather])
-        33
+        >>> counter = token_counter("gpt-4o")
+        >>> counter.count_tools([weather]), counter.count_tools([weather], [{"role": "system", "content": "Be brief."}])
+        (32, 28)
         """
         if not tools:
             return 0
         if self.chat.tools_format != "typescript":
             return self._count(_json(tools))
-        try:
-            return self._count(typescript_namespace(tools)) + 9
-        except Exception:  # noqa: BLE001 - odd definitions are counted as JSON
+        rule = self.chat.openai
+        if not isinstance(tools, (list, tuple)):  # one definition, or junk: its JSON
             return self._count(_json(tools))
+        functions = [tool for tool in tools if not openai_tools.is_hosted_search(tool)]
+        tokens = openai_tools.TOOL_SEARCH_TOKENS * (len(tools) - len(functions))  # measured estimate
+        if not functions:
+            return tokens
+        if rule in (openai_tools.HARMONY, openai_tools.HARMONY_O):  # GPT-5 in Chat Completions, measured
+            tokens += openai_tools.HARMONY_TOOLS_TOKENS
+        try:
+            tokens += self._count(typescript_namespace(functions, rule)) + openai_tools.WRAPPER_TOKENS
+            tokens += sum(openai_tools.definition_margins(functions, rule).values())
+        except Exception:  # noqa: BLE001 - odd definitions are counted as JSON
+            return tokens + self._count(_json(functions))
+        system = _first_system(messages)
+        if system is not None:
+            tokens += openai_tools.system_padding(system.get("content"), self._count) - openai_tools.SYSTEM_SHARE
+        return tokens + openai_tools.choice_tokens(tool_choice, self._count)
 
     def _content_tokens(self, content: Any, depth: int = 0) -> int:
         if isinstance(content, (list, tuple)):
@@ -303,7 +358,9 @@ class TokenCounter:
         return self._count(_json(part))  # unknown part: all of it, an over-count
 
 
-_COUNTERS: dict[tuple[str, str], TokenCounter] = {}
+_COUNTERS: dict[tuple[str, str, str], TokenCounter] = {}
+#: Bytes each counter's memo of OpenAI tool-call costs may hold.
+CALL_COSTS_BYTES = 4 * 1024 * 1024
 
 
 def _forget_counters() -> None:
@@ -330,71 +387,28 @@ def token_counter(model: str) -> TokenCounter:
     """
     if isinstance(model, str) and model.strip().lower() in PROFILES:
         name = model.strip().lower()
-        images = profile_rule(name)
+        images, rule = profile_rule(name), PROFILES[name].chat.openai
     else:
         info = get_model(model)
         name, images = info.tokenizer, rule_for(info.id, info.provider)
-    key = (name, images.name)  # one counter per profile and image rule
+        rule = openai_tools.rule_for(PROFILES[name].chat.openai, info.id) if name in PROFILES else ""
+    key = (name, images.name, rule)  # one counter per profile, image rule and tool rendering
     counter = _COUNTERS.get(key)
     if counter is None:
         tokenizer = get_tokenizer(name)
+        chat = tokenizer.profile.chat
+        chat = replace(chat, openai=rule) if rule != chat.openai else None
         with _LOCK:
             counter = _COUNTERS.get(key)
             if counter is None:
-                counter = _COUNTERS[key] = TokenCounter(tokenizer, images)
+                counter = _COUNTERS[key] = TokenCounter(tokenizer, images, chat=chat)
     return counter
 
 
-def typescript_namespace(tools: Any) -> str:
-    """OpenAI tool definitions as the model reads them: TypeScript types.
-
-    >>> print(typescript_namespace([{"type": "function", "function": {"name": "ping", "parameters": {}}}]))
-    namespace functions {
-    <BLANKLINE>
-    type ping = () => any;
-    <BLANKLINE>
-    } // namespace functions
-    """
-    lines = ["namespace functions {", ""]
-    for tool in tools:
-        function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
-        if function.get("description"):
-            lines.append(f"// {function['description']}")
-        parameters = function.get("parameters") or {}
-        if parameters.get("properties"):
-            lines.append(f"type {function.get('name', 'tool')} = (_: {{")
-            lines.append(_ts_properties(parameters, 0))
-            lines.append("}) => any;")
-        else:
-            lines.append(f"type {function.get('name', 'tool')} = () => any;")
-        lines.append("")
-    lines.append("} // namespace functions")
-    return "\n".join(lines)
-
-
-def _ts_properties(schema: Mapping, indent: int) -> str:
-    required = schema.get("required") or ()
-    lines = []
-    for name, prop in (schema.get("properties") or {}).items():
-        prop = prop if isinstance(prop, Mapping) else {}
-        if prop.get("description"):
-            lines.append(f"// {prop['description']}")
-        mark = "" if name in required else "?"
-        lines.append(f"{name}{mark}: {_ts_type(prop, indent)},")
-    return "\n".join(" " * indent + line for line in lines)
-
-
-def _ts_type(prop: Mapping, indent: int) -> str:
-    kind = prop.get("type")
-    if prop.get("enum"):
-        return " | ".join(f'"{v}"' if isinstance(v, str) else str(v) for v in prop["enum"])
-    if kind in ("number", "integer"):
-        return "number"
-    if kind in ("string", "boolean", "null"):
-        return kind
-    if kind == "object":
-        return "\n".join(["{", _ts_properties(prop, indent + 2), "}"])
-    if kind == "array":
-        items = prop.get("items")
-        return f"{_ts_type(items, indent)}[]" if isinstance(items, Mapping) else "any[]"
-    return "any"
+def _first_system(messages: Iterable[Any] | None) -> Mapping | None:
+    """The system or developer message ``messages`` open with, if they do (one further down
+    does not take the definitions: measured on GPT-5, where the count is then theirs alone)."""
+    if messages is None or isinstance(messages, (Mapping, str, bytes)):
+        return None
+    first = next(iter(messages), None)
+    return first if isinstance(first, Mapping) and first.get("role") in ("system", "developer") else None

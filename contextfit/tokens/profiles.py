@@ -41,6 +41,9 @@ class ChatFormat:
     ids_are_text: bool = True
     #: How tool definitions are counted: "typescript" (OpenAI's rendering) or "json".
     tools_format: str = "json"
+    #: OpenAI's measured rendering of tool definitions and calls (``contextfit/tokens/openai_tools.py``):
+    #: "o200k" (GPT-4o and later), "cl100k" (GPT-4, GPT-3.5), or "" (not an OpenAI profile).
+    openai: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +93,10 @@ class TokenizerProfile:
 
 
 # OpenAI cookbook, "How to count tokens with tiktoken": 3 tokens per message,
-# +1 per name, +3 to prime the reply; every string field is tokenized.
-_OPENAI_CHAT = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript")
+# +1 per name, +3 to prime the reply; every string field is tokenized. Tool
+# definitions and calls as measured against the API (tokens/openai_tools.py).
+_OPENAI_O200K = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript", openai="o200k")
+_OPENAI_CL100K = ChatFormat(per_message=3, reply_priming=3, ids_are_text=False, tools_format="typescript", openai="cl100k")
 # Claude's format is private; a probe of the API found text tokens + 3 for a
 # one-message request (javirandor/anthropic-tokenizer). 4 per message + role, 3
 # to prime: over-counts that.
@@ -136,12 +141,12 @@ PROFILES: dict[str, TokenizerProfile] = {
         TokenizerProfile(
             "o200k_base", "o200k_base", False,
             "Exact: OpenAI's o200k_base vocabulary (GPT-4o, GPT-4.1, GPT-5, o-series) via tiktoken.",
-            _OPENAI_CHAT,
+            _OPENAI_O200K,
         ),
         TokenizerProfile(
             "cl100k_base", "cl100k_base", False,
             "Exact: OpenAI's cl100k_base vocabulary (GPT-4, GPT-4 Turbo, GPT-3.5 Turbo) via tiktoken.",
-            _OPENAI_CHAT,
+            _OPENAI_CL100K,
         ),
         # Claude 3 to 4.6 and Haiku 4.5: the tokenizer is private and Anthropic's
         # old @anthropic-ai/tokenizer "is no longer accurate" since Claude 3.

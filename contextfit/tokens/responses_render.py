@@ -57,13 +57,19 @@ def responses_input(messages: Iterable[Mapping]) -> list[dict]:
 def responses_tools(tools: Iterable[Mapping]) -> list[dict]:
     """Tool definitions in the flat Responses form.
 
-    >>> responses_tools([{"type": "function", "function": {"name": "ping", "parameters": {}}}])
-    [{'type': 'function', 'name': 'ping', 'parameters': {}}]
+    >>> responses_tools([{"type": "function", "function": {"name": "ping", "parameters": {}}},
+    ...                  {"type": "function", "function": {"name": "rates"}, "defer_loading": True}])
+    [{'type': 'function', 'name': 'ping', 'parameters': {}}, {'type': 'function', 'name': 'rates', 'defer_loading': True}]
     """
     out = []
     for tool in tools:
+        if tool.get("type") == "namespace" and "tools" not in tool:
+            continue  # a namespace's own entry (its functions follow it, flattened)
         function = tool.get("function")
-        out.append({"type": "function", **function} if isinstance(function, Mapping) else dict(tool))
+        if isinstance(function, Mapping):
+            out.append({"type": "function", **function, **({"defer_loading": True} if tool.get("defer_loading") else {})})
+        else:
+            out.append(dict(tool))
     return out
 
 

@@ -147,17 +147,14 @@ def stable_budget(total: int, budget: int, step: int) -> int:
     return total - -(-(total - budget) // step) * step
 
 
-def kept_tokens(view: FitView, reasons: Sequence[str | None]) -> int:
-    """Overhead plus the tokens of every kept input message."""
-    count = view.count
-    return view.base_tokens + sum(count(i) for i, reason in enumerate(reasons) if reason is None)
-
-
 class BuiltinStrategy:
     """Base of the built-ins: callable like any plugin, with a fast ``propose``."""
 
     name = ""
     description = ""
+    #: Whether it cuts in ``stable_prefix`` steps (:func:`stable_prefix_step`); a built-in that does
+    #: not is given ``stable_prefix`` only to refuse it (``INVALID_SETTINGS``), never to ignore it.
+    takes_stable_prefix: ClassVar[bool] = False
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:  # pragma: no cover - abstract
         raise NotImplementedError

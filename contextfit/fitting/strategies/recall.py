@@ -9,7 +9,7 @@ from .. import results as r
 from ..analysis import FitView
 from ..relevance import DEFAULT_SCORER, EmbeddingRelevance, LexicalRelevance, RelevanceScorer, joined_bag
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
-from .walk import Walk, carried_walk, kept_total
+from .carried_walk import Walk, carried_walk, kept_total
 
 DEFAULT_WINDOW = 6
 
@@ -25,11 +25,6 @@ def recent_indices(view: FitView, window: int) -> list[int]:
             picked.append(index)
     picked.reverse()
     return picked
-
-
-def recent_query(view: FitView, window: int) -> str:
-    """The text of the last ``window`` chat messages: what relevance is measured against."""
-    return "\n".join(view.text(index) for index in recent_indices(view, window))
 
 
 def _scorer_from(options: dict[str, Any]) -> RelevanceScorer:

@@ -45,7 +45,7 @@ from ...text import SENTENCE_END, sentences_with_words, words
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, stable_budget, stable_prefix_step, start_reasons
 from .recall import recent_indices
 from .thinking import merge_replacements, thin, thinned_view, with_replacements
-from .walk import carried_walk, kept_total
+from .carried_walk import carried_walk, kept_total
 
 DEFAULT_SCAN_CHARS = 20_000
 MIN_SUMMARY_TOKENS = 24
@@ -209,6 +209,7 @@ class Summarize(BuiltinStrategy):
     """
 
     name = "summarize"
+    takes_stable_prefix = True
     description = (
         "Like truncate, but the dropped history becomes one local extractive summary (verbatim "
         "sentences chosen by salience, each traceable to its message) placed before the current input."
@@ -250,7 +251,7 @@ class Summarize(BuiltinStrategy):
             return plain(f"only {room} tokens are free for a summary")
         if view.walks is not None and view.analysis.counted_total is not None:
             # A session's refit: the walk at the budget less the reserve, carried
-            # from its last fit (strategies/walk.py), is what fill_newest keeps.
+            # from its last fit (strategies/carried_walk.py), is what fill_newest keeps.
             walk = carried_walk(view, budget - reserve, view.walks)
             reasons = list(walk.reasons)
             space = room - (walk.cum[-1] - walk.cum[walk.cut])
@@ -299,7 +300,7 @@ class Summarize(BuiltinStrategy):
             )
         message, tokens, sources = block
         # The walk's kept and excluded messages are the fit's (what it summarized it had
-        # excluded): the host need not derive them again (strategies/walk.py).
+        # excluded): the host need not derive them again (strategies/carried_walk.py).
         assembled = None if walk is None else (kept_total(view, walk) + tokens, walk.kept, walk.excluded)
         return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics,
                         assembled)
@@ -459,7 +460,7 @@ def _candidates(view: FitView, index: int, limit: int | None = None) -> _Candida
 
 
 def _recent_words(view: FitView, window: int, limit: int | None = None) -> frozenset[str]:
-    """The content words of :func:`~contextfit.fitting.strategies.recall.recent_query`,
+    """The content words of the last ``window`` chat messages (what relevance is measured against),
     each message's cached (of a message longer than ``limit``, its end)."""
     derived = view.analysis.derived
     found = []

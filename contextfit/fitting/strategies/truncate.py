@@ -13,6 +13,7 @@ class Truncate(BuiltinStrategy):
     """Drops the oldest unprotected groups until the prompt fits."""
 
     name = "truncate"
+    takes_stable_prefix = True
     description = "Drops the oldest unprotected groups (a tool call with all its results counts as one) until the prompt fits."
 
     def propose(self, view: FitView, budget: int, **options: Any) -> Proposal:

@@ -6,6 +6,7 @@ content parts, reasoning fields); only a ``meta`` dict is added.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from contextfit.errors import InvalidConversation
@@ -149,6 +150,13 @@ def request_warnings(body: dict, root: str) -> list[str]:
                 f"The request asks for {key}={body[key]}; it is not used. Set the response reserve "
                 "to match if you want the same room for the reply."
             )
+    choice = body.get("tool_choice", body.get("function_call"))
+    if choice == "none" or isinstance(choice, dict):
+        warnings.append(
+            f"The request sets tool_choice={json.dumps(choice)}; plans do not take it. On GPT-3.5 and GPT-4 "
+            'a named function costs 4 tokens and its name more than the plan counts, "none" 1 more '
+            "(contextfit.token_counter(model).count_tools(tools, messages, tool_choice) counts it)."
+        )
     for key in _MEDIA_KEYS:
         files = body.get(key)
         if isinstance(files, list) and files:

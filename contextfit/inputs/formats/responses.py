@@ -15,6 +15,9 @@ rendering work as for Chat Completions:
 * ``function_call_output`` (and ``custom_tool_call_output``): a ``tool`` message;
 * ``reasoning``: a ``reasoning`` part at the start of the content of the
   assistant message that follows it (kept whole: ``summary``, ``encrypted_content``);
+* ``tool_search_call`` / ``tool_search_output``: a call of ``tool_search`` and
+  its result, whose content is the JSON of the definitions it loaded (they
+  also join the request's tools, sent);
 * anything else (hosted tool calls, ``item_reference``, ...): skipped, and a
   warning names each skipped item.
 
@@ -39,11 +42,15 @@ ROLES = ("user", "assistant", "system", "developer")
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 #: Item types only the Responses API has; one of them in a list marks it as Responses input.
-ITEM_TYPES = frozenset({"reasoning", "item_reference", *_CALLS, *_OUTPUTS})
+ITEM_TYPES = frozenset({"reasoning", "item_reference", "tool_search_call", "tool_search_output", *_CALLS, *_OUTPUTS})
 _PART_TYPES = frozenset({"input_text", "output_text", "input_image", "input_file"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 #: Tool definition types sent as a function schema; the others are OpenAI's hosted tools.
 _FUNCTION_TOOLS = frozenset({"function"})
+#: Items that carry tool definitions into the prompt (a tool search's result, tools added mid-run).
+_TOOL_ITEMS = frozenset({"tool_search_output", "additional_tools"})
+#: OpenAI's tool search (hosted, or run by the client with a schema of its own): counted with the tools.
+_SEARCH_TOOLS = frozenset({"tool_search"})
 #: How many items of a list detection looks at.
 _SCAN = 64
 
@@ -143,7 +150,7 @@ def import_responses(parsed: Parsed) -> Conversation:
     warnings.extend(_body_warnings(body, parsed.root))
     return Conversation(
         messages=reader.messages,
-        tools=read_tools(body, parsed.root, warnings),
+        tools=read_tools(body, parsed.root, warnings, reader.loaded_tools),
         format=FORMAT,
         model=as_model(body.get("model")),
         warnings=warnings,
@@ -174,6 +181,10 @@ class _Reader:
         self.calls: dict[str, str] = {}  # call_id -> path of its call
         self.answered: set[str] = set()
         self.skipped: list[str] = []
+        #: tool definitions items carry: loaded by a tool search (``tool_search_output``), or
+        #: sent mid-conversation (``additional_tools``); the request's tools take them in
+        self.loaded_tools: list[Any] = []
+        self.searches: list[str] = []  # the ids of the tool searches' calls, in order
 
     def add(self, item: Any, path: str, index: int) -> None:
         item = expect_dict(item, path)
@@ -186,7 +197,13 @@ class _Reader:
             self._output(item, path, index)
         elif kind == "reasoning":
             self._reasoning(item, path)
+        elif kind == "tool_search_call":
+            self._search_call(item, path, index)
+        elif kind == "tool_search_output":
+            self._search_output(item, path, index)
         elif kind:
+            if kind in _TOOL_ITEMS and isinstance(item.get("tools"), list):
+                self.loaded_tools.extend(tool for tool in item["tools"] if isinstance(tool, dict))
             what = f"{kind} {item['id']!r}" if kind == "item_reference" and isinstance(item.get("id"), str) else kind
             self.skipped.append(f"{what} ({path})")
         else:
@@ -276,6 +293,29 @@ class _Reader:
         self._flush_reasoning(path)
         self.open_call = None
         self._append({"role": "tool", "tool_call_id": call_id, "content": output}, item, index)
+
+    def _search_call(self, item: dict, path: str, index: int) -> None:
+        """A tool search's call: a call of ``tool_search`` with its arguments (a server search without
+        a ``call_id`` is linked by its own ``id``)."""
+        call_id = next((value for value in (item.get("call_id"), item.get("id")) if isinstance(value, str) and value),
+                       f"tool_search_{index}")
+        arguments = item.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        self.searches.append(call_id)
+        self._call({"call_id": call_id, "name": "tool_search", "arguments": arguments}, path, index, "arguments")
+
+    def _search_output(self, item: dict, path: str, index: int) -> None:
+        """A tool search's result: a tool message holding the definitions it loaded (as JSON; they are
+        counted with the request's tools too, the higher reading, as OpenAI does not say where it puts them)."""
+        tools = item.get("tools")
+        tools = [tool for tool in tools if isinstance(tool, dict)] if isinstance(tools, list) else []
+        self.loaded_tools.extend(tools)
+        call_id = item.get("call_id")
+        if not (isinstance(call_id, str) and call_id):
+            call_id = self.searches[-1] if self.searches else f"tool_search_{index}"
+        output = json.dumps(tools, ensure_ascii=False) if tools else ""
+        self._output({"type": "tool_search_output", "call_id": call_id, "output": output}, path, index)
 
     def _reasoning(self, item: dict, path: str) -> None:
         summary = item.get("summary", [])
@@ -389,49 +429,92 @@ def _image(part: dict, path: str, warnings: list[str]) -> dict:
     return {key: value for key, value in part.items() if key in ("type", "file_id", "detail")}
 
 
-def read_tools(body: dict, root: str, warnings: list[str]) -> list[dict]:
+def read_tools(body: dict, root: str, warnings: list[str], loaded: list[Any] = ()) -> list[dict]:
     """The request's function tools in the Chat Completions form (``{"type": "function", "function": {...}}``).
 
-    Hosted tools (``web_search``, ``file_search``, ...) have no published cost
-    and are left out with a warning.
+    A function marked ``defer_loading`` keeps the mark (``{"type": "function", "function": {...},
+    "defer_loading": true}``): it is registered, not sent, until a tool search loads it — a
+    definition in ``loaded`` (the ``tool_search_output`` and ``additional_tools`` items of the
+    input) is sent. A ``namespace`` gives its functions, and is itself a deferred entry (the model
+    sees its name and description). The ``tool_search`` tool is kept (it is counted). Other hosted
+    tools (``web_search``, ``file_search``, ...) have no published cost and are left out with a warning.
 
     >>> read_tools({"tools": [{"type": "function", "name": "ping", "parameters": {}}]}, "$", [])
     [{'type': 'function', 'function': {'name': 'ping', 'parameters': {}}}]
+    >>> [tool.get("defer_loading", False) for tool in read_tools({"tools": [{"type": "tool_search"},
+    ...     {"type": "function", "name": "rates", "defer_loading": True}]}, "$", [])]
+    [False, True]
     """
     declared = body.get("tools")
-    if declared is None:
+    if declared is None and not loaded:
         return []
     path = child(root, "tools")
-    if not isinstance(declared, list):
+    if declared is not None and not isinstance(declared, list):
         warnings.append(f"{path} is {describe(declared)}, not a list; no tools were read.")
-        return []
-    tools, hosted, deferred = [], [], []
-    for index, tool in enumerate(declared):
+        declared = []
+    tools: list[dict] = []
+    hosted: list[str] = []
+    for index, tool in enumerate(declared or ()):
         if not isinstance(tool, dict):
             warnings.append(f"{child(path, index)} is {describe(tool)}, not a tool definition; it was skipped.")
             continue
         kind = type_of(tool)
-        if kind not in _FUNCTION_TOOLS:
-            hosted.append(str(kind))
-            continue
-        if isinstance(tool.get("function"), dict):  # already the Chat Completions form
+        if kind in _SEARCH_TOOLS:
             tools.append(tool)
+        elif kind == "namespace" and isinstance(tool.get("tools"), list):
+            tools.append({"type": "namespace", "name": tool.get("name", "namespace"),
+                          "description": tool.get("description", ""), "defer_loading": True})
+            tools.extend(_function_form(inner) for inner in tool["tools"]
+                         if isinstance(inner, dict) and type_of(inner) in _FUNCTION_TOOLS)
+        elif kind in _FUNCTION_TOOLS:
+            tools.append(_function_form(tool))
+        else:
+            hosted.append(str(kind))
+    names = {_tool_name(tool): index for index, tool in enumerate(tools)}
+    sent_later = []
+    for tool in loaded:
+        if type_of(tool) not in _FUNCTION_TOOLS:
             continue
-        function = {key: value for key, value in tool.items() if key not in ("type", "defer_loading")}
-        if tool.get("defer_loading"):
-            deferred.append(str(tool.get("name", "tool")))
-        tools.append({"type": "function", "function": function})
+        found = names.get(_tool_name(_function_form(tool)))
+        if found is None:
+            sent_later.append({key: value for key, value in _function_form(tool).items() if key != "defer_loading"})
+        else:
+            tools[found] = {key: value for key, value in tools[found].items() if key != "defer_loading"}
+    tools.extend(sent_later)
     if hosted:
         warnings.append(
             f"{path} lists hosted tools ({', '.join(hosted)}); OpenAI does not publish what their definitions "
             "add to the prompt, so they are not counted."
         )
+    deferred = [_tool_name(tool) for tool in tools if tool.get("defer_loading")]
     if deferred:
         warnings.append(
-            f"Tools with defer_loading ({', '.join(deferred)}) are counted as if loaded: OpenAI adds them to the "
-            "prompt only once a tool search finds them."
+            f"Deferred tools ({', '.join(deferred)}) are registered, not sent: OpenAI adds a definition to the "
+            "prompt only once a tool search loads it; the name and description the model searches are counted."
+        )
+    if loaded:
+        warnings.append(
+            f"{plural(len(loaded), 'tool definition')} loaded by a tool search or sent as additional_tools "
+            "are counted with the request's tools."
         )
     return tools
+
+
+def _function_form(tool: dict) -> dict:
+    """A function definition in the Chat Completions form, ``defer_loading`` kept beside it."""
+    if isinstance(tool.get("function"), dict):  # already the Chat Completions form
+        return tool
+    function = {key: value for key, value in tool.items() if key not in ("type", "defer_loading")}
+    form: dict = {"type": "function", "function": function}
+    if tool.get("defer_loading"):
+        form["defer_loading"] = True
+    return form
+
+
+def _tool_name(tool: dict) -> str:
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
+    return name if isinstance(name, str) else ""
 
 
 def _body_warnings(body: dict, root: str) -> list[str]:

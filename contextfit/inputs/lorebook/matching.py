@@ -99,7 +99,7 @@ class RegexLimits:
     max_text_chars: int = 1_000_000
 
 
-_LIMITS: ContextVar[RegexLimits] = ContextVar("contextfit_regex_limits", default=RegexLimits())
+_LIMITS: ContextVar[RegexLimits] = ContextVar("contextfit_regex_limits", default=RegexLimits())  # noqa: B039 - frozen
 
 
 @contextmanager

@@ -25,18 +25,23 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
+import sqlalchemy as sa
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
+from pydantic_core import to_json
 from starlette.exceptions import HTTPException
 
-from ...errors import ContextfitError, GenerationCancelled
+from ...errors import ContextfitError, GenerationCancelled, StoreUnavailable
+from ..database import is_outage
+from ..outcomes import failure_reason
 from ..cancellation import request_cancel, until_stopped
 from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
 from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
-from ..replaying import replay_chat
+from ..replay_endpoint import replay_chat
+from ...replays.recommend import RETENTION
 from ...pipeline.settings import unknown_setting_message
 from ..store import Store
 from . import schemas as s
@@ -47,6 +52,7 @@ from .workers import WorkerPool, check_deadline
 #: HTTP status per error code; other codes are 400.
 STATUS: dict[str, int] = {
     "CHAT_NOT_FOUND": 404,
+    "CHAT_TOO_LARGE": 413,
     "AUDIT_NOT_FOUND": 404,
     "REQUEST_TOO_LARGE": 413,
     "HOST_NOT_ALLOWED": 400,
@@ -78,15 +84,24 @@ _HTTP_CODES = {400: "INVALID_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWE
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entries for the error statuses a route can answer (422 always: a bad request)."""
+    """OpenAPI entries for the error statuses a route can answer (422 always: a bad request; 503 always:
+    the database cannot be reached, ``STORE_UNAVAILABLE`` with ``Retry-After``)."""
     return {
         status: {"model": s.ErrorResponse, "description": "An error with a stable code"}
-        for status in sorted({*statuses, 422})
+        for status in sorted({*statuses, 422, 503})
     }
 
 
 def _settings(model: Any) -> dict[str, Any] | None:
     return None if model is None else model.model_dump(exclude_none=True)
+
+
+def _json(data: Any) -> Response:
+    """``data`` as the routes' JSON, rendered in the thread that calls this (a worker, never the
+    event loop: a chat or a plan of megabytes would hold up every other request). The route's
+    ``response_model`` still documents the shape; NaN and infinities become ``null``, as FastAPI's
+    own encoder writes them."""
+    return Response(to_json(data, inf_nan_mode="null"), media_type="application/json")
 
 
 # -- what the endpoints depend on: the app's own objects, set by create_app ---------------------
@@ -135,36 +150,38 @@ async def create_chat(body: s.ChatCreate, store: StoreDep, pool: PoolDep) -> dic
 
 
 @router.get("/chats", response_model=s.ChatList, operation_id="listChats", tags=["chats"], responses=_errors())
-def list_chats(store: StoreDep) -> dict:
+def list_chats(store: StoreDep) -> Response:
     """Every chat, most recently updated first, with its audit status."""
-    return {"chats": [chat.to_dict() for chat in store.list_chats()]}
+    return _json({"chats": [chat.to_dict() for chat in store.list_chats()]})
 
 
 @router.get("/chats/{chat_id}", response_model=s.Chat, operation_id="getChat", tags=["chats"], responses=_errors(404))
-def get_chat(chat_id: str, store: StoreDep) -> dict:
+def get_chat(chat_id: str, store: StoreDep) -> Response:
     """The chat with its messages, in order."""
-    return store.get_chat(chat_id).to_dict()
+    return _json(store.get_chat(chat_id).to_dict())
 
 
 @router.patch("/chats/{chat_id}", response_model=s.Chat, operation_id="updateChat", tags=["chats"],
               responses=_errors(404, 413, 503))  # fmt: skip
-async def update_chat(chat_id: str, body: s.ChatUpdate, store: StoreDep, pool: PoolDep) -> dict:
+async def update_chat(chat_id: str, body: s.ChatUpdate, store: StoreDep, pool: PoolDep) -> Response:
     """Change the title, model or settings (settings are replaced whole, and checked as at creation)."""
     changes = body.model_dump(exclude_unset=True)
     if "settings" in changes:
         changes["settings"] = _settings(body.settings) or {}
     if {"model", "settings"} & set(changes):
-        chat = await anyio.to_thread.run_sync(store.get_chat, chat_id)
+        chat = await anyio.to_thread.run_sync(lambda: store.get_chat(chat_id, with_messages=False))
         await pool.run(check_chat_settings, changes.get("model", chat.model), changes.get("settings", chat.settings))
-    updated = await anyio.to_thread.run_sync(lambda: store.update_chat(chat_id, **changes))
-    return updated.to_dict()
+    return await anyio.to_thread.run_sync(lambda: _json(store.update_chat(chat_id, **changes).to_dict()))
 
 
-@router.post("/chats/{chat_id}/messages", response_model=s.Chat, operation_id="appendMessages", tags=["chats"],
-             responses=_errors(404, 413))  # fmt: skip
-def append_messages(chat_id: str, body: s.MessagesAppend, store: StoreDep) -> dict:
-    """Append messages to the chat; returns the chat."""
-    return store.append_messages(chat_id, s.messages_json(body.messages)).to_dict()
+@router.post("/chats/{chat_id}/messages", response_model=s.MessagesAppended, operation_id="appendMessages",
+             tags=["chats"], responses=_errors(404, 413))  # fmt: skip
+def append_messages(chat_id: str, body: s.MessagesAppend, store: StoreDep) -> Response:
+    """Append messages to the chat; returns the chat's fields with the messages just appended (not the whole chat).
+
+    A chat past its limits (as many messages and bytes as an imported file) is 413 ``CHAT_TOO_LARGE``.
+    """
+    return _json(store.append_messages(chat_id, s.messages_json(body.messages)).to_dict())
 
 
 @router.delete("/chats/{chat_id}", status_code=204, operation_id="deleteChat", tags=["chats"], responses=_errors(404))
@@ -184,7 +201,7 @@ async def generate_reply(
     pool: PoolDep,
     running: RunningDep,
     body: s.GenerateRequest | None = None,
-) -> dict:
+) -> Response:
     """Plan the prompt, record the audit, call the provider (echo by default) and store the reply.
 
     The audit is finalized ``completed``, ``failed`` (the error's code) or
@@ -198,14 +215,15 @@ async def generate_reply(
             offload=pool.run,
         )
 
-    return (await _until_done_or_gone(request, running, chat_id, work)).to_dict()
+    result = await _until_done_or_gone(request, running, chat_id, work)
+    return await anyio.to_thread.run_sync(lambda: _json(result.to_dict()))
 
 
 @router.post("/chats/{chat_id}/cancel", response_model=s.Cancelled, operation_id="cancelGeneration",
              tags=["generation"], responses=_errors(404))  # fmt: skip
 async def cancel(chat_id: str, store: StoreDep, running: RunningDep) -> dict:
     """Cancel the chat's running generations, in whichever server process (their audits end ``cancelled``)."""
-    await anyio.to_thread.run_sync(store.get_chat, chat_id)
+    await anyio.to_thread.run_sync(lambda: store.get_chat(chat_id, with_messages=False))
     here = running.cancel(chat_id)  # cancel scopes belong to the event loop's thread
     anywhere = await anyio.to_thread.run_sync(request_cancel, store.engine, chat_id)  # polled by their process
     return {"cancelled": max(here, anywhere)}
@@ -213,9 +231,9 @@ async def cancel(chat_id: str, store: StoreDep, running: RunningDep) -> dict:
 
 @router.get("/chats/{chat_id}/context-audit", response_model=s.ContextAudit, operation_id="getContextAudit",
             tags=["generation"], responses=_errors(404))  # fmt: skip
-def context_audit(chat_id: str, store: StoreDep) -> dict:
+def context_audit(chat_id: str, store: StoreDep) -> Response:
     """The latest finalized audit: 404 ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND`` otherwise."""
-    return store.get_audit(chat_id).to_dict()
+    return _json(store.get_audit(chat_id).to_dict())
 
 
 def _preview_settings(body: s.PreviewRequest) -> dict[str, Any]:
@@ -226,11 +244,11 @@ def _preview_settings(body: s.PreviewRequest) -> dict[str, Any]:
 
 @router.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
              responses=_errors(404, 413, 503))  # fmt: skip
-async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> dict:
+async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> Response:
     """The plan generation would send, for a chat or inline messages. Writes nothing."""
 
-    def plan() -> dict:
-        return preview(
+    def plan() -> Response:
+        return _json(preview(
             store,
             providers,
             chat_id=body.chatId,
@@ -238,23 +256,23 @@ async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: Pr
             provider=body.provider,
             model=body.model,
             settings=_preview_settings(body),
-        ).to_dict()
+        ).to_dict())
 
     return await pool.run(plan)
 
 
 @router.post("/replay", response_model=s.ReplayResult, operation_id="replayConversation", tags=["generation"],
              responses=_errors(404, 413, 503))  # fmt: skip
-async def replay_conversation(body: s.ReplayRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> dict:
+async def replay_conversation(body: s.ReplayRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> Response:
     """Every strategy over the conversation, turn by turn: cost, prompt cache, facts kept. Writes nothing."""
 
-    def run() -> dict:
+    def run() -> Response:
         # stops after the turn that passes the time limit: the answer (503) is sent, the thread is freed
-        return replay_chat(
+        return _json(replay_chat(
             store, providers, chat_id=body.chatId, messages=s.messages_json(body.messages), provider=body.provider,
             model=body.model, settings=_preview_settings(body), strategies=body.strategies, facts=body.facts,
-            progress=check_deadline,
-        ).to_dict()
+            progress=check_deadline, priority=body.priority or RETENTION,
+        ).to_dict())
 
     return await pool.run(run)
 
@@ -307,6 +325,7 @@ def create_app(
     app.add_middleware(RequestGuard, hosts=hosts, api_key=api_key)
     app.add_middleware(ContainFailures)
     app.add_exception_handler(ContextfitError, contextfit_error)
+    app.add_exception_handler(sa.exc.SQLAlchemyError, database_error)
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, internal_error)
@@ -336,14 +355,29 @@ def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
-async def contextfit_error(_request: Request, exc: ContextfitError) -> JSONResponse:
-    """Every :class:`~contextfit.ContextfitError` as ``{"error": {"code", "message", ...}}`` with its status."""
+async def contextfit_error(request: Request, exc: ContextfitError) -> JSONResponse:
+    """Every :class:`~contextfit.ContextfitError` as ``{"error": {"code", "message", ...}}`` with its status;
+    a 503 says when to try again (``Retry-After``)."""
     detail = exc.to_dict()
-    response = _error(STATUS.get(exc.code, 400), detail.pop("code"), detail.pop("message"), **detail)
+    status = STATUS.get(exc.code, 400)
+    response = _error(status, detail.pop("code"), detail.pop("message"), **detail)
     retry_after = getattr(exc, "retry_after", None)
+    if retry_after is None and status == 503:
+        retry_after = request.app.state.limits.retry_after
     if retry_after is not None:
         response.headers["Retry-After"] = str(retry_after)
     return response
+
+
+async def database_error(request: Request, exc: sa.exc.SQLAlchemyError) -> JSONResponse:
+    """The database cannot be reached or written (down, a dropped connection, locked past the
+    timeout, a full disk): 503 ``STORE_UNAVAILABLE`` with ``Retry-After``, from every endpoint.
+    Any other database error is a 500 like any other failure."""
+    if not is_outage(exc):
+        raise exc  # on to the 500 handler, which answers without details and leaves the traceback to the log
+    error = StoreUnavailable(f"The database cannot be reached or written now ({failure_reason(exc)}); nothing was "
+                             "changed by this request. Try again shortly.")  # fmt: skip
+    return await contextfit_error(request, error)
 
 
 async def invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:

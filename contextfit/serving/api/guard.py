@@ -4,7 +4,10 @@
 
 - a ``Host`` that is not one of the server's own names → 400
   ``HOST_NOT_ALLOWED`` (a page on ``evil.example`` whose name was rebound
-  to 127.0.0.1 cannot read or change chats);
+  to 127.0.0.1 cannot read or change chats); so is a malformed one
+  (:func:`request_host`: a port that is not 1–65535, anything after the
+  name or the port, an IPv6 address without brackets, a trailing dot) and
+  a request with more than one ``Host``;
 - a request that changes data (POST, PUT, PATCH, DELETE, with or without a
   body) sent by another site's page → 403 ``CROSS_SITE_REQUEST``: its
   ``Sec-Fetch-Site`` is not ``same-origin``/``none``, or its ``Origin`` is
@@ -27,6 +30,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import re
 from collections.abc import Iterable
 
 from ...errors import ContextfitError, CrossSiteRequest, HostNotAllowed, InternalFailure, Unauthorized
@@ -48,10 +52,40 @@ def host_name(host: str) -> str:
     """
     host = host.strip().lower()
     if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    if host.count(":") == 1:
-        return host.split(":", 1)[0]
-    return host
+        host = host[1 : host.find("]")] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    try:
+        return ipaddress.IPv6Address(host).compressed  # one spelling per address, as request_host gives it
+    except ValueError:
+        return host
+
+
+_HOST = re.compile(
+    r"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?))(?::(?P<port>[0-9]{1,5}))?"
+)
+
+
+def request_host(value: str) -> str | None:
+    """The name a request's ``Host`` header gives (lower-cased; an IPv6 address in its short form,
+    without brackets), or ``None`` when the header is malformed: only ``name``, ``name:port``,
+    ``[ipv6]`` and ``[ipv6]:port`` with a port of 1–65535 are read (RFC 9110 §7.2).
+
+    >>> request_host("LocalHost:8000"), request_host("[0:0::1]:80"), request_host("127.0.0.1")
+    ('localhost', '::1', '127.0.0.1')
+    >>> [request_host(bad) for bad in ("localhost:80@evil.example", "localhost:abc", "[::1]junk", "::1", "localhost.")]
+    [None, None, None, None, None]
+    """
+    found = _HOST.fullmatch(value)
+    if found is None or (found["port"] is not None and not 0 < int(found["port"]) < 65536):
+        return None
+    if found["ip6"] is not None:
+        try:
+            return ipaddress.IPv6Address(found["ip6"]).compressed
+        except ValueError:
+            return None
+    name = found["name"].lower()
+    return None if ".." in name else name
 
 
 def is_loopback(host: str) -> bool:
@@ -94,7 +128,8 @@ class RequestGuard:
         headers = _headers(scope)
         host = headers.get("host", "")
         refusal: tuple[int, ContextfitError] | None = None
-        if host_name(host) not in self.hosts:
+        hosts = [value for name, value in scope.get("headers") or () if name.lower() == b"host"]
+        if len(hosts) > 1 or request_host(host) not in self.hosts:
             refusal = (400, HostNotAllowed(host))
         elif scope.get("method", "GET") not in _SAFE_METHODS and _from_another_site(headers, host):
             refusal = (403, CrossSiteRequest())

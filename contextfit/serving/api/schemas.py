@@ -24,11 +24,13 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..audit import AuditBlock, PromptContextAudit
-from ..camel import camel_case
+from ..json_names import camel_case
 from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
 from ...pipeline.plan import TokenizerInfo
 from ...pipeline.settings import SETTINGS
+from ...replays.recommend import PRIORITIES
+from ..store import Appended as StoredAppended
 from ..store import Chat as StoredChat
 
 MAX_MESSAGES = 10_000
@@ -167,7 +169,10 @@ class ReplayRequest(PreviewRequest):
         None, description="Strategy names, or {strategy, label, options} with camelCase options (default: the built-ins)."
     )
     facts: Annotated[list[StrictStr | dict[str, Any]], Field(max_length=200)] | None = Field(
-        None, description="Must-survive facts: text, /regex/flags, or {text|regex|message, name} (default: the entity rule)."
+        None, description="Must-survive facts: text, /regex/flags, or {text|regex|message, name} (default: the facts the conversation marks)."
+    )
+    priority: Literal[PRIORITIES] | None = Field(  # type: ignore[valid-type]
+        None, description="What the recommendation favours: retention (default), cost or cache."
     )
 
 
@@ -218,6 +223,12 @@ ContextAudit = _model_of(
     blocks=(list[AuditBlockModel], ...),  # type: ignore[valid-type]
 )
 Chat = _model_of(StoredChat, "Chat", "A chat with its settings and its messages, in order.")
+MessagesAppended = _model_of(
+    StoredAppended,
+    "MessagesAppended",
+    "What an append stored: the chat's fields with only the messages just appended, as stored "
+    "(``appendedFrom``: the position of the first; ``messageCount``: how many the chat holds now).",
+)
 PlanBlock = _model_of(
     AuditBlock, "PlanBlock", "One prompt block with its text and fate.", content=(str, ...), fate=(str, ...)
 )
@@ -226,6 +237,16 @@ PlanBlock = _model_of(
 class Generated(BaseModel):
     message: dict[str, Any] | None = Field(description="The reply, as stored in the chat.")
     audit: ContextAudit  # type: ignore[valid-type]
+
+
+class Recommendation(_Open):
+    """Which strategy to ship under the priority (SPEC §10)."""
+
+    strategy: str | None = Field(description="The strategy to ship; null for a tie, or when none can be.")
+    priority: str
+    sentence: str = Field(description="What it keeps and gives up, and the trade-off against the runner-up.")
+    loses: str | None = Field(description="What it does not send, in words.")
+    costPer1000Conversations: float | None = Field(description="US dollars, reply included, cache-aware.")
 
 
 class ReplayResult(_Open):
@@ -237,6 +258,7 @@ class ReplayResult(_Open):
     totals: dict[str, Any]
     verdict: dict[str, Any]
     turns: dict[str, Any]
+    recommendation: Recommendation | None = None
 
 
 class PromptPlan(_Open):

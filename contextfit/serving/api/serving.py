@@ -11,7 +11,14 @@ own h11 protocol with:
   request on a kept-alive connection);
 - a body deadline: the whole body within ``body_seconds`` of the headers;
 - the keep-alive timeout (``keep_alive_seconds``, uvicorn's own);
-- at most ``max_connections`` open connections: one more is closed at once.
+- at most ``max_connections`` open connections. When one more arrives, a
+  connection that waits for its client is closed to make room, so a slow
+  client (or hundreds of them) cannot lock the others out: the one that has
+  sent nothing for longest, if it is :data:`STALLED_SECONDS` or more (in its
+  headers, its body, or idle between requests), else the oldest still in its
+  headers or idle (a flood of fresh sockets displaces itself). A request the
+  app is working on, or whose body keeps coming, is never closed so; when
+  every connection is such, the new one is closed at once.
 
 A stalled client is logged once, when its connection is closed; when many
 are, the first few are logged and the rest counted in one line a minute.
@@ -29,6 +36,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .limits import ServerLimits
 
 logger = logging.getLogger("uvicorn.error")  # formatted and filtered like uvicorn's own warnings
+
+#: Seconds without a byte from its client after which a connection waiting for it may be closed for a new one.
+STALLED_SECONDS = 1.0
 
 
 class QuietLog:
@@ -75,23 +85,54 @@ class _TimedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline = None
         self._phase: str | None = None
+        self._heard = 0.0  # loop time of the client's last byte (or of the connection, or of the last answer)
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
-            self.log.note(f"refused a connection from {_peer(self.client)}: {self.limits.max_connections} are open already")
-            self.transport.close()
-            return
+        self._heard = self.loop.time()
+        if sum(not _closing(other) for other in self.connections) > self.limits.max_connections:
+            victim = self._longest_stalled()
+            if victim is None:
+                self.log.note(f"refused a connection from {_peer(self.client)}: {self.limits.max_connections} are "
+                              "open already, each working or receiving")  # fmt: skip
+                self.transport.close()
+                return
+            idle = self.loop.time() - victim._heard
+            self.log.note(f"closed the stalled connection from {_peer(victim.client)} (nothing for {idle:.1f} s) to make "
+                          f"room: {self.limits.max_connections} are open")  # fmt: skip
+            victim.transport.close()
         self._watch()
 
     def data_received(self, data: bytes) -> None:
+        self._heard = self.loop.time()
         super().data_received(data)
         self._watch()
 
     def on_response_complete(self) -> None:
+        self._heard = self.loop.time()
         self._stop_deadline()
         super().on_response_complete()  # arms uvicorn's keep-alive timeout until the next request's first byte
         self._watch()  # a pipelined next request may already be arriving
+
+    def _waits_for_client(self) -> str | None:
+        """What this connection waits for from its client: ``"headers"``, ``"body"``, ``"idle"``
+        (a next request), or ``None`` (a request the app is working on: its client owes nothing)."""
+        if _closing(self):
+            return None
+        if self._phase is not None:
+            return self._phase
+        done = self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+        return "idle" if done else None
+
+    def _longest_stalled(self) -> _TimedH11Protocol | None:
+        """The connection to close for a new one (see the module docstring), or ``None``."""
+        now = self.loop.time()
+        waiting = [(other, other._waits_for_client()) for other in self.connections
+                   if other is not self and isinstance(other, _TimedH11Protocol)]  # fmt: skip
+        stalled = [other for other, phase in waiting if phase is not None and now - other._heard >= STALLED_SECONDS]
+        if not stalled:  # none quiet for long: the oldest that has not even sent its headers (never a body under way)
+            stalled = [other for other, phase in waiting if phase in ("headers", "idle")]
+        return min(stalled, key=lambda other: other._heard, default=None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_deadline()
@@ -127,6 +168,11 @@ class _TimedH11Protocol(H11Protocol):
             what = "complete request headers" if phase == "headers" else "complete request body"
             self.log.note(f"closed a stalled connection from {_peer(self.client)}: no {what} within {seconds:g} s")
             self.transport.close()
+
+
+def _closing(connection: Any) -> bool:
+    transport = getattr(connection, "transport", None)
+    return transport is None or transport.is_closing()
 
 
 def _peer(client: tuple[str, int] | None) -> str:

@@ -136,15 +136,21 @@ def _retryable(error: ProviderError) -> bool:
 async def post_json(
     provider: str, url: str, body: dict[str, Any], headers: dict[str, str], policy: HttpPolicy
 ) -> dict[str, Any]:
-    """POST ``body`` as JSON and return the JSON answer, retrying per ``policy``."""
+    """POST ``body`` as JSON and return the JSON answer, retrying per ``policy``.
+
+    The request (a whole prompt) is encoded and the answer (up to the reply cap) decoded
+    in a worker thread: megabytes of JSON never hold up the event loop."""
     timeout = httpx.Timeout(policy.timeout, connect=min(policy.connect_timeout, policy.timeout))
+    payload = await anyio.to_thread.run_sync(_encode, body)
+    headers = {**headers, "content-type": "application/json"}
     async with httpx.AsyncClient(timeout=timeout, follow_redirects=False, verify=_ssl_context()) as client:
         for attempt in range(policy.retries + 1):
             retry_after = None
             try:
-                async with client.stream("POST", url, json=body, headers=headers) as response:
+                async with client.stream("POST", url, content=payload, headers=headers) as response:
                     if response.is_success:
-                        return _json(provider, response.status_code, await _read_reply(provider, response, policy))
+                        content = await _read_reply(provider, response, policy)
+                        return await anyio.to_thread.run_sync(_json, provider, response.status_code, content)
                     error = error_for_status(provider, response.status_code, await _read_prefix(response))
                     retry_after = response.headers.get("retry-after")
             except httpx.ConnectTimeout:
@@ -191,6 +197,11 @@ async def _read_prefix(response: httpx.Response) -> str:
         if size >= _SCANNED_BODY_BYTES:
             break
     return b"".join(chunks)[:_SCANNED_BODY_BYTES].decode("utf-8", errors="replace")  # the phrases are ASCII
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """``body`` as httpx's ``json=`` sends it: compact UTF-8, no NaN."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 def _json(provider: str, status: int, content: bytes) -> dict[str, Any]:

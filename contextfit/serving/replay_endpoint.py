@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..pipeline.settings import FIELDS
+from ..replays.recommend import RETENTION
 from ..replays.run import Replay, replay
 from ..pipeline.settings import BY_NAME, plan_options
 from ..errors import InvalidSettings
@@ -62,6 +63,7 @@ def replay_chat(
     strategies: Sequence[Any] | None = None,
     facts: Sequence[Any] | None = None,
     progress: Callable[[int, int], Any] | None = None,
+    priority: str = RETENTION,
     **request: Any,
 ) -> Replay:
     """The replay of a stored chat or of inline messages, writing nothing: ``request``
@@ -69,10 +71,11 @@ def replay_chat(
     as :func:`~contextfit.serving.generation.preview` resolves it. Without ``facts``,
     the ``facts`` setting (the chat's, under the request's) declares them, as it does
     for each generation's audit and on the dashboard's Replay page. ``progress`` is
-    :func:`~contextfit.replay`'s (the API's stops a replay past the server's time limit)."""
+    :func:`~contextfit.replay`'s (the API's stops a replay past the server's time limit); ``priority``
+    the recommendation's (``retention``, ``cost`` or ``cache``)."""
     checked, resolved = preview_request(store, providers, **request)
     chosen = strategies_from_json(strategies)
     if facts is None and resolved.facts:
         facts = list(resolved.facts)
-    return replay(checked, settings=resolved.settings, facts=facts, progress=progress,
+    return replay(checked, settings=resolved.settings, facts=facts, progress=progress, priority=priority,
                   **({"strategies": chosen} if chosen is not None else {}))

@@ -6,7 +6,7 @@ real text, tool ids made unique) and hands them in. Each chat of at least
 ``min_messages`` messages is replayed
 (:func:`contextfit.replay`, turn by turn) with every built-in strategy at a
 budget of 10%, 15% and 25% of the whole chat's tokens; a fact is the default
-entity rule's (``replay/facts.py``: the entities of each user message that
+entity rule's (``contextfit/replays/facts.py``: the entities of each user message that
 an earlier message also holds must still be sent). Retention is the replay's:
 facts present (verbatim or quoted by a summary or ledger) over facts in force,
 all turns together. Chats that a replay cannot read are skipped; when the
@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..pipeline.plan import BUILTIN_STRATEGIES
-from ..replays.run import replay, request_positions
-from ..errors import ContextfitError
-from ..inputs.formats import load_conversation_file
-from ..tokens.chat_counter import token_counter
-from .runner import MODEL, SHARES
+from contextfit.errors import ContextfitError
+from contextfit.inputs.formats import load_conversation_file
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+from contextfit.replays.run import replay, request_positions
+from contextfit.retention.runner import MODEL, SHARES
+from contextfit.tokens.chat_counter import token_counter
 
 #: The chats read (relative to the fixtures folder): SillyTavern and TavernAI chats, ShareGPT.
 CHATS = (
@@ -39,7 +39,7 @@ CHATS = (
 
 def fixtures_folder() -> Path:
     """``$CONTEXTFIT_SHARED_FIXTURES``, else ``../shared/fixtures`` beside the checkout."""
-    here = Path(__file__).resolve().parents[2]
+    here = Path(__file__).resolve().parents[1]
     return Path(os.environ.get("CONTEXTFIT_SHARED_FIXTURES", here.parent / "shared" / "fixtures"))
 
 
