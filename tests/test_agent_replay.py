@@ -76,34 +76,30 @@ def test_a_tool_call_a_framework_made_up_is_a_request_the_transcript_cannot_tell
     assert injected.startswith("auto_load_") and result.requests[2] == 6
 
 
-def _counting_elsewhere(measured: str):
-    """A request whose count differs only by the OpenAI counting of tool definitions and parallel calls,
-    made exact in contextfit/tokens/ on another branch (the issue measured the same gaps)."""
-    return pytest.mark.xfail(strict=True, reason=f"counted {measured}: OpenAI tool definitions (7-8 over) and "
-                             "parallel tool calls (17-19 under) are being counted exactly in contextfit/tokens/ "
-                             "on another branch")
+#: counted - recorded, for the requests whose count is not the API's: their tools hold a `default` and a `$ref`,
+#: schema keywords no recorded count covers, so each is counted one token high, on the safe side, and the plan
+#: says so (TOOL_SHAPES_UNVERIFIED; tests/test_openai_counts.py, docs/tokenizers.md).
+MARGIN = {**{("test_complex_agent_run", index): 3 for index in range(3)},
+          **{("test_complex_agent_run_in_flow", index): 3 for index in range(3)}}
 
 
 @pytest.mark.parametrize("name, interaction", [
-    pytest.param("test_complex_agent_run", 0, marks=_counting_elsewhere("371 for 364")),
-    pytest.param("test_complex_agent_run", 1, marks=_counting_elsewhere("411 for 423")),
-    pytest.param("test_complex_agent_run", 2, marks=_counting_elsewhere("437 for 448")),
-    pytest.param("test_complex_agent_run_in_flow", 0, marks=_counting_elsewhere("406 for 398")),
-    pytest.param("test_complex_agent_run_in_flow", 1, marks=_counting_elsewhere("426 for 417")),
-    pytest.param("test_complex_agent_run_in_flow", 2, marks=_counting_elsewhere("473 for 481")),
+    *((name, index) for name in ("test_complex_agent_run", "test_complex_agent_run_in_flow") for index in range(3)),
     ("test_multiple_agent_tool_calls", 2),
     ("test_multiple_agent_tool_calls", 3),
 ])
 def test_openai_agent_requests_match_the_recorded_prompt_tokens(name, interaction):
+    """Every OpenAI request of the agent cassettes, each tool round its own: the API's usage.prompt_tokens,
+    parallel calls and tool definitions included, or the documented safe-side margin."""
     recorded, result = replay_of(name)
     request = recorded["interactions"][interaction]
     position = len(request["request"]["parsed_body"]["messages"]) - 1
     row = next(row for row in result.turns["truncate"] if row.message_index == position)
-    assert row.prompt_tokens == recorded_prompt_tokens(request["response"])
+    assert row.prompt_tokens - recorded_prompt_tokens(request["response"]) == MARGIN.get((name, interaction), 0)
 
 
 def test_complex_agent_run_is_three_requests_priced_each():
-    """Billed as 364 + 423 + 448 prompt tokens; the replay counted one request of 371 before."""
+    """Billed as three requests of 364, 423 and 448 prompt tokens: three requests, each priced."""
     _, result = replay_of("test_complex_agent_run")
     rows = result.turns["truncate"]
     assert [(row.turn, row.user_turn, row.trigger, row.round) for row in rows] == [
