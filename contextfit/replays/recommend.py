@@ -454,7 +454,7 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
     states = []
     for index, fact in enumerate(facts):
         if fact.text is None and fact.regex is None:
-            wanted = str(fact.message) if not isinstance(fact.message, int) else _nth_id(inputs, fact.message)
+            wanted = str(fact.message) if not isinstance(fact.message, int) else nth_input_id(inputs, fact.message)
             if wanted not in ids:
                 continue
             states.append((fact.name, pinned_status(wanted, pairs, [block.message for block in summaries])))
@@ -464,7 +464,9 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
     return tuple(states)
 
 
-def _nth_id(inputs: Sequence[Any], position: int) -> str | None:
+def nth_input_id(inputs: Sequence[Any], position: int) -> str | None:
+    """The id of the message a fact pinned to message ``position`` (an index) names among a plan's
+    input blocks: the ``position``-th chat message (system or history), as :func:`plan_fact_states` reads it."""
     history = [block for block in inputs if block.kind == msg.HISTORY or block.kind == msg.SYSTEM]
     return history[position].id if 0 <= position < len(history) else None
 
