@@ -180,3 +180,20 @@ def test_the_rule_a_face_names_and_a_wrong_one():
     assert (found_once.rule, found_once.line()) == ("default-facts", "facts: none in force")
     with pytest.raises(InvalidSettings, match="rule"):
         fact_placement(plan, ["7731"], rule="guessed")
+
+
+def test_in_an_agent_round_a_referred_back_fact_is_placed_past_the_question():
+    # the history that first said it is dropped; the question asks, a tool result after it answers
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": f"My order is ORD-7731. {FILLER}"},
+            *({"role": "assistant" if i % 2 == 0 else "user", "content": FILLER} for i in range(6)),
+            {"role": "user", "content": "Where is ORD-7731 now?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "track", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "Parcel ORD-7731 left the depot."}]
+    plan = plan_prompt(chat, model="gpt-4o", context_limit=600, response_reserve=100)
+    # 3 + 7 (system) + 4 × 104 (m4..m7) + 12 (question m8) + 12 (call m9) + 13 (result m10)
+    assert plan.prompt_tokens == 463
+    besides = fact_placement(plan, [{"text": "ORD-7731", "besides": True}]).facts[0]
+    plain = fact_placement(plan, ["ORD-7731"]).facts[0]
+    assert (plain.block, plain.offset) == ("m8", 7 + 416 + 3)  # "Where is " is 3 tokens
+    assert (besides.block, besides.offset) == ("m10", 7 + 416 + 12 + 12 + 2)  # "Parcel " is 2
