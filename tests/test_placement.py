@@ -197,3 +197,47 @@ def test_in_an_agent_round_a_referred_back_fact_is_placed_past_the_question():
     plain = fact_placement(plan, ["ORD-7731"]).facts[0]
     assert (plain.block, plain.offset) == ("m8", 7 + 416 + 3)  # "Where is " is 3 tokens
     assert (besides.block, besides.offset) == ("m10", 7 + 416 + 12 + 12 + 2)  # "Parcel " is 2
+
+
+# -- the recommendation may say the risk, in its one sentence, and chooses as before
+
+
+def long_agentless_chat() -> list[dict]:
+    """About 12,600 gpt-4o tokens: a port set early (dropped by truncate), a courier named two thirds in."""
+    chat = [{"role": "system", "content": "Be brief."},
+            *({"role": "user" if i % 2 == 0 else "assistant", "content": FILLER} for i in range(120))]
+    chat[2] = {"role": "assistant", "content": f"The deploy port is now 5433. {FILLER}"}
+    chat[80] = {"role": "assistant", "content": f"The courier is Ilse Brandt. {FILLER}"}
+    return [*chat, {"role": "user", "content": "Who is the courier and which port?"}]
+
+
+def test_the_recommendation_says_facts_in_the_middle_of_a_long_prompt_in_one_sentence():
+    import dataclasses
+
+    from contextfit.pipeline.plan import compare_strategies
+    from contextfit.replays.answer import recommend, recommendation_for
+    from contextfit.replays.recommend import decide
+
+    facts = ["Ilse Brandt", "5433"]
+    limits = {"context_limit": 11000, "response_reserve": 500}  # a budget past gpt-4o's 8,000
+    risk = ("1 must-survive fact sits in the middle of a prompt past gpt-4o's published effective context "
+            "(8,000 tokens, NoLiMa)")
+    for answer in (recommendation_for(long_agentless_chat(), model="gpt-4o", facts=facts, **limits),  # replayed
+                   recommend(compare_strategies(long_agentless_chat(), model="gpt-4o", **limits), facts=facts)):
+        assert answer.strategy is not None and answer.sentence.endswith(f"; {risk}.")
+        assert ". " not in answer.sentence[:-1]  # still one sentence
+        # the choice and the rest of the sentence are what they are without the risk
+        plain = decide(tuple(dataclasses.replace(o, risk=None) for o in answer.outcomes), answer.priority, answer.basis)
+        assert plain.strategy == answer.strategy and plain.sentence == answer.sentence.replace(f"; {risk}", "")
+        assert answer.to_dict()["strategies"][answer.strategy]["risk"] == risk
+
+
+def test_no_risk_within_the_effective_context_or_with_nothing_in_the_middle():
+    from contextfit.replays.answer import recommendation_for
+
+    short = recommendation_for(long_agentless_chat()[-40:], model="gpt-4o", facts=["Ilse Brandt"])
+    assert "middle" not in short.sentence and all(o.risk is None for o in short.outcomes)
+    # past 8,000 tokens, but the only fact is in the question, at the end
+    ending = recommendation_for(long_agentless_chat(), model="gpt-4o", facts=["which port"],
+                                context_limit=11000, response_reserve=500)
+    assert "middle" not in ending.sentence and all(o.risk is None for o in ending.outcomes)

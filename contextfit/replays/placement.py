@@ -55,7 +55,8 @@ from .losses import question_position
 from .must_survive import DECLARED, DEFAULT_FACTS, MustSurvive, as_facts, default_facts
 from .recommend import nth_input_id, plan_fact_states
 
-__all__ = ["FactPlacement", "PlacedFact", "fact_placement", "third", "with_fact_placement"]
+__all__ = ["FactPlacement", "PlacedFact", "fact_placement", "middle_risk", "placed_facts", "third",
+           "with_fact_placement"]
 
 START, MIDDLE, END = "start", "middle", "end"
 THIRDS = (START, MIDDLE, END)
@@ -154,10 +155,32 @@ def fact_placement(plan: Any, facts: Sequence[Any] | None = None, *, user_name: 
     if rule not in (DECLARED, DEFAULT_FACTS):
         raise InvalidSettings(f"rule must be {DECLARED!r} or {DEFAULT_FACTS!r}; got {rule!r}.")
     checked = declared_facts(facts)
-    states = plan_fact_states(plan, checked)
-    if not states:
-        return FactPlacement(rule, plan.prompt_tokens)
-    return FactPlacement(rule, plan.prompt_tokens, tuple(_Locator(plan, checked).place(states)))
+    return FactPlacement(rule, plan.prompt_tokens, placed_facts(plan, checked, plan_fact_states(plan, checked)))
+
+
+def placed_facts(plan: Any, facts: Sequence[Fact], states: Sequence[tuple[str, str]]) -> tuple[PlacedFact, ...]:
+    """Each of ``states`` (:func:`~contextfit.replays.recommend.plan_fact_states` of ``plan`` and the
+    checked ``facts``) with where it sits: what :func:`fact_placement` does once the states are known."""
+    return tuple(_Locator(plan, facts).place(states)) if states else ()
+
+
+def middle_risk(plan: Any, placed: Sequence[PlacedFact]) -> str | None:
+    """The risk the recommendation may add to its sentence: must-survive facts in the middle of a
+    prompt past the model's published effective context; ``None`` when there is none.
+
+    >>> from contextfit.tokens.effective import EffectiveContext, EffectiveLength
+    >>> class Plan: effective_context = EffectiveContext("gpt-4o", (EffectiveLength("NoLiMa", 8000),), 9120)
+    >>> middle_risk(Plan(), [PlacedFact("ORD-7", "verbatim", MIDDLE, 4000, "m5")])
+    "1 must-survive fact sits in the middle of a prompt past gpt-4o's published effective context (8,000 tokens, NoLiMa)"
+    """
+    effective = getattr(plan, "effective_context", None)
+    middle = sum(fact.where == MIDDLE for fact in placed)
+    if not middle or effective is None or not effective.exceeded:
+        return None
+    figure = effective.figure
+    facts = "1 must-survive fact sits" if middle == 1 else f"{middle} must-survive facts sit"
+    return (f"{facts} in the middle of a prompt past {effective.model}'s published effective context "
+            f"({figure.text}, {figure.benchmark})")
 
 
 def with_fact_placement(plan: Any, facts: Sequence[Any] | None = None, *, user_name: str | None = None,

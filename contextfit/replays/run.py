@@ -71,6 +71,7 @@ from .facts import (
 )
 from .losses import Reading, losses
 from .must_survive import DECLARED, DEFAULT_FACTS, as_facts, default_facts
+from .placement import middle_risk, placed_facts
 from .recommend import (
     CONVERSATION, REQUEST, RETENTION, Outcome, Recommendation, Totals, check_priority, decide, has_question,
     plan_fact_states, relative_band,
@@ -579,6 +580,7 @@ def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]]
             has_question=has_question(plan), facts=states, cost_request=cost,
             cached_share=row.cache_read / plan.prompt_tokens if plan.prompt_tokens else None,
             reply=reply, totals=conversation,
+            risk=middle_risk(plan, placed_facts(plan, walker.facts, states)) if walker.facts else None,
         ))
     return tuple(out)
 
