@@ -18,7 +18,8 @@ from typing import TextIO
 
 from . import environment
 from .errors import ContextfitError
-from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan
+from .pipeline.session import FitSession
 from .pipeline.settings import PlanSettings, conversation_model
 from .dashboard.bands import band_text
 from .dashboard.progress import PercentSteps
@@ -100,7 +101,7 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     facts = _declared_facts(args, conversation)
     if args.recommend:
         return _recommend(args, conversation, settings, strategies, out, facts)
-    plans = compare_strategies(conversation, settings, strategies=strategies)
+    plans = dict(FitSession(conversation).plans(settings, strategies=strategies))
     # where each must-survive fact lands: the declared facts, else the default list (found once for every plan)
     marked, rule = (must_survive(conversation, settings), DEFAULT_FACTS) if facts is None else (facts, DECLARED)
     plans = {name: plan if isinstance(plan, ContextfitError) else with_fact_placement(plan, marked, rule=rule)

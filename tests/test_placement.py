@@ -214,7 +214,7 @@ def long_agentless_chat() -> list[dict]:
 def test_the_recommendation_says_facts_in_the_middle_of_a_long_prompt_in_one_sentence():
     import dataclasses
 
-    from contextfit.pipeline.plan import compare_strategies
+    from contextfit.pipeline.session import FitSession
     from contextfit.replays.answer import recommend, recommendation_for
     from contextfit.replays.recommend import decide
 
@@ -223,7 +223,7 @@ def test_the_recommendation_says_facts_in_the_middle_of_a_long_prompt_in_one_sen
     risk = ("1 must-survive fact sits in the middle of a prompt past gpt-4o's published effective context "
             "(8,000 tokens, NoLiMa)")
     for answer in (recommendation_for(long_agentless_chat(), model="gpt-4o", facts=facts, **limits),  # replayed
-                   recommend(compare_strategies(long_agentless_chat(), model="gpt-4o", **limits), facts=facts)):
+                   recommend(dict(FitSession(long_agentless_chat()).plans(model="gpt-4o", **limits)), facts=facts)):
         assert answer.strategy is not None and answer.sentence.endswith(f"; {risk}.")
         assert ". " not in answer.sentence[:-1]  # still one sentence
         # the choice and the rest of the sentence are what they are without the risk

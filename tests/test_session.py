@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import contextfit
 from contextfit.pipeline import session as session_module
 from contextfit.pipeline.session import FitSession
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.pipeline.settings import PlanSettings
 
 pytest_plugins = ["api_fixtures"]  # the database fixture (SQLite, and PostgreSQL when configured)
@@ -121,7 +120,7 @@ def test_a_session_plans_like_plan_prompt_after_appends_and_edits(chat, keywords
     for step, where, message in [("append", 0, {"role": "user", "content": "hi {{char}}"}), *steps]:
         _apply(session, mirror, step, where, message)
         warm = dict(session.plans(strategies=strategies, **keywords))
-        cold = dict(compare_strategies(copy.deepcopy(mirror), strategies=strategies, **keywords))
+        cold = dict(dict(FitSession(copy.deepcopy(mirror)).plans(strategies=strategies, **keywords)))
         assert {name: _plan_outcome(plan) for name, plan in warm.items()} == \
             {name: _plan_outcome(plan) for name, plan in cold.items()}
         one = strategies[0]
@@ -317,17 +316,19 @@ def test_clear_caches_forgets_the_api_sessions():
 
 
 def test_the_dashboard_plans_through_one_session_per_conversation():
-    from contextfit.dashboard import page_data as dashboard
+    from contextfit.dashboard import sessions as dashboard
+    from contextfit.dashboard.sessions import session_for
+    from contextfit.dashboard.setup import Setup
 
     conversation = contextfit.load_conversation(
         '{"messages": [' + ",".join(f'{{"role": "user", "content": "turn {i} alpha beta"}}' for i in range(40)) + "]}")
-    setup = dashboard.Setup(model="gpt-4o", context_limit=300, response_reserve=50)
-    plans = dashboard.plan_all(conversation, setup)
-    assert dashboard.session_for(conversation) is dashboard.session_for(conversation)
-    fresh = compare_strategies(conversation, dashboard.plan_settings(setup))
+    setup = Setup.of(model="gpt-4o", context_limit=300, response_reserve=50)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
+    assert session_for(conversation) is session_for(conversation)
+    fresh = dict(FitSession(conversation).plans(setup.settings))
     assert {k: v.to_dict() for k, v in plans.items()} == {k: v.to_dict() for k, v in fresh.items()}
-    assert dashboard.plan_one(conversation, setup, "manual").to_dict() == fresh["manual"].to_dict()
-    sessions = [dashboard.session_for(contextfit.load_conversation('{"messages": []}'))
+    assert session_for(conversation).plan("manual", setup.settings).to_dict() == fresh["manual"].to_dict()
+    sessions = [session_for(contextfit.load_conversation('{"messages": []}'))
                 for _ in range(dashboard.SESSIONS_KEPT + 2)]
     assert len(dashboard._sessions) == dashboard.SESSIONS_KEPT and sessions[-1] in dashboard._sessions
 

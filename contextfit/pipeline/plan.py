@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from itertools import repeat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from ..fitting import results as r
 from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, Filled, as_card, assemble, macro_values
 from ..tokens.chat_counter import TokenCounter, token_counter
-from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded, UnsupportedOption
+from ..errors import InvalidSettings, TokenBudgetExceeded, UnsupportedOption
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
 from .diagnostics import effective_context_diagnostic, image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
@@ -590,31 +590,3 @@ def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords:
     """
     messages, settings = settings_for(messages, settings, keywords)
     return plan_prepared(prepare(messages, settings), settings)
-
-
-def iter_strategies(
-    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
-) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
-    """``(strategy, plan)`` for each strategy, one at a time, so a page can draw
-    a plan while the next one is made. The blocks are assembled and counted
-    once; every strategy fits the same prepared blocks. A strategy that
-    cannot fit yields its ``TOKEN_BUDGET_EXCEEDED`` instead of a plan, and one given an option it
-    does not take (``stable_prefix`` for ``vector-recall``) its ``INVALID_SETTINGS``.
-    Arguments as :func:`plan_prompt` (the settings' own strategy is not used).
-    """
-    messages, settings = settings_for(messages, settings, keywords)
-    prepared = prepare(messages, settings)
-    for name in strategies:
-        try:
-            yield name, plan_prepared(prepared, settings, name)
-        except (TokenBudgetExceeded, UnsupportedOption) as exc:  # that strategy's own: the others are planned
-            yield name, exc
-
-
-def compare_strategies(
-    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
-) -> dict[str, PromptPlan | ContextfitError]:
-    """One plan per strategy for the same input (:func:`iter_strategies`, collected);
-    a strategy that cannot fit (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
-    """
-    return dict(iter_strategies(messages, settings, strategies=strategies, **keywords))
