@@ -241,3 +241,32 @@ def test_no_risk_within_the_effective_context_or_with_nothing_in_the_middle():
     ending = recommendation_for(long_agentless_chat(), model="gpt-4o", facts=["which port"],
                                 context_limit=11000, response_reserve=500)
     assert "middle" not in ending.sentence and all(o.risk is None for o in ending.outcomes)
+
+
+def test_an_audits_plan_places_the_facts_as_the_plan_it_was_made_from():
+    from contextfit.serving.audit import audit_from_plan
+
+    chat = [SYSTEM, *history("ORD-7731"), QUESTION]
+    plan = plan_prompt(chat, model="gpt-4o")
+    audited = audit_from_plan(plan, chat_id="c", provider="echo").as_plan(chat)  # no fit, texts from the chat
+    assert fact_placement(audited, ["7731", "ORD-7731"]) == fact_placement(plan, ["7731", "ORD-7731"])
+
+
+def test_a_block_an_interceptor_adds_is_placed_where_it_is_sent():
+    import contextfit
+
+    # the history that says it is dropped; a plugin's interceptor says it again just before the question
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": f"The vault code is 7731. {FILLER}"},
+            *history()[1:], {"role": "user", "content": "And the vault code?"}]
+    late = {"role": "system", "content": "Reminder: the vault code is 7731."}
+    undo = contextfit.register_interceptor(lambda messages: [*messages[:-1], late, messages[-1]])
+    try:
+        plan = plan_prompt(chat, model="gpt-4o", context_limit=500, response_reserve=100)
+    finally:
+        undo()
+    sent = [block for block in plan.blocks if block.included]
+    assert sent[-2].origin.startswith("interceptor") and sent[-1].origin == "input"
+    assert "m1" not in [block.id for block in sent]
+    fact = fact_placement(plan, ["7731"]).facts[0]
+    assert (fact.status, fact.where, fact.block) == ("verbatim", END, sent[-2].id)
+    assert fact.offset == sum(block.tokens for block in sent[:-2]) + COUNT.tokenizer.count("Reminder: the vault code is ")

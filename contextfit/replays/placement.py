@@ -197,14 +197,14 @@ class _Locator:
         self.plan = plan
         self.facts = {fact.name: (position, fact) for position, fact in enumerate(facts)}
         self.finder = FactFinder(facts)
-        sent = [block for block in plan.blocks if block.included and block.tokens]
+        sent = [block for block in plan.blocks if block.included]  # a block of unknown tokens takes none
         if plan.template == "anthropic":  # the system text goes first, wherever its blocks stood
             first = [block for block in sent if block.origin == "request" or
                      (block.role in msg.SYSTEM_ROLES and block.kind != msg.SUMMARY)]
             taken = set(map(id, first))
             sent = first + [block for block in sent if id(block) not in taken]
         self.sent = sent
-        self.starts = list(accumulate((block.tokens for block in sent), initial=0))
+        self.starts = list(accumulate((block.tokens or 0 for block in sent), initial=0))
         inputs = [block for block in plan.blocks if block.origin == "input"]
         asking = question_position([block.message for block in inputs])
         self.asked = None if asking is None else inputs[asking]
@@ -258,6 +258,6 @@ class _Locator:
         elif self.count is not None:
             within = self.count(text[:character])
         else:
-            within = block.tokens * character // len(text)
-        offset = self.starts[index] + min(within, max(block.tokens - 1, 0))
+            within = (block.tokens or 0) * character // len(text)
+        offset = self.starts[index] + min(within, max((block.tokens or 0) - 1, 0))
         return min(offset, max(self.plan.prompt_tokens - 1, 0))
