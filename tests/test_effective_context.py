@@ -150,3 +150,10 @@ def test_register_model_takes_tables_and_checks_them():
         undo()
     with pytest.raises(ValueError, match="effective_context"):
         ModelInfo("bad", "meta", 65536, 1024, "llama3", effective_context=[{"benchmark": "RULER", "tokens": -1}])
+
+
+def test_an_under_figure_is_said_as_such():
+    plan = plan_prompt(chat(10), model="gpt-4o-mini")  # about 1,050 tokens: past NoLiMa's "<1K"
+    note = next(d for d in plan.diagnostics if d["code"] == r.EFFECTIVE_CONTEXT_EXCEEDED)
+    assert note["below"] is True and "published effective context of under 1,000 tokens" in note["message"]
+    assert plan.to_dict()["effectiveContext"]["below"] is True
