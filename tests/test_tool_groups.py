@@ -197,3 +197,14 @@ def test_an_id_reused_every_round_keeps_its_newest_groups_for_the_diagnostic():
     [note] = [d for d in result.diagnostics if d["code"] == "REPEATED_TOOL_CALL_ID"]
     assert note["calls"] == [30] and note["groups"] == [[[i, i + 1] for i in range(41, 61, 2)]]
     assert "'call_1' (30 calls)" in note["message"]
+
+
+def test_one_id_twice_in_a_call_message_after_its_early_result():
+    """Found by the analysis' short-path property: a result sent first answers one of the two calls."""
+    call = {"id": "0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    chat = [{"role": "tool", "tool_call_id": "0", "content": "early"},
+            {"role": "assistant", "content": None, "tool_calls": [call, dict(call)]},
+            {"role": "user", "content": "go on"}]
+    view = build_view(chat, counting_for(COUNT))
+    assert view.group_members(0) == [0, 1] and view.unanswered_calls() == [("0", [0, 1])]
+    assert link_states(chat) == {"0": (True, False)}

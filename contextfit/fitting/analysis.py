@@ -599,12 +599,13 @@ class ChatAnalysis:
                 if link not in link_root and link not in waiting:
                     waiting[link] = root
                 continue
-            if link in answered:
-                del waiting[link]
-            elif link in link_root and link_root[link] != root:
-                calls, roots = self.repeated.get(link) or (1, (link_root[link],))
-                self.repeated[link] = (calls + 1, (*roots, root)[-REPEATS_KEPT:])
-            if link not in answered:
+            if link in answered:  # the results sent first answer this call (its first instance, if twice)
+                answered.discard(link)
+                waiting.pop(link, None)
+            else:
+                if link in link_root and link_root[link] != root:
+                    calls, roots = self.repeated.get(link) or (1, (link_root[link],))
+                    self.repeated[link] = (calls + 1, (*roots, root)[-REPEATS_KEPT:])
                 open_calls[link] = (*open_calls.get(link, ()), root)
             link_root[link] = root
 
