@@ -237,8 +237,16 @@ def head_and_tail(text: str, tokens: int, cap: int, tool: str, tokens_of) -> str
     by ``tokens_of`` (the marker alone when the cap leaves no room for text).
 
     >>> words = lambda value: len(value.split())
-    >>> head_and_tail("\\n".join(f"line {i}" for i in range(100)), 200, 40, "ls", words)[:60]
-    'line 0\\nline 1\\nline 2\\nline 3\\nline 4\\nline 5\\nline 6\\nline 7\\n[… '
+    >>> print(head_and_tail("\\n".join(f"line {i}" for i in range(100)), 200, 40, "ls", words))
+    line 0
+    line 1
+    line 2
+    <BLANKLINE>
+    [… 186 tokens cut from the middle of this ls result (characters 21 to 758 of 789); its head and tail are shown …]
+    line 96
+    line 97
+    line 98
+    line 99
     """
     length = len(text)
     widest = MARKER.format(cut=f"{tokens:,}", tool=tool, start=f"{length:,}", end=f"{length:,}", length=f"{length:,}")
