@@ -235,7 +235,16 @@ def rarity(keys: Sequence[frozenset[str]]) -> dict[str, float]:
         for word in key:
             counts[word] = counts.get(word, 0) + 1
     total = len(keys)
-    return {word: math.log(1 + total / count) for word, count in counts.items()}
+    return {word: word_weight(total, count) for word, count in counts.items()}
+
+
+def word_weight(lines: int, holding: int) -> float:
+    """A key word's weight when ``holding`` of ``lines`` lines hold it (:func:`rarity`).
+
+    >>> round(word_weight(10, 10), 3), round(word_weight(10, 1), 3)
+    (0.693, 2.398)
+    """
+    return math.log(1 + lines / holding)
 
 
 def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> bool:
@@ -256,4 +265,4 @@ def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> 
 
 
 __all__ = ["BOILERPLATE_MESSAGES", "BOILERPLATE_PENALTY", "FactLine", "LEDGER_THRESHOLD", "fact_lines", "rarity",
-           "same_key"]
+           "same_key", "word_weight"]
