@@ -6,6 +6,7 @@ A session's fact-ledger fits and plans are a fresh fit's and plan's, byte for by
 from __future__ import annotations
 
 import copy
+import math
 import threading
 
 from conversations import word_count_counter
@@ -18,7 +19,7 @@ from contextfit.fitting.analysis import ChatAnalysis, FitView
 from contextfit.fitting.counting import counting_for
 from contextfit.fitting.strategies import ledger_entries as carried
 from contextfit.fitting.strategies.ledger_facts import (
-    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, fact_lines, rarity, same_key,
+    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, fact_lines,
 )
 from contextfit.inputs import messages as msg
 from contextfit.pipeline.session import FitSession
@@ -80,9 +81,25 @@ def _ledger_outcome(result, counted=True):
             [(d.index, d.id, d.reason, d.tokens if counted or d.included else None) for d in result.decisions])
 
 
+def _rarity(keys):
+    counts: dict[str, int] = {}
+    for key in keys:
+        for word in key:
+            counts[word] = counts.get(word, 0) + 1
+    return {word: math.log(1 + len(keys) / count) for word, count in counts.items()}
+
+
+def _same_key(a, b, weight):
+    if not a or not b:
+        return False
+    shared = sum(weight.get(word, 1.0) for word in a & b)
+    lighter = min(sum(weight.get(word, 1.0) for word in a), sum(weight.get(word, 1.0) for word in b))
+    return lighter > 0 and shared >= SUPERSEDE_SIMILARITY * lighter
+
+
 def plain_entries(view: FitView) -> list[tuple]:
-    """The pass as fact_ledger.py wrote it before it was carried: every history line, every
-    fit, weighed over all entries (the oracle)."""
+    """The pass as fact_ledger.py wrote it before it was carried — every history line, every
+    fit, weighed over all entries — with the rarity and key rules as they were: the oracle."""
     kinds = view.analysis.kinds
     history = [index for index in range(view.n) if kinds[index] == msg.HISTORY]
     per_message = [(index, fact_lines(msg.message_text(view.messages[index]), view.analysis.roles[index]))
@@ -101,7 +118,7 @@ def plain_entries(view: FitView) -> list[tuple]:
             if priority >= LEDGER_THRESHOLD:
                 entries.append({"index": index, "line": line, "priority": priority, "replaces": None,
                                 "superseded": False})
-    weight = rarity([entry["line"].key for entry in entries])
+    weight = _rarity([entry["line"].key for entry in entries])
     by_word: dict[str, list[dict]] = {}
     for entry in entries:
         earlier: dict[int, dict] = {}
@@ -112,7 +129,7 @@ def plain_entries(view: FitView) -> list[tuple]:
             if (not other["superseded"] and other["index"] < entry["index"]
                     and other["line"].main_sort == entry["line"].main_sort
                     and not set(other["line"].values) & set(entry["line"].values)
-                    and same_key(other["line"].key, entry["line"].key, weight)):
+                    and _same_key(other["line"].key, entry["line"].key, weight)):
                 other["superseded"] = True
                 entry["replaces"] = other["index"] if entry["replaces"] is None else max(entry["replaces"], other["index"])
         for word in entry["line"].key:
@@ -121,8 +138,11 @@ def plain_entries(view: FitView) -> list[tuple]:
 
 
 def carried_entries(view: FitView) -> list[tuple]:
-    with carried.held_entries(view) as entries:
-        return [(e.index, e.line, e.priority, e.superseded, e.replaces) for e in entries]
+    """The carried entries as the oracle gives them; their ranked list is the ledger's old order
+    of choice (a stable sort of the entries by priority, then the newest first)."""
+    with carried.held_entries(view) as state:
+        assert state.ranked == sorted(state.entries, key=lambda e: (-e.priority, -e.index))
+        return [(e.index, e.line, e.priority, e.superseded, e.replaces) for e in state.entries]
 
 
 def _view(messages: list[dict], analysis: ChatAnalysis, counting) -> FitView:
@@ -244,7 +264,8 @@ def test_a_state_being_read_is_not_taken_over_half_way():
     counting = counting_for(lambda ms: word_count_counter(ms))
     short = ChatAnalysis().extended(chat[:-1], counting, True)
     done = []
-    with carried.held_entries(_view(chat[:-1], short, counting)) as entries:
+    with carried.held_entries(_view(chat[:-1], short, counting)) as state:
+        entries = state.entries
         longer = short.extended(chat, counting, True)  # its derived cache holds the state being read
         reader = [(e.index, e.superseded) for e in entries]
         thread = threading.Thread(target=lambda: done.append(carried_entries(_view(chat, longer, counting))))
@@ -255,6 +276,21 @@ def test_a_state_being_read_is_not_taken_over_half_way():
     assert done == [plain_entries(_view(chat, longer, counting))]
     view = _view(chat[:-1], short, counting)
     assert carried_entries(view) == plain_entries(view)  # taken over: made again
+
+
+def test_a_result_edited_by_its_caller_changes_no_later_fit():
+    """Each result's ledger block is its own (the lines and sources are made once per entry)."""
+    chat = [{"role": "system", "content": "Be brief."}] + [
+        {"role": "user", "content": f"Important: the {s} port is {5000 + i}. " + "Filler words here. " * 20}
+        for i, s in enumerate(SUBJECTS)] + [{"role": "user", "content": "Which ports?"}]
+    session = FitSession(chat)
+    first = session.fit(COUNT, 200, "fact-ledger")
+    ledger = next(block for block in first.kept if block.get("meta", {}).get("method") == "fact-ledger")
+    want = copy.deepcopy(ledger)
+    ledger["meta"]["sources"][0]["text"] = "edited"
+    ledger["meta"]["sources"].append({"index": 0})
+    again = session.fit(COUNT, 200, "fact-ledger")
+    assert next(block for block in again.kept if block.get("meta", {}).get("method") == "fact-ledger") == want
 
 
 @st.composite

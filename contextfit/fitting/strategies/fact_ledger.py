@@ -91,14 +91,14 @@ class FactLedger(BuiltinStrategy):
         if r.OVER_BUDGET not in reasons:
             return Proposal(reasons)
         with held_entries(view) as entries:  # carried from the last fit (ledger_entries.py)
-            built = self.build(view, entries, reasons, min(space, size))
+            built = self.build(view, entries.ranked, reasons, min(space, size))
             if built is None:  # nothing dropped states a fact, or not one line fits: truncate with the whole room
-                wanted = any(reasons[entry.index] == r.OVER_BUDGET for entry in entries)
+                wanted = any(reasons[entry.index] == r.OVER_BUDGET for entry in entries.entries)
                 return plain(f"not one fact line fits in {min(space, size)} tokens" if wanted else None)
             # The ledger costs what it holds, not its reserve: give the rest back to recent history.
             reasons = start_reasons(view)
             space = fill_newest(view, reasons, room - built[1])
-            built = self.build(view, entries, reasons, min(space + built[1], size))
+            built = self.build(view, entries.ranked, reasons, min(space + built[1], size))
         if built is None:  # pragma: no cover - the refill only keeps more, and the ledger's lines still fit
             return plain()
         message, tokens, sources, left_out = built
@@ -113,22 +113,22 @@ class FactLedger(BuiltinStrategy):
         return Proposal(reasons, [InsertedBlock(message, summary_position(view), r.SUMMARY, tokens, tuple(sources))],
                         notes)
 
-    def build(self, view: FitView, entries: Sequence[Entry], reasons: Sequence[str | None],
+    def build(self, view: FitView, ranked: Sequence[Entry], reasons: Sequence[str | None],
               max_tokens: int) -> tuple[dict, int, list[int], list[int]] | None:
         """The ledger block for the facts of the messages ``reasons`` drops, in at most
         ``max_tokens``: ``(message, tokens, source indices, indices of facts left out)``, or
-        ``None`` when no dropped message states a fact (or none fits). A superseded fact is
-        never wanted: its newest setting is in the ledger or still sent."""
+        ``None`` when no dropped message states a fact (or none fits). ``ranked``: the entries
+        in their order of choice (``Entry.rank``). A superseded fact is never wanted: its newest
+        setting is in the ledger or still sent."""
         over = r.OVER_BUDGET
-        wanted = [entry for entry in entries if reasons[entry.index] == over and not entry.superseded]
+        wanted = [entry for entry in ranked if reasons[entry.index] == over and not entry.superseded]
         if not wanted:
             return None
-        ranked = sorted(wanted, key=lambda e: (-e.priority, -e.index))
         empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
         empty_cost = view.count_block(empty)
         chosen: list[Entry] = []
         remaining = max_tokens - view.count_block({**empty, "content": _header(1)})
-        for entry in ranked:
+        for entry in wanted:
             cost = entry.cost
             if cost is None:  # a line costs the same in every ledger of this analysis (one counter)
                 cost = entry.cost = view.count_block({**empty, "content": "\n" + _line(view, entry)}) - empty_cost
@@ -151,10 +151,13 @@ def _header(count: int) -> str:
 
 
 def _line(view: FitView, entry: Entry) -> str:
+    """The entry's ledger line (and its ``meta.sources`` item), made again when the pass runs again."""
     shown = entry.shown
-    if shown is None:  # made again when the pass runs again (its ``replaces`` may change)
+    if shown is None:
         replaced = f" (replaces {view.id_of(entry.replaces)})" if entry.replaces is not None else ""
         shown = entry.shown = f"- [{view.id_of(entry.index)}] {entry.line.text}{replaced}"
+        entry.source = {"index": entry.index, "id": view.id_of(entry.index), "text": entry.line.text,
+                        **({"replaces": view.id_of(entry.replaces)} if entry.replaces is not None else {})}
     return shown
 
 
@@ -166,12 +169,11 @@ def _ids(view: FitView, indices: Sequence[int]) -> str:
 def _block(view: FitView, chosen: Sequence[Entry], left_out: Sequence[int]) -> tuple[dict, list[str]]:
     """The ledger block, and its content's lines each with its line break (their join)."""
     messages = sorted({entry.index for entry in chosen})
-    lines = [_header(len(messages)), *(_line(view, entry) for entry in chosen)]
+    lines = [_header(len(messages)), *[_line(view, entry) for entry in chosen]]
     if left_out:
         lines.append(f"Not shown: more facts from {len(left_out)} message{'s' if len(left_out) != 1 else ''} "
                      f"({_ids(view, left_out)}); the chat keeps them.")
-    sources = [{"index": e.index, "id": view.id_of(e.index), "text": e.line.text,
-                **({"replaces": view.id_of(e.replaces)} if e.replaces is not None else {})} for e in chosen]
+    sources = [entry.source.copy() for entry in chosen]  # type: ignore[union-attr] # each result its own
     meta = {"kind": msg.SUMMARY, "id": "fact-ledger", "method": "fact-ledger", "summarized": messages,
             "sources": sources, "notShown": [view.id_of(i) for i in left_out]}
     parts = [line + "\n" for line in lines]

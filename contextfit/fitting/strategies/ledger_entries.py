@@ -37,8 +37,10 @@ that reads its entries, so that one being taken over is never read half-changed.
 from __future__ import annotations
 
 import threading
+from bisect import insort
 from collections.abc import Iterator
 from contextlib import contextmanager
+from operator import attrgetter
 
 from ...inputs import messages as msg
 from ..analysis import CARRY_TRIMMERS, FitView
@@ -48,51 +50,55 @@ from .ledger_facts import (
 
 #: analysis.derived key of the :class:`Entries` of an analysis' messages
 _KEY = ("fact-ledger-entries", -1)
+_RANK = attrgetter("rank")
 
 
 class Entry:
     """A fact line of one message, with its place and what superseded it."""
 
-    __slots__ = ("index", "line", "sort", "priority", "replaces", "superseded", "shown", "cost")
+    __slots__ = ("index", "line", "sort", "priority", "rank", "replaces", "superseded", "shown", "source", "cost")
 
-    def __init__(self, index: int, line: FactLine, priority: float) -> None:
+    def __init__(self, index: int, line: FactLine, priority: float, order: int) -> None:
         self.index = index
         self.line = line
         self.sort = line.main_sort
         self.priority = priority
+        # the ledger's order of choice: priority, then the newest, then the line's place in its message
+        self.rank = (-priority, -index, order)
         self.replaces: int | None = None
         self.superseded = False
-        self.shown: str | None = None  # its ledger line and that line's tokens, once asked (fact_ledger.py)
+        # its ledger line, its ``meta.sources`` item and the line's tokens, once asked (fact_ledger.py)
+        self.shown: str | None = None
+        self.source: dict | None = None
         self.cost: int | None = None
 
 
-class _Rarity:
-    """:func:`~.ledger_facts.rarity`'s weights of the entries' key words, each worked out when first asked."""
-
-    __slots__ = ("total", "counts", "known")
+class _Rarity(dict):
+    """:func:`~.ledger_facts.rarity`'s weights of the entries' key words, worked out for the keys asked about."""
 
     def __init__(self, total: int, counts: dict[str, int]) -> None:
-        self.total, self.counts, self.known = total, counts, {}
+        super().__init__()
+        self.total, self.counts = total, counts
 
-    def get(self, word: str, default: float) -> float:
-        found = self.known.get(word)
-        if found is None:
-            count = self.counts.get(word)
-            if count is None:
-                return default
-            found = self.known[word] = word_weight(self.total, count)
-        return found
+    def holding(self, *keys: frozenset[str]) -> "_Rarity":
+        """These weights, with every word of ``keys`` among them."""
+        for key in keys:
+            for word in key:
+                if word not in self:
+                    self[word] = word_weight(self.total, self.counts[word])
+        return self
 
 
 class Entries:
     """The entries of a chat's first ``n`` messages, and what carries them to a longer chat."""
 
-    __slots__ = ("n", "entries", "shapes", "by_shape", "word_counts", "by_word", "checks", "last_line", "lock",
-                 "taken")
+    __slots__ = ("n", "entries", "ranked", "shapes", "by_shape", "word_counts", "by_word", "checks", "last_line",
+                 "lock", "taken")
 
     def __init__(self) -> None:
         self.n = 0
-        self.entries: list[Entry] = []
+        self.entries: list[Entry] = []  # in message order
+        self.ranked: list[Entry] = []  # the same, by ``rank``
         self.shapes: dict[str, int] = {}  # line shape (signature) -> history messages with a line of it
         self.by_shape: dict[str, list[Entry]] = {}  # shape not yet boilerplate -> its entries
         self.word_counts: dict[str, int] = {}  # key word -> entries whose key holds it
@@ -104,7 +110,7 @@ class Entries:
 
     def take_over(self, before: "Entries") -> None:
         """Carry on from ``before`` (whose lock the caller holds), which is not read again."""
-        for name in ("n", "entries", "shapes", "by_shape", "word_counts", "by_word", "checks", "last_line"):
+        for name in ("n", "entries", "ranked", "shapes", "by_shape", "word_counts", "by_word", "checks", "last_line"):
             setattr(self, name, getattr(before, name))
         before.taken = True
 
@@ -127,20 +133,25 @@ class Entries:
         for shape in marked:
             for entry in self.by_shape.pop(shape, ()):
                 entry.priority += BOILERPLATE_PENALTY
+                self.ranked.remove(entry)
                 if entry.priority < LEDGER_THRESHOLD:
                     dropped.append(entry)
+                else:
+                    entry.rank = (-entry.priority, *entry.rank[1:])
+                    insort(self.ranked, entry, key=_RANK)
         again = any(entry.superseded or entry.replaces is not None for entry in dropped)
         if dropped:
             self._drop(dropped)
         added = []
         for index, lines in read:
-            for line in lines:
+            for order, line in enumerate(lines):
                 priority = line.base_priority
                 if shapes.get(line.signature, 0) >= BOILERPLATE_MESSAGES:
                     priority += BOILERPLATE_PENALTY
                 if priority >= LEDGER_THRESHOLD:
-                    entry = Entry(index, line, priority)
+                    entry = Entry(index, line, priority, order)
                     added.append(entry)
+                    insort(self.ranked, entry, key=_RANK)
                     if line.signature and shapes[line.signature] < BOILERPLATE_MESSAGES:
                         self.by_shape.setdefault(line.signature, []).append(entry)
                     for word in line.key:
@@ -148,11 +159,11 @@ class Entries:
         self.entries.extend(added)
         weight = _Rarity(len(self.entries), self.word_counts)
         if not again and (added or dropped):  # the weights changed: do the pass' answers stand?
-            again = any(same_key(earlier.line.key, later.line.key, weight) != answer
-                        for earlier, later, answer in self.checks)
+            again = any(same_key(earlier.line.key, later.line.key, weight.holding(earlier.line.key, later.line.key))
+                        != answer for earlier, later, answer in self.checks)
         if again:
             for entry in self.entries:
-                entry.superseded, entry.replaces, entry.shown, entry.cost = False, None, None, None
+                entry.superseded, entry.replaces, entry.shown, entry.source, entry.cost = False, None, None, None, None
             self.by_word, self.checks = {}, []
         for entry in self.entries if again else added:
             _supersede(entry, self.by_word, weight, self.checks)
@@ -188,7 +199,7 @@ def _supersede(entry: Entry, by_word: dict[tuple[str, str], list[Entry]], weight
         if other.line.key <= key or key <= other.line.key:
             same = True  # the shared words are the lighter key's own, whatever they weigh
         else:
-            same = same_key(other.line.key, key, weight)  # type: ignore[arg-type]
+            same = same_key(other.line.key, key, weight.holding(other.line.key, key))
             checks.append((other, entry, same))
         if same:
             other.superseded = True
@@ -208,9 +219,9 @@ def lines_of(view: FitView, index: int) -> list[FactLine]:
 
 
 @contextmanager
-def held_entries(view: FitView) -> Iterator[list[Entry]]:
-    """The entries of ``view``'s messages, in order, carried from its analysis' last state
-    when there is one; the state's lock is held until the caller is done reading them."""
+def held_entries(view: FitView) -> Iterator[Entries]:
+    """The entries of ``view``'s messages, carried from its analysis' last state when there
+    is one; the state's lock is held until the caller is done reading it."""
     derived = view.analysis.derived
     state: Entries | None = derived.get(_KEY)  # type: ignore[assignment]
     if state is not None:
@@ -227,7 +238,7 @@ def held_entries(view: FitView) -> Iterator[list[Entry]]:
         new.extend(view)
         derived[_KEY] = state = new
     try:
-        yield state.entries
+        yield state
     finally:
         state.lock.release()
 

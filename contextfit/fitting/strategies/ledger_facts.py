@@ -44,6 +44,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from ...text import sentences, words
 
@@ -259,8 +260,9 @@ def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> 
     """
     if not a or not b:
         return False
-    shared = sum(weight.get(word, 1.0) for word in a & b)
-    lighter = min(sum(weight.get(word, 1.0) for word in a), sum(weight.get(word, 1.0) for word in b))
+    get = weight.get  # each sum in C, adding the same weights in the same order as a loop would
+    shared = sum(map(get, a & b, repeat(1.0)))
+    lighter = min(sum(map(get, a, repeat(1.0))), sum(map(get, b, repeat(1.0))))
     return lighter > 0 and shared >= SUPERSEDE_SIMILARITY * lighter
 
 
