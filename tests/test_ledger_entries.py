@@ -225,6 +225,22 @@ def test_a_line_that_turns_boilerplate_is_marked_down_and_dropped_in_place(monke
     assert steps == []  # the new line is boilerplate too: nothing to pass over
 
 
+def test_a_dropped_line_that_superseded_runs_the_pass_again(monkeypatch):
+    """m2 supersedes m1's port and m3 supersedes m2; m4 makes their shape boilerplate, and they go:
+    m1's port is current again, which only a pass over every entry finds."""
+    chat = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Important: the billing port is 5433."}]
+    chat += [{"role": "user", "content": f"The billing port is {port}."} for port in (6001, 6002, 6003)]
+    before, last = _grown(chat)
+    assert [(index, superseded, replaces) for index, _, _, superseded, replaces in before] == \
+        [(1, True, None), (2, True, 1), (3, False, 2)]
+    steps = _entries_and_passes(monkeypatch)
+    after = carried_entries(last)
+    assert after == plain_entries(last)
+    assert [(index, superseded, replaces) for index, _, _, superseded, replaces in after] == [(1, False, None)]
+    assert steps == ["Important: the billing port is 5433."]
+
+
 def test_a_supersession_the_weights_turn_over_runs_the_pass_again(monkeypatch):
     """m2's key shares all but a word or two with m1's: too little while "golf" is as common as the
     others; a fourth line with "golf" makes it lighter, and m2 now supersedes m1 (found by search)."""

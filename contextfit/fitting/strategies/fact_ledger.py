@@ -109,7 +109,7 @@ class FactLedger(BuiltinStrategy):
             notes.append(_incomplete(
                 f"The fact ledger holds {len(message['meta']['sources'])} facts; {len(left_out)} more from the dropped "
                 f"history did not fit its {min(space + tokens, size)} tokens (in {_ids(view, left_out)}).",
-                [view.id_of(i) for i in left_out]))
+                message["meta"]["notShown"]))
         return Proposal(reasons, [InsertedBlock(message, summary_position(view), r.SUMMARY, tokens, tuple(sources))],
                         notes)
 
@@ -135,14 +135,18 @@ class FactLedger(BuiltinStrategy):
             if cost <= remaining:
                 chosen.append(entry)
                 remaining -= cost
+        taken = set(map(id, chosen))
+        left = {e.index for e in wanted if id(e) not in taken}  # messages with a fact not shown
+        shown = sorted(chosen, key=lambda e: (e.index, e.line.text))
         while chosen:
-            taken = set(map(id, chosen))
-            left_out = sorted({e.index for e in wanted if id(e) not in taken})
-            block, parts = _block(view, sorted(chosen, key=lambda e: (e.index, e.line.text)), left_out)
+            left_out = sorted(left)
+            block, parts = _block(view, shown, left_out)
             tokens = view.count_joined(block, parts)  # its lines' cached counts where that is exact
             if tokens <= max_tokens:
                 return block, tokens, sorted({e.index for e in chosen}), left_out
-            chosen.pop()  # the lowest priority goes first
+            last = chosen.pop()  # the lowest priority goes first
+            shown.remove(last)
+            left.add(last.index)
         return None
 
 

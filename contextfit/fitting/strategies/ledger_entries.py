@@ -109,9 +109,12 @@ class Entries:
         self.taken = False
 
     def take_over(self, before: "Entries") -> None:
-        """Carry on from ``before`` (whose lock the caller holds), which is not read again."""
+        """Carry on from ``before`` (whose lock the caller holds), which is not read again
+        (and lets go of what it held)."""
         for name in ("n", "entries", "ranked", "shapes", "by_shape", "word_counts", "by_word", "checks", "last_line"):
             setattr(self, name, getattr(before, name))
+        before.entries, before.ranked, before.checks = [], [], []
+        before.shapes, before.by_shape, before.word_counts, before.by_word = {}, {}, {}, {}
         before.taken = True
 
     def extend(self, view: FitView) -> None:
