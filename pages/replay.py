@@ -89,19 +89,20 @@ left, right = st.columns(2)
 for place, metric in ((left, "prompt"), (right, "cost"), (left, "cache"), (right, "retention")):
     place.plotly_chart(replay_charts.lines_figure(result, metric, presenting), key=f"replay-{metric}", width="stretch")
 
-rounds = agent_rounds.view(result, messages)  # an agent's tool rounds: a request each, where the replay counts them
+rounds = agent_rounds.view(result)  # an agent's run: every tool round is a request the provider bills
 if rounds.shown:
     st.subheader("Requests per user turn")
     st.caption(rounds.caption)
-    if rounds.rows:
-        strategy = st.selectbox("Strategy", list(result.turns), key="replay-rounds-strategy")
-        widgets.table(pd.DataFrame(rounds.rows[strategy]), presenting, hide_index=True, width="stretch",
-                      key="replay-rounds", placeholder="—")
+    strategy = st.selectbox("Strategy", list(result.turns), key="replay-rounds-strategy")
+    widgets.table(pd.DataFrame(rounds.rows[strategy]), presenting, hide_index=True, width="stretch",
+                  key="replay-rounds")
 
 st.subheader("One turn")
 state.turn_choice(session, len(result.requests))  # a link's turn, or the one shown before a page switch
 turn = st.slider("Turn", 1, len(result.requests), key=state.TURN) if len(result.requests) > 1 else 1
 widgets.write_link()  # the turn too, before the slider first moves
+if rounds.shown:
+    st.caption(agent_rounds.turn_text(result, turn))
 with st.spinner(f"Planning turn {turn:,} under {len(setup.strategy_entries())} strategies…"):
     plans = views.turn_plans(messages, settings, result, turn, setup)
 st.html(charts.legend_html())  # the bars' colours: the fates, as on Compare

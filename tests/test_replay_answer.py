@@ -6,9 +6,7 @@ import html
 import io
 import json
 import re
-from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 from conftest import REPO, replay_table, shared_path
 from streamlit.testing.v1 import AppTest
@@ -174,51 +172,44 @@ def test_no_cell_of_the_replays_tables_reads_none():
     assert set(costs["per 1,000 conversations"]) == {"—"} and all(costs["lost"].str.startswith("No plan"))
 
 
-def test_an_agent_runs_rounds_are_said_where_the_replay_counts_them():
+def test_an_agent_runs_requests_show_their_user_turn_and_tool_round():
     at = app()
     at.query_params["sample"] = "coding_agent"
     at.switch_page("pages/replay.py").run()
-    assert not at.exception
-    result = views.run(*views.conversation_input(load_sample("coding_agent"), ReplaySetup.of("gpt-4o", 1_500, 300)),
-                       ReplaySetup.of("gpt-4o", 1_500, 300))
-    if agent_rounds.counts_rounds(result):  # every model call a request: each with its user turn and round
-        assert "Requests per user turn" in [h.value for h in at.subheader]
-        table = pd.DataFrame(at.table[-1].value if at.table else at.dataframe[-1].value)
-        assert "tool round 1" in set(table["sent after"])
-    else:  # one request per user message: said where the rounds would be
-        assert "Requests per user turn" in [h.value for h in at.subheader]
-        assert agent_rounds.PER_USER_MESSAGE in [c.value for c in at.caption]
+    assert not at.exception and "Requests per user turn" in [h.value for h in at.subheader]
+    conversation = load_sample("coding_agent")
+    chosen = compare_settings(conversation)
+    setup = ReplaySetup(chosen.settings, chosen.strategies)  # the page's, stable_prefix variants included
+    result = views.run(*views.conversation_input(conversation, setup), setup)
+    table = next(frame.value for frame in at.dataframe if "sent after" in frame.value.columns)
+    rows = result.turns["truncate"]
+    assert [row for row in table["sent after"] if row.startswith(("tool round", "the user"))] == [
+        agent_rounds.request_label(row) for row in rows]
+    assert "tool round 1" in set(table["sent after"])
+    totals = table[table["request"].str.startswith("user turn")]
+    expected = [total for total in result.user_turn_totals()["truncate"] if total.requests > 1]
+    assert list(totals["prompt tokens"]) == [f"{total.prompt_tokens:,}" for total in expected]  # the package's totals
+    assert list(totals["sent after"]) == [f"{total.requests:,} requests" for total in expected]
+    assert any(c.value.startswith(f"Request {len(rows):,} of {len(rows):,}: user turn ") for c in at.caption)
     plain = app()
     plain.query_params["sample"] = "support_chat"  # no tool results: nothing to say
     plain.switch_page("pages/replay.py").run()
     assert "Requests per user turn" not in [h.value for h in plain.subheader]
 
 
-def _row(turn, user_turn, trigger, round_, tokens, cost=0.001, error=None):
-    return SimpleNamespace(turn=turn, user_turn=user_turn, trigger=trigger, round=round_, prompt_tokens=tokens,
-                           cache_read=tokens // 2, output_tokens=5, error=error,
-                           cost=None if cost is None else SimpleNamespace(total=cost))
-
-
-def test_the_rounds_view_lists_each_request_with_its_user_turn_and_round():
-    rows = [_row(1, 1, "user", 0, 364), _row(2, 1, "tool_results", 1, 423), _row(3, 1, "tool_results", 2, 448),
-            _row(4, 2, "user", 0, 1_500, error="TOKEN_BUDGET_EXCEEDED")]
-    result = SimpleNamespace(turns={"truncate": rows, "summarize": rows[:1]})
-    shown = agent_rounds.view(result, [])
-    assert shown.shown and "4 requests over 2 user turns, 2 of them after a round of tool results" in shown.caption
+def test_the_requests_of_a_recorded_agent_run_each_have_a_row():
+    # pydantic-ai's complex agent run: billed as three requests (one user message, two tool rounds)
+    path = shared_path("pydantic-ai", "openai_chat", "test_complex_agent_run.request.json")
+    conversation = contextfit.load_conversation(path.read_bytes())
+    setup = ReplaySetup.of("gpt-4o", 128_000, 16_384, ("truncate", "summarize"), stable_prefix=False)
+    result = views.run(*views.conversation_input(conversation, setup), setup)
+    shown = agent_rounds.view(result)
+    assert shown.shown and shown.caption.startswith("Every model call is a request: 3 requests over 1 user turn, 2 ")
     table = shown.rows["truncate"]
-    assert [row["sent after"] for row in table] == ["the user message", "tool round 1", "tool round 2",
-                                                     "3 requests", "the user message"]
-    assert table[3] == {"request": "user turn 1", "user turn": "1", "sent after": "3 requests",
-                        "prompt tokens": "1,235", "read from cache": "617", "cost": "$0.003000"}
-    assert table[4]["prompt tokens"] == "—" and table[4]["cost"] == "—"  # a failed request: no numbers, no None
-    assert not agent_rounds.view(SimpleNamespace(turns={"truncate": rows[:1]}), []).shown  # no rounds: no section
-    chat = [{"role": "user", "content": "Go"}, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "x"}]
-    old = SimpleNamespace(turns={"truncate": [SimpleNamespace(turn=1)]})  # rows without user_turn / trigger / round
-    assert agent_rounds.view(old, chat) == agent_rounds.RoundsView(True, agent_rounds.PER_USER_MESSAGE)
-    assert not agent_rounds.view(old, chat[:1]).shown
+    assert [row["sent after"] for row in table] == ["the user message", "tool round 1", "tool round 2", "3 requests"]
+    tokens = [row.prompt_tokens for row in result.turns["truncate"]]
+    assert table[-1]["prompt tokens"] == f"{sum(tokens):,}" and all(cell != "None" for row in table
+                                                                      for cell in row.values())
 
 
 def test_the_answer_box_escapes_and_marks_the_chosen_strategy():
