@@ -58,7 +58,7 @@ with seen.container(height=720 if presenting else 560):  # a long request scroll
             st.markdown(views.bubble_markdown(shown.text))
 answered.subheader("The reply")
 if reply is not None:
-    with answered.chat_message("assistant"):
+    with answered.chat_message("assistant", avatar=views.AVATARS["assistant"]):
         st.markdown(views.bubble_markdown(reply.text))
 else:
     answered.info(views.no_reply_text(audit))

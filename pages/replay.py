@@ -51,9 +51,7 @@ st.html(answer_view.ANSWER_CSS + answer_view.answer_html(answer))
 st.caption(answer_view.evidence_text(answer, per_day))
 costs = answer_view.volume_rows(answer, per_day)
 marks = pd.DataFrame(answer_view.volume_styles(answer, costs))
-widgets.table(pd.DataFrame(costs).style.apply(lambda _: marks, axis=None).hide(axis="index"), presenting,
-              hide_index=True, width="stretch", key="replay-costs",
-              column_config={"lost": st.column_config.TextColumn(width="large")})
+st.table(pd.DataFrame(costs).style.apply(lambda _: marks, axis=None).hide(axis="index"))  # HTML: the Lost lines wrap
 
 st.subheader("Over the whole conversation")
 st.caption("The answer above judges the latest request, as Compare does; this table adds up every request.")

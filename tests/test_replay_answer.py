@@ -95,7 +95,7 @@ def test_the_costs_read_like_money_at_the_users_volume():
     at = app()
     at.query_params["sample"] = "roleplay"
     at.switch_page("pages/replay.py").run()
-    costs = next(frame.value for frame in at.dataframe if "lost" in frame.value.columns)
+    costs = next(table.value for table in at.table if "lost" in table.value.columns)
     conversation = load_sample("roleplay")
     answer = recommendation_for(conversation, compare_settings(conversation).settings)
     volumes = answer.volumes(DEFAULT_CONVERSATIONS_PER_DAY)
@@ -167,7 +167,7 @@ def test_no_cell_of_the_replays_tables_reads_none():
     table = replay_table(at)
     assert set(table.value["cache hit rate"]) == {"—"}
     assert table.proto.placeholder == "—"  # the grid draws a missing number (tokens sent, first loss) as "—"
-    costs = next(frame.value for frame in at.dataframe if "lost" in frame.value.columns)
+    costs = next(table.value for table in at.table if "lost" in table.value.columns)
     assert "None" not in costs.to_string() and not costs.isna().to_numpy().any()
     assert set(costs["per 1,000 conversations"]) == {"—"} and all(costs["lost"].str.startswith("No plan"))
 

@@ -3,6 +3,7 @@ table — and the Compare page's "Send" that makes an audit to show."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
@@ -104,8 +105,9 @@ def bubble(message: Any) -> Bubble:
     return Bubble(role, text, note)
 
 
-#: The bubbles' avatars (Streamlit's own for a user and an assistant).
-AVATARS = {"system": ":material/settings:", "tool": ":material/build:"}
+#: The bubbles' avatars: icons, not Streamlit's coloured ones (orange and yellow read as the fates' colours).
+AVATARS = {"system": ":material/settings:", "user": ":material/person:", "assistant": ":material/smart_toy:",
+           "tool": ":material/build:"}
 
 
 def no_reply_text(audit: Any) -> str:
@@ -124,14 +126,25 @@ def no_reply_text(audit: Any) -> str:
 
 
 def bubble_markdown(text: str) -> str:
-    r"""A bubble's text for a Markdown widget: shown as typed (:func:`~contextfit.dashboard.markdown.plain`),
-    each line break kept.
+    r"""A bubble's text for a Markdown widget, shown as typed: every Markdown character escaped
+    (:func:`~contextfit.dashboard.markdown.plain`), each line break kept, and nothing a line starts with
+    read as a block — a list item, a numbered item, a heading underline (a tool's ``-----`` or ``=====``)
+    or an indented code block (its indent kept as no-break spaces).
 
-    >>> print(bubble_markdown("**Hi**" + chr(10) + "there"))
-    \*\*Hi\*\*
-    there
+    >>> shown = bubble_markdown("**Hi**" + chr(10) + "----" + chr(10) + "1. one" + chr(10) + "    code")
+    >>> shown.split("  " + chr(10))
+    ['\\*\\*Hi\\*\\*', '\\----', '1\\. one', '\xa0\xa0\xa0\xa0code']
     """
-    return plain(text).replace("\n", "  \n")
+    lines = []
+    for line in plain(text.expandtabs(4)).split("\n"):
+        body = line.lstrip(" ")
+        if body[:1] in ("-", "+", "="):
+            body = "\\" + body
+        lines.append("\u00a0" * (len(line) - len(line.lstrip(" "))) + _NUMBERED.sub(r"\1\\\2", body))
+    return "  \n".join(lines)
+
+
+_NUMBERED = re.compile(r"^(\d+)([.)])")
 
 
 def sent_bubbles(audit: Any) -> list[Bubble]:

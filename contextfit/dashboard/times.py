@@ -84,17 +84,22 @@ def when_text(stamp: str | None, now: datetime, where: tzinfo = UTC) -> str:
 
 
 def duration_text(start: str | None, end: str | None) -> str | None:
-    """How long from ``start`` to ``end``: "took 0.4 s", "took 12 s", "took 3 min"; ``None`` when either is missing.
+    """How long from ``start`` to ``end``: "took under 0.1 s", "took 0.4 s", "took 12 s", "took 3 min"; ``None``
+    when either is missing.
 
     >>> duration_text("2026-12-04T15:31:02.417Z", "2026-12-04T15:31:02.900Z"), duration_text("2026-12-04T15:31:00Z", None)
     ('took 0.5 s', None)
     >>> duration_text("2026-12-04T15:31:00Z", "2026-12-04T15:31:12Z"), duration_text("2026-12-04T15:31:00Z", "2026-12-04T15:34:40Z")
     ('took 12 s', 'took 4 min')
+    >>> duration_text("2026-12-04T15:31:00.000Z", "2026-12-04T15:31:00.012Z")
+    'took under 0.1 s'
     """
     first, last = parse(start), parse(end)
     if first is None or last is None:
         return None
     seconds = max((last - first).total_seconds(), 0.0)
+    if seconds < 0.05:  # "took 0.0 s" read as if nothing ran
+        return "took under 0.1 s"
     if seconds < 10:
         return f"took {seconds:.1f} s"
     if seconds < 90:
