@@ -22,12 +22,14 @@ __all__ = ["ANSWER_CSS", "EMPTY", "answer_html", "evidence_text", "volume_rows",
 
 #: What a table cell shows for no value.
 EMPTY = "—"
-#: The answer box: a neutral frame (blue, green, orange and pink are the fates' colours).
+#: The answer box: a neutral frame (blue, green, orange and pink are the fates' colours); and the tables'
+#: cells as wide as their column (Streamlit stops a cell's text at 400 pixels: the Lost lines wrapped early).
 ANSWER_CSS = """<style>
 .contextfit-answer { font-size: 1.15rem; line-height: 1.5; border-left: 6px solid #333; background: #F4F4F4;
   padding: 0.7rem 1rem; margin: 0.2rem 0 0.5rem; border-radius: 0 6px 6px 0; }
 .contextfit-answer .cfa-label { display: block; font-size: 0.8rem; color: #555; text-transform: uppercase;
   letter-spacing: 0.04em; margin-bottom: 0.15rem; }
+[data-testid="stTable"] td > [data-testid="stMarkdownContainer"] { max-width: none; }
 </style>"""
 
 

@@ -29,6 +29,7 @@ CSS = """<style>
 .contextfit-matrix .cfm-row { height: 34px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; white-space: normal !important;
   overflow-wrap: anywhere; }
+[data-testid="stTable"] td > [data-testid="stMarkdownContainer"] { max-width: none !important; }
 .contextfit-answer { font-size: 1.7rem !important; line-height: 1.45 !important; }
 .contextfit-answer .cfa-label { font-size: 1rem !important; }
 .contextfit-retention { font-size: 1.2rem !important; }
