@@ -13,7 +13,7 @@ the run is over, for three actions in a row:
   message but the last come from the caches the cold upload filled.
 * *reserve change*: the response reserve changed (a refit, every count cached).
 
-Two more measurements (issue 14), each with the load average beside it:
+Two more measurements, each with the load average beside it:
 
 * ``--first-paint``: a fresh server process and a fresh browser for every
   run, alternately the Compare page (its default sample) and a trivial
@@ -199,7 +199,7 @@ def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int, tr
         page.wait_for_selector(DRAWN)
         first_chart = time.time() - opened
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-        # The first paint of Compare in a fresh process (its sample: vocabulary loaded, first fit), issue 19.
+        # The first paint of Compare in a fresh process (its sample: vocabulary loaded, first fit).
         first_paint = {"charts_drawn": first_chart, "idle": time.time() - opened}
         found = {"first_paint": first_paint, "cold": {**_upload(page, cold), "load_average": load}, "warm": _upload(page, warm)}
         box = page.get_by_role("spinbutton", name="Response reserve")

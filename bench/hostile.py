@@ -6,7 +6,7 @@
 
 Each case is timed once in this process (wall clock, ``time.perf_counter``)
 and prints how it ended: a count, or the error code and its location. The
-inputs are the ones issues 12 and 20 found: a million spaces (tiktoken alone
+inputs are the hostile ones that shaped the limits: a million spaces (tiktoken alone
 panics), PNG cards of 200 and 900 compressed 16 MB ``chara`` chunks, a
 400,000-message SillyTavern chat, a 200,000-entry World Info file, and the
 largest inputs the limits allow. Nothing here is a pass/fail target; the

@@ -1,7 +1,7 @@
 """How much one input may hold: the importers' limits, in one place.
 
 Every limit is refused with ``INVALID_CONVERSATION`` and a message that says
-which limit and by how much; README's "Limits" table lists them. Measured on
+which limit and by how much; docs/operations.md ("Limits") lists them. Measured on
 this project's 2-core machine (``bench/hostile.py``): a 400,000-message
 SillyTavern chat took 37 s and 0.9 GB to fit with the CLI, a World Info file
 of 200,000 entries 6.5 s to load; at these limits the largest inputs take a
