@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 from urllib.parse import urlparse
 
@@ -16,17 +15,16 @@ from test_browser import (  # noqa: E402,F401  (fixtures and helpers)
 
 import contextfit  # noqa: E402
 from contextfit.inputs.samples import SAMPLES, sample_text  # noqa: E402
-from contextfit.dashboard import page_data as dashboard  # noqa: E402
-from contextfit.dashboard import replay as views  # noqa: E402
+from contextfit.dashboard.setup import ReplaySetup, suggested_setup  # noqa: E402
 
 
 def test_replay_page_draws_lines_verdict_and_a_turn(page, server):  # noqa: F811
     ARTIFACTS.mkdir(exist_ok=True)
     conversation = contextfit.load_conversation(sample_text(SAMPLES[0].key))
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     expected = contextfit.replay(conversation, model=setup.model, context_limit=setup.context_limit,
                                  response_reserve=setup.response_reserve,
-                                 strategies=views.ReplaySetup(setup.model, 1, 0).strategy_entries())
+                                 strategies=ReplaySetup.of(setup.model, 1, 0).strategy_entries())
     load(page, server + "/replay")
     assert page.locator("h1").first.inner_text().startswith("Replay")
     charts = page.locator('[data-testid="stPlotlyChart"]')
@@ -82,7 +80,7 @@ def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(tmp_
 def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noqa: F811
     # the page kept nothing in its URL: a reload started over at the sample's defaults
     load(page, server + "/replay")
-    limit = page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")
+    limit = page.locator('[data-testid="stSidebar"]').get_by_role("spinbutton", name="Context limit")
     with script_run(page):
         limit.fill("3000")
         limit.press("Enter")
@@ -90,13 +88,13 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
     page.reload()
     page.wait_for_selector(READY)
     # the field can show its minimum for a moment while the new session's first run draws it
-    expect(page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")).to_have_value("3000")
+    expect(page.locator('[data-testid="stSidebar"]').get_by_role("spinbutton", name="Context limit")).to_have_value("3000")
     page.wait_for_selector(READY)
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
 def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
-    # all eight lines: the retention chart's axis title ("share of the facts in force", 180 pixels)
+    # every line: the retention chart's axis title ("share of the facts in force", 180 pixels)
     # ran over its title into the row above;
     # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"
     page.set_viewport_size({"width": 1280, "height": 1400})  # wider, the legend takes fewer rows
@@ -118,7 +116,7 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
     legend = page.locator(".contextfit-lines-legend")
     expect(legend).to_be_visible()
     assert legend.evaluate("element => element.scrollWidth <= element.clientWidth + 1")
-    assert legend.locator(".line-swatch").count() == len(BUILTIN_STRATEGIES) + 3  # and three stable_prefix variants
+    assert legend.locator(".line-swatch").count() == len(ReplaySetup.of("gpt-4o", 1, 0).strategy_entries())
     for label in ("Turns (CSV)", "Replay (JSON)"):
         text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
             '[data-testid="stMarkdownContainer"]')
@@ -126,9 +124,44 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server): 
         assert text.evaluate("element => element.scrollWidth <= element.clientWidth"), label
     # the files name the conversation (a demo's second replay saved over the first's "replay-gpt-4o-turns.csv")
     from contextfit.inputs.samples import SAMPLES
-    from contextfit.dashboard.page_data import file_stem
+    from contextfit.dashboard.exports import file_stem
 
     with page.expect_download() as info:
         page.locator('[data-testid="stDownloadButton"] button').filter(has_text="Turns (CSV)").first.click()
     named = {f"replay-{file_stem(sample.key)}-gpt-4o-turns.csv" for sample in SAMPLES}
     assert info.value.suggested_filename in named, info.value.suggested_filename
+
+
+def test_compare_and_replay_share_their_sidebar_through_a_switch_and_a_reload(page, server):  # noqa: F811
+    # a demo sets the limit on Compare, types a fact on Replay, reloads, and goes back: nothing is lost
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    limit = sidebar.get_by_role("spinbutton", name="Context limit")
+    with script_run(page):
+        limit.fill("1800")
+        limit.press("Enter")
+    page.wait_for_function("() => location.search.includes('limit=1800')")
+    with script_run(page):
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Replay").click()
+    page.locator("h1").filter(has_text="Replay").wait_for()
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")  # the same widget, drawn by app.py
+    facts = sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)
+    facts.fill("Mara Quill")
+    with script_run(page):
+        facts.press("Control+Enter")
+    page.wait_for_function("() => location.search.includes('facts=Mara')")
+    assert "sample=roleplay" in page.url and "limit=1800" in page.url
+    page.reload()  # a new browser session: the address brings the settings back
+    page.wait_for_selector(READY)
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")
+    expect(sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)).to_have_value("Mara Quill")
+    with script_run(page):
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Compare").click()
+    page.locator("h1").filter(has_text="Compare strategies").wait_for()
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")
+    expect(page.locator('[data-testid="stCaptionContainer"]').filter(has_text="-token budget").first).to_contain_text(
+        "1,400-token budget")  # the role-play sample's 400 reserve under the shared 1,800 limit
+    with script_run(page):
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Replay").click()
+    page.locator("h1").filter(has_text="Replay").wait_for()
+    expect(sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)).to_have_value("Mara Quill")
+    assert page.locator('[data-testid="stException"]').count() == 0

@@ -314,17 +314,19 @@ def test_clear_caches_forgets_the_api_sessions():
 
 
 def test_the_dashboard_plans_through_one_session_per_conversation():
-    from contextfit.dashboard import page_data as dashboard
+    from contextfit.dashboard import sessions as dashboard
+    from contextfit.dashboard.sessions import session_for
+    from contextfit.dashboard.setup import Setup
 
     conversation = contextfit.load_conversation(
         '{"messages": [' + ",".join(f'{{"role": "user", "content": "turn {i} alpha beta"}}' for i in range(40)) + "]}")
-    setup = dashboard.Setup(model="gpt-4o", context_limit=300, response_reserve=50)
-    plans = dashboard.plan_all(conversation, setup)
-    assert dashboard.session_for(conversation) is dashboard.session_for(conversation)
-    fresh = dict(FitSession(conversation).plans(dashboard.plan_settings(setup)))
+    setup = Setup.of(model="gpt-4o", context_limit=300, response_reserve=50)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
+    assert session_for(conversation) is session_for(conversation)
+    fresh = dict(FitSession(conversation).plans(setup.settings))
     assert {k: v.to_dict() for k, v in plans.items()} == {k: v.to_dict() for k, v in fresh.items()}
-    assert dashboard.plan_one(conversation, setup, "manual").to_dict() == fresh["manual"].to_dict()
-    sessions = [dashboard.session_for(contextfit.load_conversation('{"messages": []}'))
+    assert session_for(conversation).plan("manual", setup.settings).to_dict() == fresh["manual"].to_dict()
+    sessions = [session_for(contextfit.load_conversation('{"messages": []}'))
                 for _ in range(dashboard.SESSIONS_KEPT + 2)]
     assert len(dashboard._sessions) == dashboard.SESSIONS_KEPT and sessions[-1] in dashboard._sessions
 

@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..audit import AuditBlock, PromptContextAudit
-from ..camel import camel_case
+from ..json_names import camel_case
 from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
 from ...pipeline.plan import TokenizerInfo
