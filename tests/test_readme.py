@@ -100,6 +100,19 @@ def test_the_readme_stays_a_front_door():
     assert len(README.splitlines()) <= 280  # the rest lives in docs/
 
 
+def test_the_recommendation_quoted_up_front_is_what_the_command_says_today(monkeypatch):
+    import io
+    import shlex
+
+    from contextfit import cli
+
+    command, quoted = re.search(r"\(`(contextfit fit [^`]+--recommend)`\):\n\n> (.+)\n", README).groups()
+    monkeypatch.chdir(REPO)
+    out = io.StringIO()
+    assert cli.main(shlex.split(command)[1:], out=out) == 0
+    assert out.getvalue().splitlines()[0] == quoted  # regenerate the README's sentence when this fails
+
+
 @pytest.mark.parametrize("command", ["make run", "make test"])
 def test_the_two_setup_commands_are_documented(command):
     assert command in section("Set-up", "README.md")
