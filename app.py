@@ -24,7 +24,7 @@ chunks = preload.COMPARE_CHUNKS if page.url_path == compare.url_path else preloa
 if (script := preload.script(preload.chunk_files(preload.static_folder(Path(st.__file__).parent), chunks))):
     st.html(script, unsafe_allow_javascript=True)
 
-import frame  # noqa: E402  (after the preload: see above)
+import widgets  # noqa: E402  (after the preload: see above)
 from contextfit.dashboard import state  # noqa: E402
 from contextfit.dashboard.gc_pause import gc_paused  # noqa: E402
 from contextfit.tokens import fast  # noqa: E402
@@ -32,10 +32,10 @@ from contextfit.tokens import fast  # noqa: E402
 state.keep(st.session_state)  # the settings outlive the pages that do not draw their widgets
 with gc_paused():  # a run's short-lived objects are freed by reference counting; see gc_paused
     if page.url_path in (compare.url_path, replay.url_path):
-        frame.draw_sidebar(replay=page.url_path == replay.url_path)
+        widgets.draw_sidebar(replay=page.url_path == replay.url_path)
     try:
         page.run()
     finally:
-        frame.end_of_run()
+        widgets.end_of_run()
 # The fast counting engine holds the interpreter for about a second while it loads: after the page is drawn.
 fast.preload(delay=1.0)

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-import frame
+import widgets
 from contextfit.dashboard import bands, charts
 from contextfit.dashboard.audit_view import audit_rows
 from contextfit.dashboard.markdown import plain
@@ -13,7 +13,7 @@ from contextfit.serving.audits import (AUDIT_CHOICE, AUDIT_KEPT, AUDIT_PARAM, ch
                                      list_audited_chats, load_audit_plan)
 from contextfit.serving.store_cache import shared_store
 
-frame.in_frame()
+widgets.in_frame()
 
 st.title("Audit")
 st.caption(
@@ -38,7 +38,7 @@ if st.query_params.get(AUDIT_PARAM) != chat_id:
 audit, plan = load_audit_plan(chat_id)
 if st.button("Replay under other settings", key="audit-replay",
              help="This chat turn by turn under other strategies, limits or models, on the Replay page (writes nothing)."):
-    frame.source.open_chat(chat_id)  # the conversation of the shared sidebar
+    widgets.source.open_chat(chat_id)  # the conversation of the shared sidebar
     st.switch_page("pages/replay.py")
 
 status = {"completed": st.success, "failed": st.error, "cancelled": st.warning}.get(audit.status, st.info)

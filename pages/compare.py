@@ -4,29 +4,29 @@ from functools import partial
 
 import streamlit as st
 
-import frame
+import widgets
 from contextfit.dashboard import block_chart, breakdown, budget_bar, charts, compare_view, diff, editor, exports, fate_grid
 from contextfit.dashboard import report, state, verdict
 from contextfit.dashboard.audit_view import send_with_echo
 from contextfit.dashboard.sessions import session_for
 
-session, shared = st.session_state, frame.shared()  # what the sidebar app.py draws chose
+session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
 
 st.title("Compare strategies")
 st.caption(
     "Which blocks does the model see? Every strategy fits the same conversation into the same budget. "
     "Each strategy's bar is the context window: what is sent, the free budget, and the response reserve."
 )
-presenting = frame.presentation_mode(toggle=True)
+presenting = widgets.presentation_mode(toggle=True)
 st.html(charts.legend_html())
 st.html(budget_bar.CSS + block_chart.CSS)
-source = frame.start(shared)  # the sidebar's notes; no conversation yet: they say why, and the page stops here
-conversation, options = source.conversation, frame.settings.strategy_options()  # options: below, in the sidebar
+source = widgets.start(shared)  # the sidebar's notes; no conversation yet: they say why, and the page stops here
+conversation, options = source.conversation, widgets.settings.strategy_options()  # options: below, in the sidebar
 if conversation.warnings:
     st.expander(f"Import notes ({len(conversation.warnings)})", key="import-notes").text("\n".join(conversation.warnings))
 if (current_input := compare_view.current_input_note(conversation)):
     st.caption(current_input)
-frame.need_strategies(shared.setup)
+widgets.need_strategies(shared.setup)
 setup = shared.setup.replace(**options, overrides=session[state.OVERRIDES] or None)
 
 verdict_area = st.container()  # the verdict row goes on top, once every plan is made
@@ -72,9 +72,9 @@ for done, ((head, chart, details), (name, plan)) in enumerate(zip(grid, made), s
 progress.empty()
 outcome = compare_view.outcome(plans)
 with fits.container():
-    frame.say(outcome.notes)
+    widgets.say(outcome.notes)
     if outcome.squeeze is not None:
-        st.button(f"Squeeze: lower the context limit to {outcome.squeeze:,}", key="squeeze", on_click=frame.set_setting,
+        st.button(f"Squeeze: lower the context limit to {outcome.squeeze:,}", key="squeeze", on_click=widgets.set_setting,
                   args=(state.LIMIT, outcome.squeeze), help="A limit under which a quarter of what may be dropped no "
                   "longer fits, to see the strategies at work.")
 for slot in error_slots.values() if outcome.failed_alike else ():  # said once, above the columns
@@ -99,7 +99,7 @@ with verdict_area:
     st.subheader("Verdict")
     rows = verdict.verdict_rows(plans)
     styles = pd.DataFrame(verdict.styles(rows))
-    frame.table(pd.DataFrame(verdict.table(rows)).style.apply(lambda _: styles, axis=None).hide(axis="index"),
+    widgets.table(pd.DataFrame(verdict.table(rows)).style.apply(lambda _: styles, axis=None).hide(axis="index"),
                 presenting, hide_index=True, width="stretch", key="verdict",
                 column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
     st.caption("Best value of each column highlighted. Prompt cost: the prompt at the model's catalog input price "

@@ -4,11 +4,11 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-import frame
+import widgets
 from contextfit.dashboard.markdown import plain
 from contextfit.fitting.registry import interceptors, load_plugins
 
-frame.in_frame()
+widgets.in_frame()
 
 st.title("Plugins")
 st.caption("Built-in strategies register through the same door as plugins; installed packages add more "

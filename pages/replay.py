@@ -5,14 +5,14 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-import frame
+import widgets
 from contextfit.dashboard import block_chart, budget_bar, charts, exports, facts_box, replay_charts, state
 from contextfit.dashboard import replay as views
 from contextfit.dashboard.markdown import plain
 from contextfit.dashboard.setup import ReplaySetup
 from contextfit.errors import ContextfitError
 
-session, shared = st.session_state, frame.shared()  # what the sidebar app.py draws chose
+session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
 
 st.title("Replay")
 st.caption(
@@ -20,13 +20,13 @@ st.caption(
     "under every strategy: what it costs per turn and in total, how much the provider's prompt cache still serves, "
     "and when a fact the conversation depends on stops being sent."
 )
-presenting = frame.presentation_mode()  # Compare's: larger text here too
-source, chosen = frame.start(shared), shared.setup  # no conversation yet: the notes say why, and the page stops
+presenting = widgets.presentation_mode()  # Compare's: larger text here too
+source, chosen = widgets.start(shared), shared.setup  # no conversation yet: the notes say why, and the page stops
 notes = st.container()  # what the choices need said, drawn above the replay
-stable, facts_text = frame.settings.replay_options()  # in the sidebar, below the shared settings
+stable, facts_text = widgets.settings.replay_options()  # in the sidebar, below the shared settings
 if (beyond := views.window_note(chosen.model, chosen.context_limit)):
     notes.warning(beyond)
-frame.need_strategies(chosen)
+widgets.need_strategies(chosen)
 facts, fact_notes = facts_box.read_box(facts_text)  # a fact that does not check is left out, not the replay
 # Compare's hand edits (pins, exclusions, relevance) apply here too: the latest request is Compare's plan
 setup = ReplaySetup(chosen.settings.replace(overrides=session.get(state.OVERRIDES) or None), chosen.strategies,
@@ -69,7 +69,7 @@ headers = {
 }
 short = {name: config["label"] for name, config in headers.items() if config.get("label")}  # the grid's, for HTML
 marks = highlight.rename(columns=short)
-frame.table(table.style.apply(lambda _: highlight, axis=None), presenting, hide_index=True, width="stretch",
+widgets.table(table.style.apply(lambda _: highlight, axis=None), presenting, hide_index=True, width="stretch",
             html=table.rename(columns=short).style.apply(lambda _: marks, axis=None).hide(axis="index").format(
                 na_rep="—", thousands=","), key="replay-verdict", placeholder="—", column_config=headers)
 if len(result.totals) > 1 and highlight.ne("").to_numpy().any():  # nothing fitted: nothing is highlighted
@@ -94,7 +94,7 @@ for place, metric in ((left, "prompt"), (right, "cost"), (left, "cache"), (right
 st.subheader("One turn")
 state.turn_choice(session, len(result.requests))  # a link's turn, or the one shown before a page switch
 turn = st.slider("Turn", 1, len(result.requests), key=state.TURN) if len(result.requests) > 1 else 1
-frame.write_link()  # the turn too, before the slider first moves
+widgets.write_link()  # the turn too, before the slider first moves
 with st.spinner(f"Planning turn {turn:,} under {len(setup.strategy_entries())} strategies…"):
     plans = views.turn_plans(messages, settings, result, turn, setup)
 st.html(charts.legend_html())  # the bars' colours, as on Compare

@@ -95,7 +95,7 @@ def dashboard_runs_in_its_navigation(monkeypatch: pytest.MonkeyPatch) -> None:
 
     A server whose ``app.py`` has ``pages/`` beside it starts in Streamlit's
     pages-folder mode, where a page opened by its address runs alone until some
-    session's ``st.navigation`` ends that mode for good (``frame.in_frame``
+    session's ``st.navigation`` ends that mode for good (``widgets.in_frame``
     handles that first run). AppTest starts every run in that mode again (it
     resets the flag), so without this each run of a page would begin alone.
     Only where a test module has loaded Streamlit; a test of that first run

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.dashboard import charts as chart_views
-import frame.source
+import widgets.source
 from contextfit.dashboard import audit_view, block_chart, compare_view, editor, exports, markdown, verdict
 from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import Setup, suggested_setup
@@ -407,8 +407,8 @@ def test_a_pasted_path_is_text_not_a_file_on_the_server(tmp_path, monkeypatch):
     secret = tmp_path / "secret.json"
     secret.write_text('[{"role": "user", "content": "server-side secret"}]')
     seen = []
-    read = frame.source.list_conversations
-    monkeypatch.setattr(frame.source, "list_conversations", lambda source, *a, **k: seen.append(source) or read(source, *a, **k))
+    read = widgets.source.list_conversations
+    monkeypatch.setattr(widgets.source, "list_conversations", lambda source, *a, **k: seen.append(source) or read(source, *a, **k))
     at = app().run()
     at.sidebar.radio[0].set_value("Paste").run()
     at.text_area(key="paste").set_value(str(secret)).run()

@@ -4,7 +4,8 @@ Every relative link of ``README.md``, ``CHANGELOG.md`` and ``docs/*.md``
 resolves to a file of the repository, and every ``#anchor`` to a heading of
 the page it names (GitHub's rule for heading ids); every ``contextfit.…``
 name in backticks imports and resolves; every repository path in backticks
-(``contextfit/…``, ``tests/…``, ``bench/…``, ``pages/…``, ``docs/…``) exists.
+(``contextfit/…``, ``tests/…``, ``bench/…``, ``pages/…``, ``widgets/…``,
+``docs/…``…) exists.
 So a page moved, a heading renamed, a module renamed or a file deleted fails
 here, not in a reader's hands.
 """
@@ -26,7 +27,8 @@ LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 DOTTED = re.compile(r"(?<![\w./~-])contextfit(?:\.[A-Za-z_]\w*)+")
-PATH = re.compile(r"(?<![\w./~-])((?:contextfit|tests|bench|pages|docs)/[\w./-]*)")
+#: The repository's folders, and one that was renamed away (a doc still naming it is stale).
+PATH = re.compile(r"(?<![\w./~-])((?:contextfit|tests|bench|pages|docs|widgets|frame|\.streamlit|\.ci)/[\w./-]*)")
 #: Names in backticks that look like modules but are not: files, an entry-point group.
 NOT_MODULES = {"contextfit.db", "contextfit.plugins"}
 #: What a run writes, not what the repository holds.

@@ -275,7 +275,7 @@ def streamlit_imports(package: Path = PACKAGE) -> list[str]:
 
 
 def test_the_package_never_imports_streamlit():
-    # the widgets are drawn by app.py, pages/ and frame/ beside the package; contextfit/ holds what they show
+    # the widgets are drawn by app.py, pages/ and widgets/ beside the package; contextfit/ holds what they show
     assert streamlit_imports() == []
 
 

@@ -248,6 +248,7 @@ def test_an_append_refits_from_the_last_analysis_without_reading_the_others(monk
 
 
 def test_chat_sessions_notice_another_process_write(database):
+    from contextfit.replays.placement import with_fact_placement
     from contextfit.serving.generation import preview
     from contextfit.serving.sessions import chat_sessions
     from contextfit.serving.store import open_store
@@ -265,7 +266,8 @@ def test_chat_sessions_notice_another_process_write(database):
         assert chat_sessions().session_for(here.get_chat(chat.id)) is session and len(session) == 6
         fresh = contextfit.plan_prompt(here.get_chat(chat.id).messages, model="gpt-4o", context_limit=2000,
                                        response_reserve=100)
-        assert second.to_dict() == fresh.to_dict()
+        # the preview also says where the default must-survive facts land (``factPlacement``)
+        assert second.to_dict() == with_fact_placement(fresh).to_dict()
     finally:
         here.close()
         there.close()

@@ -33,7 +33,7 @@ from ..pipeline.plan import BUILTIN_STRATEGIES
 MODEL, LIMIT, RESERVE, STRATEGIES = "model", "limit", "reserve", "strategies"
 #: The sidebar's settings, shared by Compare and Replay. A "priority" setting (retention / cost /
 #: cache) joins them here: its key, its URL parameter in :func:`read_link` and :func:`link_of`, and
-#: its widget in the sidebar (``frame/settings.py``, where its place is marked).
+#: its widget in the sidebar (``widgets/settings.py``, where its place is marked).
 SHARED = (MODEL, LIMIT, RESERVE, STRATEGIES)
 SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION = "summary_tokens", "relevance_window", "user_name", "presentation"
 #: The Compare page's own: its "Strategy options" and presentation mode (which Replay follows).

@@ -8,7 +8,8 @@ The core, read first:
   (``openai_tools.py``: tool calls and definitions as OpenAI's models read them; ``tool_defs.py``:
   the tools block of a plan; ``images.py``; ``reasoning.py``, ``reasoning_items.py``);
 * ``sent.py`` — blocks rendered in the provider's message shape, and the count of what is sent;
-* ``models.py`` and ``prices.py`` — the model catalog and its prices.
+* ``models.py`` and ``prices.py`` — the model catalog and its prices (``effective.py``: the effective
+  context lengths long-context benchmarks published for some of its models).
 
 Optional machinery, fenced in modules of its own; without it every count is the same, only slower
 or approximate:

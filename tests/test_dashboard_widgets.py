@@ -1,4 +1,4 @@
-"""The frame ``app.py`` draws around the pages (``frame/``): the sidebar Compare and Replay share,
+"""The frame ``app.py`` draws around the pages (``widgets/``): the sidebar Compare and Replay share,
 a page opened by its address before any session ran ``app.py``, and what a page may read."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_a_link_to_a_stored_chat_that_is_gone_says_so_and_shows_the_newest(tmp_p
 
 
 def test_a_page_without_the_shared_sidebar_cannot_read_it():
-    import frame
+    import widgets
 
     with pytest.raises(RuntimeError, match="shared sidebar"):
-        frame.shared()
+        widgets.shared()

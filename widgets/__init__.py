@@ -1,7 +1,7 @@
 """What ``app.py`` draws around the pages, and what the pages read from it.
 
-Compare and Replay share one sidebar — the conversation (:mod:`frame.source`)
-and the model, limits and strategies (:mod:`frame.settings`) — drawn once per
+Compare and Replay share one sidebar — the conversation (:mod:`widgets.source`)
+and the model, limits and strategies (:mod:`widgets.settings`) — drawn once per
 run by ``app.py`` before it runs the page, the way Streamlit documents widgets
 that several pages share; a page reads what was chosen with :func:`shared`
 and adds its own widgets below. Everything here draws: the rules are in
@@ -65,7 +65,7 @@ def shared() -> Sidebar:
     in_frame()
     found = getattr(_run, "sidebar", None)
     if found is None:  # a page that app.py does not give the sidebar
-        raise RuntimeError("frame.shared() is for the pages app.py draws the shared sidebar for.")
+        raise RuntimeError("widgets.shared() is for the pages app.py draws the shared sidebar for.")
     return found
 
 
