@@ -423,12 +423,15 @@ def test_the_page_offers_the_replay_for_download():
 
 def test_a_long_replay_reads_its_large_numbers_with_separators():
     from bench.replay import conversation
+    from contextfit.replays.run import request_positions
 
-    at = pasted(app(), conversation(1000))
+    chat = conversation(1000)  # 1,000 user messages, and the tool rounds the model answers: more requests
+    at = pasted(app(), chat)
     at.session_state["strategies"] = ["truncate"]
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert _turns(at).startswith("1,000 turns ·")  # the caption read "1000 turns"
+    requests = len(request_positions(chat))
+    assert requests > 1000 and _turns(at).startswith(f"{requests:,} turns ·")  # the caption read "1000 turns"
     columns = json.loads(at.dataframe[0].proto.columns)
     assert columns["tokens sent"]["type_config"]["format"] == "localized"  # 94,562,889, not 94562889
 

@@ -35,6 +35,9 @@ PREFIX_BYTES = 64 * 1024 * 1024
 #: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
 MESSAGE_BYTES = 400
 _CHAT_KINDS = frozenset({msg.HISTORY})
+#: How many of the groups a repeated tool call id links are kept for its diagnostic (the newest):
+#: an agent that sends ``call_1`` every round reuses it once per request.
+REPEATS_KEPT = 10
 
 
 def _snapshot(message: dict) -> dict:
@@ -172,6 +175,9 @@ class ChatAnalysis:
         "members",
         "group_links",
         "has_call",
+        "open_calls",
+        "waiting",
+        "repeated",
         "orphans",
         "derived",
         "texts",
@@ -193,7 +199,14 @@ class ChatAnalysis:
         self.recall: list[int] = []  # lorebook and memory blocks
         self.relevance: dict[int, float] = {}
         self.tokens: list[int | None] = []
-        self.link_root: dict[str, int] = {}  # link id -> group root
+        # Groups by answering (SPEC 3.2): a result answers the nearest earlier call with its
+        # id that is still unanswered, so an id used again (``call_1`` every turn) starts a
+        # new group rather than joining every turn's tools into one.
+        self.link_root: dict[str, int] = {}  # link id -> root of the group of its latest call
+        self.open_calls: dict[str, tuple[int, ...]] = {}  # link id -> roots of its unanswered calls, oldest first
+        self.waiting: dict[str, int] = {}  # link id never called yet -> root of the results that carry it
+        # link id used by several calls -> (how many call groups use it, the newest REPEATS_KEPT roots)
+        self.repeated: dict[str, tuple[int, tuple[int, ...]]] = {}
         self.group_of: dict[int, int] = {}  # message index -> group root (linked messages only)
         self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
         self.group_links: dict[int, list[str]] = {}  # root -> its link ids
@@ -237,6 +250,7 @@ class ChatAnalysis:
         new.members = self.members
         new.group_links = self.group_links
         new.has_call = self.has_call
+        new.open_calls, new.waiting, new.repeated = self.open_calls, self.waiting, self.repeated
         new.shared = True
         new.derived = dict(self.derived)
         new.texts = self.texts[:start]
@@ -277,6 +291,7 @@ class ChatAnalysis:
         new.manual, new.recall = list(self.manual), list(self.recall)
         new.relevance, new.link_root, new.group_of = self.relevance, self.link_root, self.group_of
         new.members, new.group_links, new.has_call = self.members, self.group_links, self.has_call
+        new.open_calls, new.waiting, new.repeated = self.open_calls, self.waiting, self.repeated
         new.shared = True
         derived: dict = {}
         for key, value in self.derived.items():
@@ -479,6 +494,7 @@ class ChatAnalysis:
         new.link_root, new.group_of, new.has_call = dict(self.link_root), dict(self.group_of), dict(self.has_call)
         new.members = {root: list(members) for root, members in self.members.items()}
         new.group_links = {root: list(links) for root, links in self.group_links.items()}
+        new.open_calls, new.waiting, new.repeated = dict(self.open_calls), dict(self.waiting), dict(self.repeated)
         new.counted_total = self.counted_total
         return new
 
@@ -489,6 +505,9 @@ class ChatAnalysis:
         self.members = dict(self.members)
         self.group_links = dict(self.group_links)
         self.has_call = dict(self.has_call)
+        self.open_calls = dict(self.open_calls)
+        self.waiting = dict(self.waiting)
+        self.repeated = dict(self.repeated)
         self.shared = False
 
     def _meta_marks(self, index: int, meta: dict) -> None:
@@ -501,49 +520,110 @@ class ChatAnalysis:
             self.relevance[index] = float(min(max(relevance, 0), 1))  # clamped first: 10**400 has no float
 
     def _link(self, index: int, ids: list[str], is_result: bool) -> None:
-        # Messages arrive in order, so ``index`` is above every member so far.
+        """Put message ``index`` (the newest) in its tool group, by answering (SPEC 3.2).
+
+        A result joins the nearest earlier call with its id that is still unanswered,
+        else the latest call with its id (a second result of one call), else the
+        results with its id that wait for a call (an orphan group, until a call with
+        the id comes: it then joins them, as a call whose results were sent first).
+        A call whose id an earlier call used starts a group of its own. A message
+        whose ids reach several groups (results answering calls of two messages)
+        folds them into the earliest. The dicts are the parent analysis' until
+        :meth:`_unshare`; their values are never changed in place.
+        """
         if self.shared:
             self._unshare()
-        if len(ids) == 1:
-            root = self.link_root.get(ids[0])
-            if root is not None:  # a result joining its call: the common case
+        open_calls, link_root, waiting = self.open_calls, self.link_root, self.waiting
+        if is_result and len(ids) == 1:
+            opened = open_calls.get(ids[0])
+            if opened is not None:  # a result answering its call: the common case
+                root = opened[-1]
+                if len(opened) == 1:
+                    del open_calls[ids[0]]
+                else:
+                    open_calls[ids[0]] = opened[:-1]
                 self.members[root] = [*self.members[root], index]
-                if not is_result and not self.has_call[root]:
-                    self.has_call[root] = True
                 self.group_of[index] = root
                 return
-        link_root = self.link_root
-        roots = sorted({link_root[i] for i in ids if i in link_root}) if any(i in link_root for i in ids) else ()
-        if not roots:
-            root = index
+        joined: list[int] = []
+        answered: set[str] = set()  # ids of this call answered by results that came first
+        for link in ids:
+            if is_result:
+                opened = open_calls.get(link)
+                if opened:
+                    joined.append(opened[-1])
+                    if len(opened) == 1:
+                        del open_calls[link]
+                    else:
+                        open_calls[link] = opened[:-1]
+                elif link in link_root:
+                    joined.append(link_root[link])
+                elif link in waiting:
+                    joined.append(waiting[link])
+            elif link not in link_root and link in waiting:
+                joined.append(waiting[link])
+                answered.add(link)
+        root = min(joined) if joined else index
+        if not joined:
             self.members[root] = [index]
             self.group_links[root] = []
             self.has_call[root] = not is_result
         else:
-            root = roots[0]
-            members = list(self.members[root])
+            others = sorted(set(joined) - {root})
+            members = [*self.members[root], index]
             links = list(self.group_links[root])
             has_call = self.has_call[root] or not is_result
-            for other in roots[1:]:
-                # Two groups meet in this message (rare: results seen before
-                # their call): fold the later one into the earlier.
+            for other in others:
+                # Two groups meet in this message (rare: one message answering calls of
+                # two messages): fold the later one into the earlier.
                 for member in self.members.pop(other):
                     self.group_of[member] = root
                     members.append(member)
                 for link in self.group_links.pop(other):
-                    self.link_root[link] = root
-                    links.append(link)
+                    if link not in links:
+                        links.append(link)
                 has_call = has_call or self.has_call.pop(other)
-            members.append(index)
-            members.sort()
+                self._moved(other, root)
+            if others:
+                members.sort()
             self.members[root] = members
             self.group_links[root] = links
             self.has_call[root] = has_call
         self.group_of[index] = root
+        links = self.group_links[root]
+        fresh = [link for link in ids if link not in links]
+        if fresh:
+            self.group_links[root] = [*links, *dict.fromkeys(fresh)]
         for link in ids:
-            if self.link_root.get(link) != root:
-                self.link_root[link] = root
-                self.group_links[root].append(link)
+            if is_result:
+                if link not in link_root and link not in waiting:
+                    waiting[link] = root
+                continue
+            if link in answered:  # the results sent first answer this call (its first instance, if twice)
+                answered.discard(link)
+                waiting.pop(link, None)
+            else:
+                if link in link_root and link_root[link] != root:
+                    calls, roots = self.repeated.get(link) or (1, (link_root[link],))
+                    self.repeated[link] = (calls + 1, (*roots, root)[-REPEATS_KEPT:])
+                open_calls[link] = (*open_calls.get(link, ()), root)
+            link_root[link] = root
+
+    def _moved(self, old: int, new: int) -> None:
+        """Point every record of group ``old`` at ``new`` (``old`` was folded into it)."""
+        for mapping in (self.link_root, self.waiting):
+            for link in [link for link, root in mapping.items() if root == old]:
+                mapping[link] = new
+        for link in [link for link, roots in self.open_calls.items() if old in roots]:
+            self.open_calls[link] = tuple(new if root == old else root for root in self.open_calls[link])
+        for link in [link for link, (_, roots) in self.repeated.items() if old in roots]:
+            calls, roots = self.repeated[link]
+            merged = tuple(dict.fromkeys(new if root == old else root for root in roots))
+            calls -= len(roots) - len(merged)
+            if calls > 1:
+                self.repeated[link] = (calls, merged)
+            else:  # its calls are one group now
+                del self.repeated[link]
 
 
 #: What analyses learnt of each message dict, by ``id``, for the next analysis
@@ -775,6 +855,21 @@ class FitView:
         if analysis.orphans is None:  # every fit of a session's turn asks: the analysis' groups are final by then
             analysis.orphans = [analysis.members[root] for root, has_call in analysis.has_call.items() if not has_call]
         return list(analysis.orphans)
+
+    def repeated_ids(self) -> list[tuple[str, int, list[list[int]]]]:
+        """Link ids that more than one call uses, in order of first reuse: each with how many
+        call groups use it and the newest :data:`REPEATS_KEPT` of those groups (each call with
+        the results that answer it)."""
+        analysis = self.analysis
+        return [(link, calls, [list(analysis.members[root]) for root in roots if root in analysis.members])
+                for link, (calls, roots) in analysis.repeated.items()]
+
+    def unanswered_calls(self) -> list[tuple[str, list[int]]]:
+        """Calls no result answers (providers refuse a request that sends one): each
+        id with the members of its call's group, oldest first."""
+        analysis = self.analysis
+        found = [(root, link) for link, roots in analysis.open_calls.items() for root in dict.fromkeys(roots)]
+        return [(link, list(analysis.members[root])) for root, link in sorted(found)]
 
     def id_of(self, index: int) -> str:
         """The id shown in audits: the message's own, else its position."""

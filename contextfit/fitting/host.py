@@ -31,6 +31,7 @@ from typing import Any
 
 from ..inputs import messages as msg
 from . import registry as plugins
+from . import result_cap
 from . import results as r
 from .analysis import FitView, build_view
 from .counting import CountTokens, Counting, counting_for
@@ -108,23 +109,30 @@ def fit_messages(
     plugins.load_plugins()
     name, impl = _resolve(strategy)
     trusted = is_trusted(impl)
+    options = dict(options)
+    cap = result_cap.cap_option(options)  # applied here, before fitting: no strategy sees it
     counting = counting_for(count_tokens)
     view = analyse(messages, counting, count_excluded)
     protected_tokens = view.protected_tokens()
     if protected_tokens > budget:
         raise view.refusal(protected_tokens, budget)
-    diagnostics = _orphans(view)
+    diagnostics = _link_notes(view)
+    copies = result_cap.capped(view, cap) if cap is not None else None
+    # The strategy fits the conversation with its oversized results capped (result_cap.py).
+    fitted = result_cap.capped_view(view, copies) if copies is not None and copies.copies else view
     if trusted:
         proposal = None
-        if view.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
-            proposal = walked_truncate(view, budget, options, view.walks)
+        if fitted.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
+            proposal = walked_truncate(fitted, budget, options, fitted.walks)
         if proposal is None:
-            proposal = impl.propose(view, budget, **options)
+            proposal = impl.propose(fitted, budget, **options)
         why, altered = None, []
     else:
-        proposal, why, altered = _plugin_proposal(view, impl, budget, options, count_tokens)
-    proposal, used, restored = _accept(view, proposal, name, budget, why, altered, diagnostics)
-    total = _enforce(view, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
+        proposal, why, altered = _plugin_proposal(fitted, impl, budget, options, count_tokens)
+    proposal, used, restored = _accept(fitted, proposal, name, budget, why, altered, diagnostics)
+    total = _enforce(fitted, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
+    if fitted is not view:  # back to the caller's messages: a capped result kept is sent as its copy
+        proposal = result_cap.with_capped(proposal, copies)
     result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored, total)
     chain = plugins.interceptors.entries() if interceptors is None else _as_entries(interceptors)
     if chain:
@@ -164,7 +172,9 @@ def _as_entries(chain: Sequence[Any]) -> list[plugins.InterceptorInfo]:
     return entries
 
 
-def _orphans(view: FitView) -> list[dict]:
+def _link_notes(view: FitView) -> list[dict]:
+    """What the tool links of the conversation say (SPEC 3.2): results with no call,
+    ids that several calls use, and calls with no result."""
     diagnostics = []
     for members in view.orphan_groups():
         diagnostics.append(
@@ -172,6 +182,34 @@ def _orphans(view: FitView) -> list[dict]:
                 "code": r.ORPHAN_TOOL_RESULT,
                 "indices": list(members),
                 "message": "Tool result(s) whose call is not in the conversation; kept or dropped as their own group.",
+            }
+        )
+    repeated = view.repeated_ids()
+    if repeated:
+        named = ", ".join(f"{link!r} ({calls} calls)" for link, calls, _ in repeated[:10])
+        more = f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""
+        diagnostics.append(
+            {
+                "code": r.REPEATED_TOOL_CALL_ID,
+                "ids": [link for link, _, _ in repeated],
+                "calls": [calls for _, calls, _ in repeated],
+                "groups": [groups for _, _, groups in repeated],
+                "message": f"Tool call id(s) used by more than one call: {named}{more}. Each call is grouped with "
+                f"the results that answer it (a result answers the nearest earlier call with its id that is still "
+                f"unanswered), so each is kept or dropped on its own.",
+            }
+        )
+    unanswered = view.unanswered_calls()
+    if unanswered:
+        ids = list(dict.fromkeys(link for link, _ in unanswered))
+        named = ", ".join(map(repr, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        diagnostics.append(
+            {
+                "code": r.TOOL_CALL_WITHOUT_RESULT,
+                "ids": ids,
+                "indices": [members for _, members in unanswered],
+                "message": f"Tool call(s) with no result in the conversation: {named}. Providers refuse a request "
+                f"that sends a tool call without its result; add the result or leave the call out.",
             }
         )
     return diagnostics

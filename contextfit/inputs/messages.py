@@ -130,18 +130,42 @@ def link_ids(message: dict) -> tuple[list[str], bool]:
 
 
 def link_states(messages: list[dict]) -> dict[str, tuple[bool, bool]]:
-    """For each tool link id in ``messages``: whether a call carries it, and whether a result does.
+    """For each tool link id in ``messages``: whether every result carrying it answers
+    a call, and whether every call carrying it has a result — ``(True, True)`` when its
+    groups are whole.
+
+    Results answer calls as the fitting engine groups them (SPEC 3.2): a result answers
+    the nearest earlier call with its id that is still unanswered (a second result of
+    one call answers it too); results sent before any call with their id are answered
+    by the first such call. So an id used by two calls, one of which lost its result,
+    is not whole, although both a call and a result carry it.
 
     >>> link_states([{"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c1"}])
     {'c1': (True, True)}
+    >>> link_states([{"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c1"},
+    ...              {"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c2"}])
+    {'c1': (True, False), 'c2': (False, True)}
     """
-    states: dict[str, tuple[bool, bool]] = {}
+    unanswered: dict[str, int] = {}  # id -> its calls still waiting for a result
+    called: set[str] = set()
+    waiting: dict[str, int] = {}  # id never called yet -> results that carry it
+    order: dict[str, None] = {}
     for message in messages:
         ids, is_result = link_ids(message)
         for link in ids:
-            call, result = states.get(link, (False, False))
-            states[link] = (call or not is_result, result or is_result)
-    return states
+            order[link] = None
+            if is_result:
+                if unanswered.get(link):
+                    unanswered[link] -= 1
+                elif link not in called:
+                    waiting[link] = waiting.get(link, 0) + 1
+            elif link not in called and waiting.get(link):
+                del waiting[link]  # its results came first: this call is answered
+                called.add(link)
+            else:
+                called.add(link)
+                unanswered[link] = unanswered.get(link, 0) + 1
+    return {link: (not waiting.get(link), not unanswered.get(link)) for link in order}
 
 
 def message_text(message: dict) -> str:

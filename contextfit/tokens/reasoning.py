@@ -128,7 +128,13 @@ def keeps_earlier_reasoning(model_id: str, provider: str) -> bool:
     return version >= _KEEPS_FROM[family]
 
 
-def _only_results(message: dict) -> bool:
+def only_tool_results(message: dict) -> bool:
+    """Whether a message is only tool results: a ``tool`` / ``function`` message, or a
+    user message whose every content part is a ``*tool_result`` (no user input in it).
+
+    >>> only_tool_results({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]})
+    True
+    """
     if msg.role_of(message) in msg.TOOL_RESULT_ROLES:
         return True
     content = message.get("content")
@@ -150,7 +156,7 @@ def current_turn_start(blocks: Sequence[dict]) -> int:
     """
     for position in range(len(blocks) - 1, -1, -1):
         block = blocks[position]
-        if msg.role_of(block) == "user" and not _only_results(block):
+        if msg.role_of(block) == "user" and not only_tool_results(block):
             return position + 1
     return 0
 
