@@ -113,6 +113,16 @@ def test_the_recommendation_quoted_up_front_is_what_the_command_says_today(monke
     assert out.getvalue().splitlines()[0] == quoted  # regenerate the README's sentence when this fails
 
 
+def test_the_catalog_counts_the_docs_give_are_the_catalogs():
+    from contextfit.tokens.models import list_models
+
+    models = list_models()
+    page = (REPO / "docs" / "tokenizers.md").read_text(encoding="utf-8")
+    assert f"`contextfit/data/models.toml` lists {len(models)} models" in page
+    assert f"**The catalog**: {len(models)} models" in page
+    assert f"({sum(1 for model in models if model.prices)} in all;" in page
+
+
 @pytest.mark.parametrize("command", ["make run", "make test"])
 def test_the_two_setup_commands_are_documented(command):
     assert command in section("Set-up", "README.md")
