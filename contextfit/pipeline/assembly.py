@@ -27,8 +27,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inputs import messages as msg
-from ..fitting import results as r
+from ..inputs.messages import (
+    CHARACTER,
+    EXAMPLE,
+    MEMORY,
+    PERSONA,
+    SYSTEM,
+    clone,
+    explicit_id,
+    kind_of,
+    message_id,
+    meta_of,
+    refuse_lone_surrogates,
+)
+from ..fitting import results
 from ..errors import InvalidMessages, InvalidSettings
 from ..jsonpath import describe
 from ..inputs.lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
@@ -86,8 +98,8 @@ def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
             else part
             for part in content
         ]
-    if msg.explicit_id(message) is None:
-        copy["meta"] = {**msg.meta_of(message), "id": f"m{position}"}
+    if explicit_id(message) is None:
+        copy["meta"] = {**meta_of(message), "id": f"m{position}"}
     return copy
 
 
@@ -112,10 +124,10 @@ def apply_overrides(blocks: list[dict], overrides: Mapping[str, Mapping[str, Any
         return blocks
     out = []
     for block in blocks:
-        edit = overrides.get(msg.message_id(block, -1))
+        edit = overrides.get(message_id(block, -1))
         if edit:
             block = {key: value for key, value in block.items() if not (key == "pinned" and edit.get("pinned") is False)}
-            block["meta"] = {**msg.meta_of(block), **{key: value for key, value in edit.items()}}
+            block["meta"] = {**meta_of(block), **{key: value for key, value in edit.items()}}
         out.append(block)
     return out
 
@@ -161,7 +173,7 @@ def _story_string(card: Any, names: Mapping[str, str]) -> str:
 def _examples(card: Any, names: Mapping[str, str]) -> list[dict]:
     chunks = [chunk.strip() for chunk in _START.split(card.example_dialogue or "")]
     return [
-        _block("system", "[Example Chat]\n" + fill_macros(chunk, names), msg.EXAMPLE, f"example:{number}")
+        _block("system", "[Example Chat]\n" + fill_macros(chunk, names), EXAMPLE, f"example:{number}")
         for number, chunk in enumerate((c for c in chunks if c), start=1)
     ]
 
@@ -171,11 +183,11 @@ def _memory_blocks(memory: Sequence[Any] | None, names: Mapping[str, str]) -> li
     for number, item in enumerate(memory or [], start=1):
         if isinstance(item, str):
             if item.strip():
-                blocks.append(_block("system", fill_macros(item.strip(), names), msg.MEMORY, f"memory:{number}"))
+                blocks.append(_block("system", fill_macros(item.strip(), names), MEMORY, f"memory:{number}"))
         elif isinstance(item, Mapping) and isinstance(item.get("content"), str):
             extra = {key: item[key] for key in ("relevance", "required", "pinned") if key in item}
             ident = str(item.get("id") or f"memory:{number}")
-            blocks.append(_block("system", fill_macros(item["content"], names), msg.MEMORY, ident, **extra))
+            blocks.append(_block("system", fill_macros(item["content"], names), MEMORY, ident, **extra))
         else:
             raise InvalidSettings(f"memory[{number - 1}] must be a string or an object with a 'content' string.")
     return blocks
@@ -222,7 +234,7 @@ def assemble(
              for name, value in (("character", character), ("lorebook", lorebook))}
     for name, value in (("persona", persona), ("memory", memory), ("character", character), ("lorebook", lorebook)):
         if known.get(name) is None:  # parsed cards and lorebooks were checked when read, as were those met before
-            msg.refuse_lone_surrogates(value, name)
+            refuse_lone_surrogates(value, name)
     card = _read(filled, "character", character, as_card, known["character"])
     names = macro_values(user_name, char_name, card)
     diagnostics: list[dict] = []
@@ -242,21 +254,21 @@ def assemble(
                 continue
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
-        msg.refuse_lone_surrogates(message, f"messages[{position}]")
-        block = None if msg.meta_of(message).get("hidden") is True else _filled(message, names, position)
+        refuse_lone_surrogates(message, f"messages[{position}]")
+        block = None if meta_of(message).get("hidden") is True else _filled(message, names, position)
         if block is None:
             hidden += 1
         else:
             visible.append(block)
         if made is not None:
-            made[id(message)] = (message, position, named, msg.clone(message), block,
-                                 None if block is None else msg.clone(block))
+            made[id(message)] = (message, position, named, clone(message), block,
+                                 None if block is None else clone(block))
     if hidden:
         diagnostics.append(
-            {"code": r.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
+            {"code": results.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
         )
     leading = 0
-    while leading < len(visible) and msg.kind_of(visible[leading]) == msg.SYSTEM:
+    while leading < len(visible) and kind_of(visible[leading]) == SYSTEM:
         leading += 1
     head, history = visible[:leading], visible[leading:]
 
@@ -290,14 +302,14 @@ def assemble(
 
     blocks = list(head)
     if card and card.system_prompt.strip():
-        blocks.append(_block("system", fill_macros(card.system_prompt.strip(), names), msg.CHARACTER, "character:system_prompt"))
+        blocks.append(_block("system", fill_macros(card.system_prompt.strip(), names), CHARACTER, "character:system_prompt"))
     blocks += before
     if persona and persona.strip():
-        blocks.append(_block("system", fill_macros(persona.strip(), names), msg.PERSONA, "persona"))
+        blocks.append(_block("system", fill_macros(persona.strip(), names), PERSONA, "persona"))
     if card:
         story = _story_string(card, names)
         if story:
-            blocks.append(_block("system", story, msg.CHARACTER, "character", name=card.name))
+            blocks.append(_block("system", story, CHARACTER, "character", name=card.name))
     blocks += after
     if card:
         blocks += _examples(card, names)
@@ -307,7 +319,7 @@ def assemble(
     blocks += history
     if card and card.post_history_instructions.strip():
         text = fill_macros(card.post_history_instructions.strip(), names)
-        blocks.append(_block("system", text, msg.CHARACTER, "character:post_history_instructions"))
+        blocks.append(_block("system", text, CHARACTER, "character:post_history_instructions"))
     return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations)
 
 
@@ -355,7 +367,7 @@ def _read(filled: Filled | None, what: str, value: Any, parse: Any, known: tuple
     if filled is not None and (type(value) is dict or type(value) is list):
         if len(filled.parsed) >= Filled.PARSED_KEPT:
             filled.parsed.clear()
-        filled.parsed[(what, id(value))] = (value, msg.clone(value), result)
+        filled.parsed[(what, id(value))] = (value, clone(value), result)
     return result
 
 
@@ -380,7 +392,7 @@ def appended_blocks(
 
 def _placed_after(block: dict) -> dict:
     return {
-        "code": r.LOREBOOK_POSITION_APPROXIMATED,
+        "code": results.LOREBOOK_POSITION_APPROXIMATED,
         "id": block["meta"]["id"],
         "message": "This lorebook entry's insertion position is not modelled; it is placed after the character.",
     }
