@@ -37,6 +37,36 @@ def test_a_sillytavern_chat_over_the_message_limit_is_refused_at_its_first_line_
     assert "100,002 lines" in caught.value.message and "at most 100,000 messages" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("text", "location", "held"),
+    [
+        (json.dumps([{"role": "user", "content": "hi"}] * (limits.MAX_MESSAGES + 1)), f"$[{limits.MAX_MESSAGES}]",
+         "100,001 list items"),
+        ("\n".join([json.dumps({"role": "user", "content": "hi"})] * (limits.MAX_MESSAGES + 1)),
+         f"line {limits.MAX_MESSAGES + 1}: $", "100,001 lines"),
+        (json.dumps({"messages": [{"role": "user", "content": "hi"}] * (limits.MAX_MESSAGES + 1)}),
+         f"$.messages[{limits.MAX_MESSAGES}]", "100,001 messages"),
+        (json.dumps([json.loads(line) for line in sillytavern_chat(limits.MAX_MESSAGES + 1).splitlines()]),
+         f"$[{limits.MAX_MESSAGES + 1}]", "100,002 list items"),
+    ],
+    ids=["json-list", "json-lines", "request-body", "sillytavern-list-with-metadata"],
+)
+def test_a_list_over_the_message_limit_is_refused_at_its_first_item_too_many(text: str, location: str, held: str) -> None:
+    # README "Limits": "at the first line or item over it" -- a JSON list too, not only JSON Lines.
+    with pytest.raises(InvalidConversation) as caught:
+        contextfit.load_conversation(text)
+    assert caught.value.location == location
+    assert held in caught.value.message and "at most 100,000 messages" in caught.value.message
+
+
+def test_a_list_at_the_message_limit_loads(monkeypatch) -> None:
+    monkeypatch.setattr(load_module, "MAX_MESSAGES", 40)
+    assert len(contextfit.load_conversation(json.dumps([{"role": "user", "content": "hi"}] * 40)).messages) == 40
+    with pytest.raises(InvalidConversation) as caught:
+        contextfit.load_conversation(json.dumps([{"role": "user", "content": "hi"}] * 41))
+    assert caught.value.location == "$[40]"
+
+
 def test_a_chat_at_the_message_limit_loads(monkeypatch) -> None:
     monkeypatch.setattr(load_module, "MAX_MESSAGES", 40)
     assert len(contextfit.load_conversation(sillytavern_chat(40)).messages) == 40
