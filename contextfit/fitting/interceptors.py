@@ -109,6 +109,10 @@ def run_interceptors(
                 _report(r.INTERCEPTOR_FAILED, entry, f"it returned {type(output).__name__}, not a list of message dicts")
             )
             continue
+        problem = next(filter(None, map(msg.role_problem, output)), None)
+        if problem is not None:  # never sent: the caller's messages pass the same check
+            diagnostics.append(_report(r.INTERCEPTOR_FAILED, entry, f"it returned a message that cannot be sent: {problem}"))
+            continue
         output = [msg.clone(message) for message in output]  # ours now: the interceptor may keep references
         matches = match_items(output, [], sent)  # by equality: a copy edited in place is a change
         matched = {j for j in matches if j is not None}

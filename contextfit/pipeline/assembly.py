@@ -242,6 +242,7 @@ def assemble(
                 continue
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
+        msg.check_role(message, f"messages[{position}]")
         msg.refuse_lone_surrogates(message, f"messages[{position}]")
         block = None if msg.meta_of(message).get("hidden") is True else _filled(message, names, position)
         if block is None:

@@ -438,6 +438,7 @@ def _own(message: Any, index: int) -> dict:
             f"each message must be a dict like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
             location=f"messages[{index}]",
         )
+    msg.check_role(message, f"messages[{index}]")
     msg.refuse_lone_surrogates(message, f"messages[{index}]")
     return msg.clone(message)
 

@@ -879,6 +879,7 @@ def _check(message: Any, position: int) -> None:
     if not isinstance(message, dict):
         raise InvalidMessages(f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
                               f"got {type(message).__name__}", location=f"messages[{position}]")
+    msg.check_role(message, f"messages[{position}]")
     msg.refuse_lone_surrogates(message, f"messages[{position}]")
 
 
