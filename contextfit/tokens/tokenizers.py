@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from contextfit.caches import register
 from contextfit.tokens import approximate_rules, long_blanks, summed_counts as joins
 from contextfit.tokens import fast as fast_counting
-from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
+from contextfit.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.errors import TokenizerUnavailable
 from contextfit.tokens.profiles import ESTIMATES, PROFILES, TokenizerProfile, find_profile, profiles
 from contextfit.tokens.vocabularies import exact_encoding, load_encoding
@@ -32,7 +32,7 @@ __all__ = ["PROFILES", "Tokenizer", "TokenizerProfile", "get_tokenizer", "load_e
 
 #: Bytes a tokenizer's text-count cache may hold (each tokenizer has its own);
 #: past it the oldest counts are forgotten. Long texts are keyed by a digest
-#: (``contextfit/tokens/memo.py``), so the cache never keeps a message alive.
+#: (``contextfit/memo.py``), so the cache never keeps a message alive.
 CACHE_BYTES = 16 * 1024 * 1024
 
 _LOCK = threading.RLock()
