@@ -62,6 +62,7 @@ from ..tokens.prices import RequestCost
 from ..tokens.sent import trace
 from . import prompt_cache as pc
 from ..fitting.host import Analyse
+from ..inputs.macros import check_growth
 from ..pipeline.assembly import fill_macros
 from ..pipeline.plan import (
     BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared, refuse_unsupported,
@@ -1005,7 +1006,9 @@ class _Walker:
         names = macro_names(settings)
         self.facts = filled_facts(facts, names)
         self.finder = FactFinder(self.facts) if facts else None
-        self.texts = [fill_macros(msg.message_text(m), names) if isinstance(m, dict) else "" for m in messages]
+        texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
+        check_growth(((f"messages[{position}]", text) for position, text in enumerate(texts)), names)  # before filling
+        self.texts = [fill_macros(text, names) for text in texts]
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)
