@@ -10,8 +10,8 @@ how far its resident set rose over where it stood when the case began (the
 high-water mark is reset before each case through ``/proc/self/clear_refs``;
 Linux). The process runs under an address-space cap
 (``--cap-gb``, 4 by default), so a case that regresses ends in a MemoryError
-instead of taking the machine. The inputs are the ones issues 12, 20 and 37
-found: a million spaces (tiktoken alone panics, for the open vocabularies
+instead of taking the machine. The inputs are the hostile ones reported so
+far: a million spaces (tiktoken alone panics, for the open vocabularies
 too), PNG cards of 200 and 900 compressed 16 MB ``chara`` chunks, a
 400,000-message SillyTavern chat, a 200,000-entry World Info file, a
 24-character lorebook key that compiled into gigabytes, ``{{user}}`` ten

@@ -114,6 +114,7 @@ def test_the_readme_limits_tables_state_the_constants() -> None:
     from conftest import REPO
 
     from contextfit import text
+    from contextfit.inputs.lorebook import matching
     from contextfit.fitting import analysis, counting, relevance
     from contextfit.tokens import tokenizers
     from contextfit.fitting.strategies import summarize
@@ -134,3 +135,7 @@ def test_the_readme_limits_tables_state_the_constants() -> None:
         f"{summarize.TEXT_UNITS_BYTES // 2**20} + {mib(summarize.LINE_UNITS_BYTES)}")
     assert rows["`relevance.BAGS_BYTES`"] == mib(relevance.BAGS_BYTES)
     assert rows["`text.FOLDED_BYTES`"] == mib(text.FOLDED_BYTES)
+    assert rows["`matching.COMPILED_KEYS_BYTES`"] == mib(matching.COMPILED_KEYS_BYTES)
+    assert rows["`contextfit.limits.MAX_NAME_CHARS`"] == f"{limits.MAX_NAME_CHARS:,} characters"
+    assert rows["`contextfit.limits.MAX_MACRO_GROWTH`"] == f"{limits.MAX_MACRO_GROWTH:,}"
+    assert rows["`matching.RegexLimits.max_pattern_units`"].startswith(f"{matching.RegexLimits().max_pattern_units:,} nodes")

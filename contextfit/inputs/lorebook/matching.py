@@ -192,7 +192,7 @@ def regex_shaped(key: str) -> bool:
 
 #: Bytes the compiled keys may hold together (each is charged its compiled size,
 #: ``sys.getsizeof``; one is at most about 1.2 MB under the default limits).
-COMPILED_KEYS_BYTES = 16 * 1024 * 1024
+COMPILED_KEYS_BYTES = 8 * 1024 * 1024
 
 _PLAIN = False  # the memo's value for a key that is plain text (a TextMemo holds no None)
 _COMPILED: TextMemo[RegexKey | bool] = register("lorebook.regex_keys", TextMemo(COMPILED_KEYS_BYTES))
