@@ -14,7 +14,6 @@ import pytest
 
 import contextfit
 from contextfit.errors import InvalidMessages
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.inputs.messages import ROLES, check_role
 from contextfit.serving.validation import check_messages
 from contextfit.tokens.chat_counter import token_counter
@@ -42,7 +41,7 @@ def test_plan_prompt_and_shift_context_refuse_a_role_outside_the_spec(role: obje
     for call in (lambda: contextfit.plan_prompt(chat(role), model="gpt-4o"),
                  lambda: contextfit.shift_context(chat(role), counter, 1_000),
                  lambda: contextfit.shift_context(chat(role), counter, 1_000, strategy="summarize"),
-                 lambda: compare_strategies(chat(role), model="gpt-4o")):
+                 lambda: dict(contextfit.FitSession(chat(role)).plans(model="gpt-4o"))):
         error = refusal(call)
         assert error.location == "messages[1].role"
         assert str(error) == str(store_error)  # one check: the same words everywhere
