@@ -529,6 +529,24 @@ def test_the_regex_package_does_not_remember_every_pattern_text(monkeypatch):
     assert len(table) < 500  # 2,000 pattern texts of 200 characters were kept for good
 
 
+def test_a_key_whose_search_runs_out_of_memory_does_not_match_and_says_so():
+    class Runaway:
+        pattern, refused = object(), None
+
+        def search(self, text, timeout=None):
+            raise MemoryError
+
+    budget = matching.RegexBudget()
+    assert budget.search(Runaway(), "text", "/runaway/") is None
+    assert [(d["code"], d["key"]) for d in budget.diagnostics] == [("LOREBOOK_KEY_TOO_LARGE", "/runaway/")]
+
+
+def test_groups_nothing_reads_back_are_compiled_non_capturing():
+    assert compile_regex_key("/(wolf|wolves)(?<n>es)?/i").pattern.groups == 0
+    assert compile_regex_key(r"/(a)\1/").pattern.groups == 1  # a backreference reads it back
+    assert compile_regex_key("/(?<n>a)\\k<n>/").pattern.groups == 1
+
+
 def test_regex_keys_read_only_the_newest_text_up_to_the_limit():
     text = "x" * 5000 + " needle"
     plan = plan_with(regex_book("/needle/"), text, RegexLimits(max_text_chars=1000))

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from contextfit.inputs.lorebook.matching import RegexLimits
-from contextfit.inputs.lorebook.pattern_size import BYTES_PER_UNIT, pattern_units
+from contextfit.inputs.lorebook.pattern_size import BYTES_PER_UNIT, pattern_units, without_captures
 
 #: What a compiled pattern costs before its first node (measured: 710 bytes for "a").
 BASE_BYTES = 1024
@@ -120,7 +120,7 @@ _ATOMS = st.sampled_from(["a", "b", ".", r"\d", r"\w", r"\s", r"\b", r"\X", "^",
 _QUANTIFIERS = st.sampled_from(["", "*", "+", "?", "*?", "+?", "??", "*+", "{3}", "{0,4}", "{2,}", "{,3}", "{12}",
                                 "{20}?", "{7}+", "{e<=1}", "{1 0}"])
 _GROUPS = st.sampled_from(["(?:{})", "({})", "(?P<g>{})", "(?={})", "(?!{})", "(?<={})", "(?<!{})", "(?>{})",
-                           "(?i:{})", "(?|{})", "(?x:{})", "(?f:{})"])
+                           "(?i:{})", "(?|{})", "(?x:{})", "(?f:{})", "(?<h>{})", "[(]{}"])
 
 
 def _patterns(depth: int = 3) -> st.SearchStrategy[str]:
@@ -138,3 +138,44 @@ def _patterns(depth: int = 3) -> st.SearchStrategy[str]:
 def test_any_pattern_compiles_within_its_estimate(pattern: str, prefix: str) -> None:
     assume(pattern_units(prefix + pattern) <= 20_000)  # larger ones are refused, and slow to compile here
     assert_bounded(prefix + pattern)
+
+
+# -- groups that need not capture -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("(wolf|wolves)", "(?:wolf|wolves)"),
+        ("(?P<name>a)(?<other>b)(?'third'c)", "(?:a)(?:b)(?:c)"),
+        (r"\(a\)[(](?:b)(?=c)(?<=d)(?<!e)", r"\(a\)[(](?:b)(?=c)(?<=d)(?<!e)"),
+        (r"(a)\1", r"(a)\1"),
+        ("(?P<n>a)(?P=n)", "(?P<n>a)(?P=n)"),
+        ("(a)(?(1)b|c)", "(a)(?(1)b|c)"),
+        ("(a)(?1)", "(a)(?1)"),
+        (r"(a)\g<1>", r"(a)\g<1>"),
+        ("[[:alpha:](](b)", "[[:alpha:](](?:b)"),
+    ],
+)
+def test_groups_nothing_reads_back_stop_capturing(pattern: str, expected: str) -> None:
+    assert without_captures(pattern) == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=_patterns(2), prefix=st.sampled_from(["", "(?i)", "(?x)", "(?s)"]),
+       text=st.text(alphabet="ab(){}[]ß\n é1_", max_size=30))
+def test_a_pattern_without_captures_matches_where_the_pattern_does(pattern: str, prefix: str, text: str) -> None:
+    pattern = prefix + pattern
+    assume(pattern_units(pattern) <= 2_000)
+    try:
+        original = regex.compile(pattern, regex.VERSION0, cache_pattern=False)
+    except (regex.error, OverflowError, RecursionError, ValueError):
+        assume(False)
+    rewritten = regex.compile(without_captures(pattern), regex.VERSION0, cache_pattern=False)
+    assert rewritten.groups == 0 or rewritten.pattern == pattern
+    for find in ("search", "match"):
+        try:
+            found, again = getattr(original, find)(text, timeout=1), getattr(rewritten, find)(text, timeout=1)
+        except (TimeoutError, MemoryError):  # a fuzzy pattern that runs away (in either form): nothing to compare
+            continue
+        assert (found and found.span()) == (again and again.span()), (pattern, text)

@@ -32,7 +32,10 @@ each; counted repeats multiply, ``pattern_size.py``), is never compiled.
 A key stopped by a limit does not match, and the budget reports it
 (``LOREBOOK_KEY_TIMEOUT``, ``LOREBOOK_KEY_TOO_LONG``, ``LOREBOOK_KEY_TOO_LARGE``,
 ``LOREBOOK_SCAN_LIMITED``). The limits in force come from :func:`regex_limits`
-(the API sets its own).
+(the API sets its own). A key's groups are compiled non-capturing when nothing
+reads them back (``pattern_size.without_captures``): only where it matches is
+used, and a search would otherwise keep every capture of a repeated group
+(163 MB for ``(a)*`` over a million characters, within its 0.25 s).
 
 Compiled keys are kept in a :class:`~contextfit.memo.TextMemo` of
 :data:`COMPILED_KEYS_BYTES`, each charged its compiled size; the ``regex``
@@ -53,7 +56,7 @@ from dataclasses import dataclass, field
 import regex
 
 from contextfit.caches import register
-from contextfit.inputs.lorebook.pattern_size import pattern_units
+from contextfit.inputs.lorebook.pattern_size import pattern_units, without_captures
 from contextfit.memo import TextMemo
 
 #: The diagnostics this module reports (listed with the rest in ``fitting/results.py``).
@@ -217,13 +220,14 @@ def _compile_regex_key(key: str, limits: RegexLimits) -> RegexKey | bool:
     options |= regex.DOTALL if "s" in flags else 0
     if pattern_units(pattern) > limits.max_pattern_units:  # before the compiler sees it
         return RegexKey(None, sticky="y" in flags, refused=LOREBOOK_KEY_TOO_LARGE)
-    try:
-        compiled = regex.compile(pattern, options, cache_pattern=False)
-    except Exception:  # regex.error, and OverflowError/RecursionError on monstrous patterns
-        return _PLAIN
-    finally:
-        _forget_compiled_text(len(pattern))
-    return RegexKey(compiled, sticky="y" in flags)
+    _forget_compiled_text(len(pattern))
+    # Groups nothing reads back need not capture: a search then keeps no capture history.
+    for candidate in dict.fromkeys((without_captures(pattern), pattern)):
+        try:
+            return RegexKey(regex.compile(candidate, options, cache_pattern=False), sticky="y" in flags)
+        except Exception:  # regex.error, and OverflowError/RecursionError on monstrous patterns
+            continue
+    return _PLAIN
 
 
 _PURGE_LOCK = threading.Lock()
@@ -296,6 +300,10 @@ class RegexBudget:
         except TimeoutError:
             self._report(LOREBOOK_KEY_TIMEOUT, written,
                          f"This regex key ran past its {min(limits.key_seconds, left):g} s and was stopped; it does not match.")
+            return None
+        except MemoryError:  # a runaway search can ask for more than there is before its time is up
+            self._report(LOREBOOK_KEY_TOO_LARGE, written,
+                         "This regex key ran out of memory while matching and was stopped; it does not match.")
             return None
         finally:
             self.spent += time.thread_time() - started
