@@ -25,9 +25,11 @@ from ..inputs.messages import (
     LOREBOOK,
     MEMORY,
     PERSONA,
+    ROLE_SET,
     SYSTEM,
     SYSTEM_ROLES,
     TOOL_RESULT_ROLES,
+    check_role,
     clone,
     explicit_id,
     kind_of,
@@ -333,6 +335,7 @@ class ChatAnalysis:
         snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
         base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
         system_roles, history, system = SYSTEM_ROLES, HISTORY, SYSTEM
+        roles_allowed = ROLE_SET
         added_from = len(tokens)
         text_bytes = 0
         stop = len(messages) if stop is None else stop
@@ -345,6 +348,8 @@ class ChatAnalysis:
                     location=f"messages[{index}]",
                 )
             role = message.get("role")
+            if type(role) is not str or role not in roles_allowed:
+                check_role(message, f"messages[{index}]")
             content = message.get("content")
             # Three common shapes have a short path: the plain chat turn
             # {"role", "content": str}, an OpenAI tool result and an OpenAI call
@@ -391,8 +396,6 @@ class ChatAnalysis:
             text_bytes += len(content) if type(content) is str else _text_size(content)
             if "tool_calls" in message:
                 text_bytes += _text_size(message["tool_calls"])
-            if type(role) is not str:
-                role = role_of(message)
             content_is_list = type(content) is list
             linked = content_is_list or "tool_calls" in message or "tool_call_id" in message or (
                 "toolCallId" in message or "callId" in message

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..inputs.messages import clone, link_states
+from ..inputs.messages import clone, link_states, role_problem
 from . import results
 from .analysis import ChatAnalysis, FitView
 from .registry import InterceptorInfo
@@ -108,6 +108,10 @@ def run_interceptors(
             diagnostics.append(
                 _report(results.INTERCEPTOR_FAILED, entry, f"it returned {type(output).__name__}, not a list of message dicts")
             )
+            continue
+        problem = next(filter(None, map(role_problem, output)), None)
+        if problem is not None:  # never sent: the caller's messages pass the same check
+            diagnostics.append(_report(results.INTERCEPTOR_FAILED, entry, f"it returned a message that cannot be sent: {problem}"))
             continue
         output = [clone(message) for message in output]  # ours now: the interceptor may keep references
         matches = match_items(output, [], sent)  # by equality: a copy edited in place is a change

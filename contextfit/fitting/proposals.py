@@ -18,7 +18,7 @@ from operator import is_
 from typing import Any
 
 from ..errors import Unusable
-from ..inputs.messages import SUMMARY, clone, explicit_id, meta_of
+from ..inputs.messages import SUMMARY, clone, explicit_id, meta_of, role_problem
 from . import results
 from .analysis import FitView
 from .results import FitResult, InsertedBlock
@@ -155,6 +155,9 @@ def proposal_from_output(output: Any, view: FitView, given: list[dict]) -> tuple
 def _block(message: dict, before: int, view: FitView, sources: tuple[int, ...] = ()) -> InsertedBlock:
     """An inserted block as the host sees it: a copy, its reason from its mark,
     its tokens counted by the host."""
+    problem = role_problem(message)
+    if problem is not None:  # never sent: the caller's messages pass the same check
+        raise Unusable(f"it added a block that cannot be sent: {problem}")
     message = clone(message)
     reason = results.SUMMARY if meta_of(message).get("kind") == SUMMARY else results.COMPRESSED
     sources = tuple(sorted({i for i in sources if _index_below(i, view.n)})) or _source_indices(message, view.n)

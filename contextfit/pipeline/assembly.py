@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from ..inputs.messages import (
     MEMORY,
     PERSONA,
     SYSTEM,
+    check_role,
     clone,
     explicit_id,
     kind_of,
@@ -45,6 +47,7 @@ from ..errors import InvalidMessages, InvalidSettings
 from ..jsonpath import describe
 from ..inputs.lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
 from ..inputs.lorebook.matching import RegexBudget
+from ..inputs.macros import check_growth, check_names
 
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|USER)>", re.IGNORECASE)
 _START = re.compile(r"^\s*<START>\s*$", re.IGNORECASE | re.MULTILINE)
@@ -58,6 +61,8 @@ class Assembly:
     blocks: list[dict]
     diagnostics: list[dict] = field(default_factory=list)
     activations: list[Any] = field(default_factory=list)
+    #: characters filling in {{user}} and {{char}} added (``contextfit/inputs/macros.py``)
+    macro_growth: int = 0
 
 
 def fill_macros(text: str, names: Mapping[str, str]) -> str:
@@ -76,12 +81,52 @@ def fill_macros(text: str, names: Mapping[str, str]) -> str:
 
 def macro_values(user_name: str, char_name: str | None, card: Any = None) -> dict[str, str]:
     """What ``{{user}}`` and ``{{char}}`` stand for: the user's name, and the character's
-    (``char_name``, else the card's name, else "Assistant").
+    (``char_name``, else the card's name, else "Assistant"); a name that is not a
+    string or is over :data:`~contextfit.limits.MAX_NAME_CHARS` is refused
+    (:func:`~contextfit.inputs.macros.check_names`).
 
     >>> macro_values("Ann", None), macro_values("Ann", "Seraphina")["char"]
     ({'user': 'Ann', 'char': 'Assistant'}, 'Seraphina')
     """
-    return {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
+    return check_names(user_name, char_name, card.name if card else None)
+
+
+def macro_texts(messages: Sequence[Any], first: int = 0) -> Any:
+    """``(where, text)`` of every text of ``messages`` that :func:`fill_macros` fills in
+    (``first``: the position of the first one in the caller's list)."""
+    for position, message in enumerate(messages, start=first):
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            yield f"messages[{position}].content", content
+        elif isinstance(content, list):
+            for number, part in enumerate(content):
+                if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                    yield f"messages[{position}].content[{number}].text", part["text"]
+
+
+def _surrounding_texts(card: Any, persona: Any, memory: Any, books: Sequence[Lorebook]) -> Any:
+    """``(where, text)`` of the card, persona, memory and lorebook texts :func:`assemble` fills in."""
+    if card:
+        for name in ("description", "personality", "scenario", "example_dialogue", "system_prompt",
+                     "post_history_instructions"):
+            yield f"character.{name}", getattr(card, name) or ""
+        if (card.personality or "").strip():
+            yield "character.personality", "{{char}}"  # the story string's "{{char}}'s personality:"
+    if isinstance(persona, str):
+        yield "persona", persona
+    for number, item in enumerate(memory or []):
+        if isinstance(item, str):
+            yield f"memory[{number}]", item
+        elif isinstance(item, Mapping) and isinstance(item.get("content"), str):
+            yield f"memory[{number}].content", item["content"]
+    for book in books:
+        where = "character.character_book" if card and book is card.character_book else "lorebook"
+        for number, entry in enumerate(book.entries):
+            yield f"{where}.entries[{number}].content", entry.content or ""
+            for key in (*entry.keys, *entry.secondary_keys):
+                yield f"{where}.entries[{number}].keys", key
 
 
 def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
@@ -237,6 +282,10 @@ def assemble(
             refuse_lone_surrogates(value, name)
     card = _read(filled, "character", character, as_card, known["character"])
     names = macro_values(user_name, char_name, card)
+    book = _read(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
+    books = [book for book in (book, card.character_book if card else None) if book is not None]
+    # Before a single macro is filled in: what filling them all would add (macros.py).
+    grown = check_growth(chain(_surrounding_texts(card, persona, memory, books), macro_texts(messages)), names)
     diagnostics: list[dict] = []
     visible = []
     hidden = 0
@@ -254,6 +303,7 @@ def assemble(
                 continue
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
+        check_role(message, f"messages[{position}]")
         refuse_lone_surrogates(message, f"messages[{position}]")
         block = None if meta_of(message).get("hidden") is True else _filled(message, names, position)
         if block is None:
@@ -272,8 +322,6 @@ def assemble(
         leading += 1
     head, history = visible[:leading], visible[leading:]
 
-    book = _read(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
-    books = [book for book in (book, card.character_book if card else None) if book is not None]
     before, after, at_depth, activations = [], [], [], []
     seen_content: set[str] = set()
     seen_ids: set[str] = set()
@@ -320,7 +368,7 @@ def assemble(
     if card and card.post_history_instructions.strip():
         text = fill_macros(card.post_history_instructions.strip(), names)
         blocks.append(_block("system", text, CHARACTER, "character:post_history_instructions"))
-    return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations)
+    return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations, grown)
 
 
 class Filled:
@@ -373,21 +421,24 @@ def _read(filled: Filled | None, what: str, value: Any, parse: Any, known: tuple
 
 def appended_blocks(
     messages: Sequence[dict], first: int, *, user_name: str, char_name: str | None,
-    overrides: Mapping[str, Mapping[str, Any]] | None,
-) -> list[dict]:
+    overrides: Mapping[str, Mapping[str, Any]] | None, grown: int = 0,
+) -> tuple[list[dict], int]:
     """The blocks :func:`assemble` makes of visible chat messages that stand at
     positions ``first``, ``first + 1``, ... of the caller's list, when no
     lorebook is given (each message's block then depends on that message alone;
     they go after the history, before a card's post-history instructions).
     ``char_name`` is what ``{{char}}`` stands for: a card's name when it has one.
+    ``grown``: what filling in the macros of the prompt's other blocks added;
+    returned with what these add (refused past the limit, :func:`~contextfit.inputs.macros.check_growth`).
 
     >>> appended_blocks([{"role": "user", "content": "I am {{user}}"}], 7, user_name="Ann", char_name=None,
     ...                 overrides={"m7": {"pinned": True}})
-    [{'role': 'user', 'content': 'I am Ann', 'meta': {'id': 'm7', 'pinned': True}}]
+    ([{'role': 'user', 'content': 'I am Ann', 'meta': {'id': 'm7', 'pinned': True}}], 0)
     """
     names = macro_values(user_name, char_name)
+    grown = check_growth(macro_texts(messages, first), names, already=grown)
     blocks = [_filled(message, names, first + number) for number, message in enumerate(messages)]
-    return apply_overrides(blocks, overrides or {})
+    return apply_overrides(blocks, overrides or {}), grown
 
 
 def _placed_after(block: dict) -> dict:

@@ -233,6 +233,8 @@ class Prepared:
     reasoning_originals: dict = field(default_factory=dict)
     #: whether any block carries reasoning (then plans get ``reasoning`` rows)
     has_reasoning: bool = False
+    #: characters filling in {{user}} and {{char}} added to the blocks (``contextfit/inputs/macros.py``)
+    macro_growth: int = 0
 
 
 def assembled(messages: Sequence[dict], settings: PlanSettings, filled: Filled | None = None) -> Assembly:
@@ -314,6 +316,7 @@ def prepare(
         deferred_tools=tuple(deferred),
         reasoning_originals=originals,
         has_reasoning=has_reasoning,
+        macro_growth=assembly.macro_growth,
     )
 
 

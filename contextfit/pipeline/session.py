@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded, UnsupportedOption
-from ..inputs.messages import SYSTEM, clone, kind_of, message_text, meta_of, refuse_lone_surrogates
+from ..inputs.messages import SYSTEM, check_role, clone, kind_of, message_text, meta_of, refuse_lone_surrogates
 from ..tokens import reasoning
 from ..fitting.analysis import ChatAnalysis, FitView, Known, analysis_for
 from .assembly import Filled, appended_blocks, as_card
@@ -398,12 +398,12 @@ class FitSession:
             else:
                 has_history = True
         settings = planned.settings
-        blocks = appended_blocks(
+        old = planned.prepared
+        blocks, grown = appended_blocks(
             new, planned.n,
             user_name=DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
-            char_name=planned.char_name, overrides=settings.overrides,
+            char_name=planned.char_name, overrides=settings.overrides, grown=old.macro_growth,
         )
-        old = planned.prepared
         end = len(old.blocks) - planned.tail  # the new blocks go here, before the tail
         tail = old.blocks[end:]
         if old.has_reasoning or any(map(reasoning.has_reasoning, blocks)):
@@ -413,11 +413,13 @@ class FitSession:
             sent, originals, changed = reasoning.extended_view(old.blocks[:end], old.reasoning_originals,
                                                                [*blocks, *tail], keep)
             texts = [*old.texts[:changed], *map(message_text, sent[changed:])]
-            planned.prepared = replace(old, blocks=sent, texts=texts, reasoning_originals=originals, has_reasoning=True)
+            planned.prepared = replace(old, blocks=sent, texts=texts, reasoning_originals=originals, has_reasoning=True,
+                                       macro_growth=grown)
         else:
             changed = end
             planned.prepared = replace(old, blocks=[*old.blocks[:end], *blocks, *tail],
-                                       texts=[*old.texts[:end], *map(message_text, blocks), *old.texts[end:]])
+                                       texts=[*old.texts[:end], *map(message_text, blocks), *old.texts[end:]],
+                                       macro_growth=grown)
         if changed < end:
             planned.lineage.cut(changed)
         elif tail:  # the tail moved: what was learnt of the blocks before it stays
@@ -438,6 +440,7 @@ def _own(message: Any, index: int) -> dict:
             f"each message must be a dict like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
             location=f"messages[{index}]",
         )
+    check_role(message, f"messages[{index}]")
     refuse_lone_surrogates(message, f"messages[{index}]")
     return clone(message)
 

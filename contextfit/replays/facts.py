@@ -76,6 +76,7 @@ from ..inputs.messages import (
     role_of,
 )
 from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key, regex_shaped
+from ..inputs.macros import check_growth
 from ..pipeline.assembly import fill_macros
 
 VERBATIM = "verbatim"
@@ -475,6 +476,7 @@ def filled_facts(facts: Sequence[Fact], names: Mapping[str, str]) -> list[Fact]:
     >>> [f.to_dict() for f in filled_facts(declared_facts(["{{char}}'s map", "/{{user}}/"]), {"char": "Mara"})]
     [{'name': "{{char}}'s map", 'text': "Mara's map"}, {'name': '/{{user}}/', 'regex': '/{{user}}/'}]
     """
+    check_growth(((f"facts[{number}].text", fact.text) for number, fact in enumerate(facts) if fact.text), names)
     return [replace(fact, text=fill_macros(fact.text, names)) if fact.text is not None else fact for fact in facts]
 
 

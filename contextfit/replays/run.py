@@ -63,6 +63,7 @@ from ..inputs.messages import (
     SUMMARY,
     SYSTEM_ROLES,
     TOOL_RESULT_ROLES,
+    check_role,
     kind_of,
     link_ids,
     message_id,
@@ -75,6 +76,7 @@ from ..tokens.prices import RequestCost
 from ..tokens.sent import trace
 from . import prompt_cache
 from ..fitting.host import Analyse
+from ..inputs.macros import check_growth
 from ..pipeline.assembly import fill_macros
 from ..pipeline.plan import (
     BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared, refuse_unsupported,
@@ -892,6 +894,7 @@ def _check(message: Any, position: int) -> None:
     if not isinstance(message, dict):
         raise InvalidMessages(f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
                               f"got {type(message).__name__}", location=f"messages[{position}]")
+    check_role(message, f"messages[{position}]")
     refuse_lone_surrogates(message, f"messages[{position}]")
 
 
@@ -1017,7 +1020,9 @@ class _Walker:
         names = macro_names(settings)
         self.facts = filled_facts(facts, names)
         self.finder = FactFinder(self.facts) if facts else None
-        self.texts = [fill_macros(message_text(m), names) if isinstance(m, dict) else "" for m in messages]
+        texts = [message_text(m) if isinstance(m, dict) else "" for m in messages]
+        check_growth(((f"messages[{position}]", text) for position, text in enumerate(texts)), names)  # before filling
+        self.texts = [fill_macros(text, names) for text in texts]
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)

@@ -38,7 +38,7 @@ from ...inputs.messages import HISTORY, SUMMARY, TOOL_RESULT_ROLES, call_line, m
 from .. import results
 from ...caches import register
 from ..analysis import FitView
-from ...tokens.memo import DIGEST_FROM, TextMemo, digest, text_key
+from ...memo import DIGEST_FROM, TextMemo, digest, text_key
 from ..relevance import word_counts
 from ..results import InsertedBlock
 from ...text import SENTENCE_END, sentences_with_words, words
