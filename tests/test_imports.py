@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "contextfit.errors",
             "contextfit.environment",
             "contextfit.caches",
+            "contextfit.memo",
             "contextfit.text",
             "contextfit.amounts",
             "contextfit.limits",
