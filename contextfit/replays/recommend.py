@@ -31,7 +31,7 @@ Ship summarize: it keeps your question and the 1 must-survive fact where truncat
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any
@@ -497,5 +497,3 @@ def lost_facts(states: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(name for name, status in states if status == LOST)
 
 
-def label_map(outcomes: Iterable[Outcome]) -> Mapping[str, Outcome]:
-    return {o.label: o for o in outcomes}
