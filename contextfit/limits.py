@@ -2,7 +2,7 @@
 
 Every importer limit is refused with ``INVALID_CONVERSATION`` and a message
 that says which limit and by how much, the names and macros with
-``INVALID_SETTINGS``; README's "Limits" table lists them. Measured on
+``INVALID_SETTINGS``; docs/operations.md ("Limits") lists them. Measured on
 this project's 2-core machine (``bench/hostile.py``): a 400,000-message
 SillyTavern chat took 37 s and 0.9 GB to fit with the CLI, a World Info file
 of 200,000 entries 6.5 s to load; at these limits the largest inputs take a

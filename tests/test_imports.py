@@ -3,7 +3,7 @@
 Every ``import`` statement in ``contextfit/`` counts — at module level, inside
 functions, under ``if TYPE_CHECKING`` — with relative imports resolved, so a
 function-level import cannot hide a cycle. The layer order lives here, once;
-README's "Project layout" describes it.
+docs/contributing.md ("Layers") describes it.
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def test_the_entry_limit_holds_for_character_books_and_plan_prompt(monkeypatch) 
     assert len(contextfit.load_conversation(world_info(5)).lorebook.entries) == 5
 
 
-def test_the_readme_limits_tables_state_the_constants() -> None:
+def test_the_documented_limits_tables_state_the_constants() -> None:
     from conftest import REPO
 
     from contextfit import text
@@ -119,7 +119,7 @@ def test_the_readme_limits_tables_state_the_constants() -> None:
     from contextfit.tokens import tokenizers
     from contextfit.fitting.strategies import summarize
 
-    section = (REPO / "README.md").read_text().split("## Limits\n", 1)[1].split("\n## ", 1)[0]
+    section = (REPO / "docs" / "operations.md").read_text(encoding="utf-8").split("## Limits\n", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[3].strip(): line.split("|")[2].strip() for line in section.splitlines()
             if line.startswith("| ") and line.count("|") >= 4}
     mib = lambda n: f"{n // (1024 * 1024)} MiB"  # noqa: E731
