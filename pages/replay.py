@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import widgets
-from contextfit.dashboard import agent_rounds, answer_view, block_chart, budget_bar, charts, exports, facts_box
+from contextfit.dashboard import agent_rounds, answer_box, block_chart, budget_bar, charts, exports, facts_box
 from contextfit.dashboard import replay_charts, state
 from contextfit.dashboard import replay as views
 from contextfit.dashboard.markdown import plain
@@ -47,10 +47,10 @@ except ContextfitError as error:
 
 # The answer first: Compare's sentence for this conversation, and what each strategy costs at the user's volume.
 answer = views.answer(result, setup.strategies, priority)
-st.html(answer_view.ANSWER_CSS + answer_view.answer_html(answer))
-st.caption(answer_view.evidence_text(answer, per_day))
-costs = answer_view.volume_rows(answer, per_day)
-marks = pd.DataFrame(answer_view.volume_styles(answer, costs))
+st.html(answer_box.ANSWER_CSS + answer_box.answer_html(answer))
+st.caption(answer_box.evidence_text(answer, per_day))
+costs = answer_box.volume_rows(answer, per_day)
+marks = pd.DataFrame(answer_box.volume_styles(answer, costs))
 st.table(pd.DataFrame(costs).style.apply(lambda _: marks, axis=None).hide(axis="index"))  # HTML: the Lost lines wrap
 
 st.subheader("Over the whole conversation")

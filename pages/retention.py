@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import widgets
-from contextfit.dashboard import answer_view
+from contextfit.dashboard import answer_box
 from contextfit.dashboard import retention_view as views
 from contextfit.retention.results import ResultsUnavailable
 
@@ -18,7 +18,7 @@ except ResultsUnavailable as error:
     st.error(str(error))
     st.stop()
 rows = found.rows()  # the bench's own table (contextfit.retention.runner.rows_of)
-st.html(answer_view.ANSWER_CSS + views.headline_html(found))
+st.html(answer_box.ANSWER_CSS + views.headline_html(found))
 st.markdown(views.protocol_text(found))
 st.caption(views.caption(found))
 

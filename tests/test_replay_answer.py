@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.cli import main
-from contextfit.dashboard import agent_rounds, answer_view, state, verdict
+from contextfit.dashboard import agent_rounds, answer_box, state, verdict
 from contextfit.dashboard import replay as views
 from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import ReplaySetup, Setup, suggested_setup
@@ -215,8 +215,8 @@ def test_the_requests_of_a_recorded_agent_run_each_have_a_row():
 def test_the_answer_box_escapes_and_marks_the_chosen_strategy():
     conversation = load_sample("roleplay")
     answer = recommendation_for(conversation, compare_settings(conversation).settings)
-    rows = answer_view.volume_rows(answer)
-    styles = answer_view.volume_styles(answer, rows)
+    rows = answer_box.volume_rows(answer)
+    styles = answer_box.volume_styles(answer, rows)
     marked = [row["strategy"] for row, style in zip(rows, styles) if style["strategy"]]
     assert marked == [answer.strategy]
     assert sum(bool(cell) for style in styles for cell in style.values()) == 1

@@ -30,7 +30,7 @@ from ..pipeline.plan import PromptPlan
 from ..replays.answer import recommend
 from ..replays.recommend import PRIORITY_WORDS, Recommendation
 from ..replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
-from . import answer_view, breakdown, charts, verdict
+from . import answer_box, breakdown, charts, verdict
 from .block_chart import CSS as GRID_CSS
 from .block_chart import DENSE_THRESHOLD as GRID_DENSE_THRESHOLD
 from .fate_grid import fate_html
@@ -115,11 +115,11 @@ def hand_edits(overrides: Mapping[str, Mapping[str, Any]] | None) -> list[dict[s
 
 def recommendation_html(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> str:
     """The recommendation at the top of the report: the sentence, then each strategy's costs at volume
-    and its **Lost:** line (:mod:`contextfit.dashboard.answer_view`, as the Replay page shows them)."""
+    and its **Lost:** line (:mod:`contextfit.dashboard.answer_box`, as the Replay page shows them)."""
     return "\n".join([
         f"<p class='answer'>{html.escape(answer.sentence)}</p>",
-        f"<p class='muted'>{html.escape(answer_view.evidence_text(answer, conversations_per_day))}</p>",
-        _table(answer_view.volume_rows(answer, conversations_per_day)),
+        f"<p class='muted'>{html.escape(answer_box.evidence_text(answer, conversations_per_day))}</p>",
+        _table(answer_box.volume_rows(answer, conversations_per_day)),
     ])
 
 

@@ -94,7 +94,7 @@ def _and(words: Sequence[str]) -> str:
 
 
 def headline_html(found: measured.Results) -> str:
-    """The headline in the answer box (:data:`~contextfit.dashboard.answer_view.ANSWER_CSS`)."""
+    """The headline in the answer box (:data:`~contextfit.dashboard.answer_box.ANSWER_CSS`)."""
     return (f'<div class="contextfit-answer"><span class="cfa-label">On the retention protocol</span>'
             f"{html.escape(found.headline().text())}.</div>")
 
