@@ -11,7 +11,7 @@ from contextfit.retention.results import ResultsUnavailable
 widgets.in_frame()
 
 st.title("Retention benchmark")
-presenting = widgets.presentation_mode()  # Compare's toggle: larger text and HTML tables here too
+widgets.presentation_mode()  # Compare's toggle: larger text here too
 try:
     found = views.load()  # what `make retention` measured, shipped with the package: no wait
 except ResultsUnavailable as error:
@@ -30,9 +30,8 @@ if share is not None:  # the bars a room reads first: every strategy at one budg
     st.html(views.bars_html(rows, share))
 table = views.table_rows(rows, share)
 marks = pd.DataFrame(views.table_styles(table))
-widgets.table(pd.DataFrame(table).style.apply(lambda _: marks, axis=None).hide(axis="index"), presenting,
-              hide_index=True, width="stretch", key="retention-table",
-              column_config={"strategy": st.column_config.TextColumn(pinned=True)})
+# HTML tables: every row in view (a data grid showed ten rows and hid fact-ledger's below its scroll bar)
+st.table(pd.DataFrame(table).style.apply(lambda _: marks, axis=None).hide(axis="index"))
 st.caption("Retained: the fact's current value is sent, verbatim or quoted by a summary or ledger line. Tokens sent: "
            "the mean prompt of the request that asks; cost: 1,000 such requests at the catalog's input price "
            "(uncached; the reply, the same for every strategy, is left out). Best of each budget highlighted.")
@@ -43,9 +42,7 @@ where = share if share is not None else views.HEADLINE_SHARE
 st.subheader(f"Where the kept facts were set, at {views.budget_label(where)}")
 st.caption("The share of facts kept, by where in the conversation their current value was set (quarters), and by "
            "the conversation's length.")
-widgets.table(pd.DataFrame(views.position_rows(found, where)), presenting, hide_index=True, width="stretch",
-              key="retention-positions")
+st.table(pd.DataFrame(views.position_rows(found, where)).style.hide(axis="index"))
 if found.held_out:
     with st.expander(f"Held-out seeds {', '.join(map(str, found.held_out_seeds))}: never used to tune anything"):
-        widgets.table(pd.DataFrame(views.table_rows(found.held_out_rows())), presenting, hide_index=True,
-                      width="stretch", key="retention-held-out")
+        st.table(pd.DataFrame(views.table_rows(found.held_out_rows())).style.hide(axis="index"))

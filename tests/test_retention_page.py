@@ -30,7 +30,7 @@ def test_the_page_shows_the_benchs_table_and_headline(shipped):
     assert html.unescape(re.sub(r"<[^>]+>", "", box.split("</style>")[-1])) == (
         "On the retention protocol" + shipped.headline().text() + ".")
     assert shipped.headline().text() == "fact-ledger keeps 97% of the facts at a 15% budget; truncate 23%"
-    table = at.dataframe[0].value
+    table = at.table[0].value
     expected = {row.strategy: row for row in runner.rows_of(shipped.measurements) if row.share == 0.15}
     assert list(table["strategy"]) == [label for label in shipped.variants]
     assert set(table["budget"]) == {"15%"}  # the headline's budget first
@@ -50,7 +50,7 @@ def test_every_budget_and_the_bars(shipped):
     at = page().run()
     at.get("button_group")[0].set_value("every budget").run()
     assert not at.exception
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert len(table) == len(shipped.variants) * len(shipped.shares) and set(table["budget"]) == {"10%", "15%", "25%"}
     assert not table.isna().to_numpy().any() and "None" not in table.to_string()
     bars = retention_view.bars_html(shipped.rows(), 0.15)
@@ -61,27 +61,28 @@ def test_every_budget_and_the_bars(shipped):
 
 def test_where_the_facts_were_set_and_the_held_out_seeds(shipped):
     at = page().run()
-    positions = at.dataframe[1].value
+    positions = at.table[1].value
     assert list(positions["strategy"]) == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results",
                                            "fact-ledger"]
     truncate = positions.iloc[0]
     assert truncate["set in the 1st quarter"] == "0%" and truncate["50 turns"] == "20%"
-    held = at.dataframe[2].value
+    held = at.table[2].value
     assert len(held) == len(shipped.variants) and set(held["budget"]) == {"15%"}
 
 
-def test_presentation_mode_draws_the_tables_in_html():
+def test_presentation_mode_enlarges_the_page():
     at = page()
     at.session_state["presentation"] = True
     at.run()
-    assert not at.exception and at.table and not at.dataframe
+    assert not at.exception and at.table and not at.dataframe  # every table HTML, which its CSS enlarges
+    assert any(".contextfit-retention" in e.proto.body and "!important" in e.proto.body for e in at.get("html"))
 
 
 def test_without_results_the_page_says_how_to_make_them(monkeypatch, tmp_path):
     monkeypatch.setattr(results, "RESULTS", tmp_path / "absent.json")
     at = page().run()
     assert not at.exception
-    assert "make retention" in at.error[0].value and not at.dataframe
+    assert "make retention" in at.error[0].value and not at.table
 
 
 def test_a_results_file_written_again_is_read_again(tmp_path):

@@ -311,7 +311,7 @@ def cost_text(row: Any) -> str:
 
     >>> from types import SimpleNamespace as S
     >>> cost_text(S(cost=S(total=0.0051), output_tokens=72)), cost_text(S(cost=S(total=0.0044), output_tokens=0))
-    ('cost $0.005100 with its 72-token reply', 'cost $0.004400, the prompt alone (no reply to it in the conversation)')
+    ('cost $0.005100 with its 72-token reply', 'cost $0.004400, prompt only (no reply yet)')
     >>> cost_text(S(cost=None, output_tokens=3))
     'no catalog price'
     """
@@ -319,7 +319,7 @@ def cost_text(row: Any) -> str:
         return "no catalog price"
     if row.output_tokens:
         return f"cost {money(row.cost.total)} with its {row.output_tokens:,}-token reply"
-    return f"cost {money(row.cost.total)}, the prompt alone (no reply to it in the conversation)"
+    return f"cost {money(row.cost.total)}, prompt only (no reply yet)"
 
 
 def counts_text(row: Any) -> str:
