@@ -37,7 +37,7 @@ from .conversations import FIXTURES, stitched
 
 OUT = Path(__file__).resolve().parent / "results"
 #: The published figures the protocol follows (clawRxiv 2604.01047).
-PUBLISHED_TRUNCATE = 0.143
+PUBLISHED_TRUNCATE = results.PUBLISHED_TRUNCATE
 PUBLISHED_BEST = 0.886
 #: Real chats: the fixtures joined end to end, cut after this many user requests.
 REAL_TURNS = (60, 150)

@@ -105,7 +105,8 @@ def check_text(found: measured.Results) -> str | None:
         return None
     kept, total = found.first_plantings
     return (f"Check against the published protocol: truncate at {budget_label(HEADLINE_SHARE)} sends the first value "
-            f"of {kept:,} of {total:,} facts ({kept / total:.1%}; published for naive truncation: 14.3%).")
+            f"of {kept:,} of {total:,} facts ({kept / total:.1%}; published for naive truncation: "
+            f"{measured.PUBLISHED_TRUNCATE:.1%}).")
 
 
 def table_rows(rows: Sequence[RetentionRow], share: float | None = None) -> list[dict[str, Any]]:

@@ -33,9 +33,12 @@ from ..amounts import percent
 from .runner import HEADLINE_SHARE, MODEL, Measurement, RetentionRow, rows_of
 from .scoring import STATUSES, FactScore
 
-__all__ = ["FORMAT", "RESULTS", "Headline", "Results", "ResultsUnavailable", "from_json", "headline", "load",
+__all__ = ["FORMAT", "PUBLISHED_TRUNCATE", "RESULTS", "Headline", "Results", "ResultsUnavailable", "from_json", "headline", "load",
            "to_json", "write"]
 
+#: Naive truncation's retention as the Context Decay Benchmark published it (clawRxiv 2604.01047), which
+#: truncate's first plantings are checked against (docs/retention.md).
+PUBLISHED_TRUNCATE = 0.143
 #: Where ``make retention`` writes the measurements and the dashboard reads them.
 RESULTS = Path(__file__).resolve().parent.parent / "data" / "retention.json"
 #: The file's layout; a file of another is refused (the view says to run ``make retention``).
