@@ -1,4 +1,4 @@
-"""Issue 17's target: a replay costs at most 3x one cold fit of the whole conversation.
+"""The replay's target: a replay costs at most 3x one cold fit of the whole conversation.
 
     .venv/bin/python -m bench.replay                      # 1,000 turns, 4 strategies, 3 runs (part of `make bench`)
     .venv/bin/python -m bench.replay --turns 200 --runs 1

@@ -485,7 +485,7 @@ def parser() -> argparse.ArgumentParser:
                        "a command line is visible to other users)")  # fmt: skip
     serve.add_argument("--insecure-no-auth", action="store_true",
                        help="listen beyond this machine without an API key (anyone who reaches it can read every chat)")  # fmt: skip
-    limits = serve.add_argument_group("limits (defaults and meaning: README, Security)")
+    limits = serve.add_argument_group("limits (defaults and meaning: docs/operations.md, Limits)")
     for flag, kind, field, text in _LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, dest=field, metavar="N", help=text)
     serve.set_defaults(run=_serve)

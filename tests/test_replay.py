@@ -9,7 +9,7 @@ from conftest import shared_path
 
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
-from contextfit.replays.prompt_cache import anthropic_cache, automatic_cached
+from contextfit.replays.prompt_cache import AUTOMATIC_MINIMUM, AUTOMATIC_STEP, anthropic_cache, prefix_cached
 from contextfit.replays.run import ENTITY_RULE, replay
 from contextfit.replays.facts import declared_facts, entities
 from contextfit.errors import InvalidMessages, InvalidSettings
@@ -61,7 +61,7 @@ def test_anthropic_breakpoints_write_then_read_the_previous_request():
 
 
 def test_cache_rules_by_hand():
-    assert [automatic_cached(n) for n in (0, 1023, 1024, 1151, 1152, 5000)] == [0, 0, 1024, 1024, 1152, 4992]
+    assert [prefix_cached(n, AUTOMATIC_MINIMUM, AUTOMATIC_STEP) for n in (0, 1023, 1024, 1151, 1152, 5000)] == [0, 0, 1024, 1024, 1152, 4992]
     # the previous request is not a prefix (the cut moved): only the system head is read
     assert anthropic_cache(3000, 1200, 2500, False, True).read == 1200
     # a head under the minimum is not cached; a prompt under it neither read nor written

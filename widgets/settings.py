@@ -52,16 +52,16 @@ def strategy_options() -> dict[str, Any]:
     """Draw the Compare page's "Strategy options" (in the sidebar, below the shared settings) and return
     them as plan settings (``summary_tokens`` 0: unchosen, a tenth of the budget)."""
     with st.sidebar, st.expander("Strategy options"):
-        summary_tokens = st.number_input("Summary size (tokens)", min_value=0, max_value=state.MAX_SUMMARY_TOKENS,
-                                         value=None, step=32, key=state.SUMMARY_TOKENS,
-                                         help="summarize: the summary's maximum size; 0 chooses a tenth of the budget.")
-        relevance_window = st.number_input("Relevance query window", min_value=1, max_value=state.MAX_RELEVANCE_WINDOW,
-                                           value=None, key=state.RELEVANCE_WINDOW, help="vector-recall: how many recent "
-                                           "messages lorebook and memory are compared with.")
-        user_name = st.text_input("User name", key=state.USER_NAME, max_chars=state.MAX_USER_NAME,
-                                  help="Fills {{user}} in cards, lorebooks and chats.")
-    return {"summary_tokens": int(summary_tokens) or None, "relevance_window": int(relevance_window),
-            "user_name": user_name}
+        st.number_input("Summary size (tokens)", min_value=0, max_value=state.MAX_SUMMARY_TOKENS, value=None, step=32,
+                        key=state.SUMMARY_TOKENS,
+                        help="summarize: the summary's maximum size; 0 chooses a tenth of the budget.")
+        st.number_input("Relevance query window", min_value=1, max_value=state.MAX_RELEVANCE_WINDOW, value=None,
+                        key=state.RELEVANCE_WINDOW, help="vector-recall: how many recent messages lorebook and "
+                        "memory are compared with.")
+        st.text_input("User name", key=state.USER_NAME, max_chars=state.MAX_USER_NAME,
+                      help="Fills {{user}} in cards, lorebooks and chats.")
+    chosen = state.compare_settings(st.session_state)  # what Replay reads too, without these widgets
+    return {name: chosen[name] for name in ("summary_tokens", "relevance_window", "user_name")}
 
 
 def replay_options() -> tuple[bool, str]:

@@ -74,6 +74,24 @@ def keep(state: MutableMapping[str, Any]) -> None:
             state[key] = state[key]
 
 
+def compare_settings(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan settings Compare adds to the sidebar's — its "Strategy options" and its hand edits
+    of the blocks — as ``Setup.replace`` takes them. Replay plans with the very same (it draws no
+    such widgets: their values are kept in the session), so its latest request is Compare's plan.
+
+    >>> compare_settings({"summary_tokens": 0, "relevance_window": 4, "user_name": "Ann", "overrides": {}})
+    {'summary_tokens': None, 'relevance_window': 4, 'user_name': 'Ann', 'overrides': None}
+    >>> compare_settings({"overrides": {"m3": {"pinned": True}}})["overrides"], compare_settings({})["user_name"]
+    ({'m3': {'pinned': True}}, 'User')
+    """
+    return {
+        "summary_tokens": _whole_in(state.get(SUMMARY_TOKENS), 0, MAX_SUMMARY_TOKENS, 0) or None,  # 0: a tenth
+        "relevance_window": _whole_in(state.get(RELEVANCE_WINDOW), 1, MAX_RELEVANCE_WINDOW, DEFAULTS[RELEVANCE_WINDOW]),
+        "user_name": DEFAULTS[USER_NAME] if state.get(USER_NAME) is None else str(state[USER_NAME]),
+        "overrides": state.get(OVERRIDES) or None,
+    }
+
+
 # -- the URL ---------------------------------------------------------------------------------
 
 

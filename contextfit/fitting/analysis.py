@@ -19,8 +19,27 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..inputs import messages as msg
-from . import results as r
+from ..inputs.messages import (
+    CHARACTER,
+    HISTORY,
+    LOREBOOK,
+    MEMORY,
+    PERSONA,
+    ROLE_SET,
+    SYSTEM,
+    SYSTEM_ROLES,
+    TOOL_RESULT_ROLES,
+    check_role,
+    clone,
+    explicit_id,
+    kind_of,
+    link_ids,
+    message_text,
+    meta_of,
+    refuse_lone_surrogates,
+    role_of,
+)
+from . import results
 from .counting import Counting
 from ..errors import InvalidMessages, TokenBudgetExceeded
 
@@ -34,7 +53,7 @@ PREFIX_BYTES = 64 * 1024 * 1024
 #: What an analysis holds per message besides its text: the snapshot dict and
 #: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
 MESSAGE_BYTES = 400
-_CHAT_KINDS = frozenset({msg.HISTORY})
+_CHAT_KINDS = frozenset({HISTORY})
 #: How many of the groups a repeated tool call id links are kept for its diagnostic (the newest):
 #: an agent that sends ``call_1`` every round reuses it once per request.
 REPEATS_KEPT = 10
@@ -47,7 +66,7 @@ def _snapshot(message: dict) -> dict:
         if type(value) is list and key == "tool_calls":
             copy[key] = _clone_calls(value)
         elif type(value) is dict or type(value) is list:
-            copy[key] = msg.clone(value)
+            copy[key] = clone(value)
     return copy
 
 
@@ -66,7 +85,7 @@ def _clone_calls(calls: list) -> list:
             call = call.copy()
             call["function"] = function.copy()
         else:
-            call = msg.clone(call)
+            call = clone(call)
         out.append(call)
     return out
 
@@ -110,22 +129,22 @@ def _calls_only(message: dict) -> tuple[list[str], bool] | None:
         if type(ident) is not str or not ident:
             return None
         ids.append(ident)
-    return ids, message.get("role") in msg.TOOL_RESULT_ROLES
+    return ids, message.get("role") in TOOL_RESULT_ROLES
 
 
 def _base_reason(message: dict, kind: str) -> str | None:
     """Protection that depends on the message alone (SPEC §3.3)."""
-    if kind == msg.SYSTEM:
-        return r.SYSTEM
-    if kind == msg.CHARACTER:
-        return r.CHARACTER
-    if kind == msg.PERSONA:
-        return r.PERSONA
-    meta = msg.meta_of(message)
+    if kind == SYSTEM:
+        return results.SYSTEM
+    if kind == CHARACTER:
+        return results.CHARACTER
+    if kind == PERSONA:
+        return results.PERSONA
+    meta = meta_of(message)
     if meta.get("required") is True:
-        return r.REQUIRED
+        return results.REQUIRED
     if message.get("pinned") is True or meta.get("pinned") is True:
-        return r.PINNED
+        return results.PINNED
     return None
 
 
@@ -315,7 +334,8 @@ class ChatAnalysis:
         count_message = counting.count_message
         snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
         base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
-        system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
+        system_roles, history, system = SYSTEM_ROLES, HISTORY, SYSTEM
+        roles_allowed = ROLE_SET
         added_from = len(tokens)
         text_bytes = 0
         stop = len(messages) if stop is None else stop
@@ -328,6 +348,8 @@ class ChatAnalysis:
                     location=f"messages[{index}]",
                 )
             role = message.get("role")
+            if type(role) is not str or role not in roles_allowed:
+                check_role(message, f"messages[{index}]")
             content = message.get("content")
             # Three common shapes have a short path: the plain chat turn
             # {"role", "content": str}, an OpenAI tool result and an OpenAI call
@@ -340,13 +362,13 @@ class ChatAnalysis:
             elif len(message) == 2 and type(content) is str:
                 text_bytes += len(content)
                 if not (content.isascii() and role.isascii()):
-                    msg.refuse_lone_surrogates(message, f"messages[{index}]")
+                    refuse_lone_surrogates(message, f"messages[{index}]")
                 snapshot = message.copy()
             elif len(message) == 3 and type(content) is str:
                 call_id = message.get("tool_call_id")
                 if type(call_id) is str and call_id:
                     if not (content.isascii() and role.isascii() and call_id.isascii()):
-                        msg.refuse_lone_surrogates(message, f"messages[{index}]")
+                        refuse_lone_surrogates(message, f"messages[{index}]")
                     text_bytes += len(content)
                     snapshot, link = message.copy(), [call_id]  # every value is a string: a flat copy is a snapshot
             elif len(message) == 3 and content is None and "content" in message and role.isascii():
@@ -358,7 +380,7 @@ class ChatAnalysis:
                     snapshot["tool_calls"] = cloned
             if snapshot is not None:
                 kind = system if role in system_roles else history
-                reason: str | None = r.SYSTEM if kind is system else None
+                reason: str | None = results.SYSTEM if kind is system else None
                 snapshots.append(snapshot)
                 roles.append(role)
                 kinds.append(kind)
@@ -368,14 +390,12 @@ class ChatAnalysis:
                     protected.append(index)
                 tokens.append(count_message(message) if count_now else None)
                 if link is not None:
-                    self._link(index, link, role in msg.TOOL_RESULT_ROLES)
+                    self._link(index, link, role in TOOL_RESULT_ROLES)
                 continue
-            msg.refuse_lone_surrogates(message, f"messages[{index}]")
+            refuse_lone_surrogates(message, f"messages[{index}]")
             text_bytes += len(content) if type(content) is str else _text_size(content)
             if "tool_calls" in message:
                 text_bytes += _text_size(message["tool_calls"])
-            if type(role) is not str:
-                role = msg.role_of(message)
             content_is_list = type(content) is list
             linked = content_is_list or "tool_calls" in message or "tool_call_id" in message or (
                 "toolCallId" in message or "callId" in message
@@ -384,19 +404,19 @@ class ChatAnalysis:
             if meta is None:
                 kind = system if role in system_roles else history
                 if kind is system:
-                    reason = r.SYSTEM
+                    reason = results.SYSTEM
                 else:
-                    reason = r.PINNED if message.get("pinned") is True else None
+                    reason = results.PINNED if message.get("pinned") is True else None
                 ident = message.get("id")
                 if ident is not None and (type(ident) is not str or not ident):
-                    ident = msg.explicit_id(message)
+                    ident = explicit_id(message)
                 snapshots.append(_snapshot(message) if linked else message.copy())
             else:
-                kind = msg.kind_of(message)
-                if kind == msg.LOREBOOK or kind == msg.MEMORY:
+                kind = kind_of(message)
+                if kind == LOREBOOK or kind == MEMORY:
                     self.recall.append(index)
                 reason = _base_reason(message, kind)
-                ident = msg.explicit_id(message)
+                ident = explicit_id(message)
                 snapshots.append(_snapshot(message))
                 if type(meta) is dict:
                     self._meta_marks(index, meta)
@@ -412,9 +432,9 @@ class ChatAnalysis:
                 if type(call_id) is str and call_id and not content_is_list and not (
                     "tool_calls" in message or "toolCallId" in message or "callId" in message
                 ):
-                    self._link(index, [call_id], role in msg.TOOL_RESULT_ROLES)  # an OpenAI tool result
+                    self._link(index, [call_id], role in TOOL_RESULT_ROLES)  # an OpenAI tool result
                 else:
-                    link, is_result = _calls_only(message) or msg.link_ids(message)
+                    link, is_result = _calls_only(message) or link_ids(message)
                     if link:
                         self._link(index, link, is_result)
         self.nbytes += text_bytes + MESSAGE_BYTES * (stop - start)
@@ -650,13 +670,13 @@ def _link_args(message: dict) -> tuple[list[str], bool] | None:
     """The link ids :meth:`ChatAnalysis._add` groups ``message`` by, and whether it is a result."""
     role = message.get("role")
     if type(role) is not str:
-        role = msg.role_of(message)
+        role = role_of(message)
     call_id = message.get("tool_call_id")
     if type(call_id) is str and call_id and type(message.get("content")) is not list and not (
         "tool_calls" in message or "toolCallId" in message or "callId" in message
     ):
-        return [call_id], role in msg.TOOL_RESULT_ROLES
-    link, is_result = _calls_only(message) or msg.link_ids(message)
+        return [call_id], role in TOOL_RESULT_ROLES
+    link, is_result = _calls_only(message) or link_ids(message)
     return (list(link), is_result) if link else None
 
 
@@ -750,13 +770,13 @@ class FitView:
         if last is not None and analysis.roles[last] == "user":
             current = last
             if protect[last] is None:
-                protect[last] = r.CURRENT_INPUT
+                protect[last] = results.CURRENT_INPUT
                 protected.add(last)
             root = group_of.get(last)
             if root is not None:
                 for member in members[root]:
                     if protect[member] is None:
-                        protect[member] = r.CURRENT_INPUT
+                        protect[member] = results.CURRENT_INPUT
                         protected.add(member)
         self.protect = protect
         self.protected = sorted(protected)
@@ -782,7 +802,7 @@ class FitView:
                     "kind": self.analysis.kinds[index],
                     "tokens": self.analysis.tokens[index],
                     "included": reason is not None,
-                    "reason": reason or r.OVER_BUDGET,
+                    "reason": reason or results.OVER_BUDGET,
                 }
             )
         return TokenBudgetExceeded(tokens, budget, message, blocks=blocks)
@@ -887,9 +907,9 @@ class FitView:
         elif len(texts) <= index < self.n:
             texts.extend([None] * (self.n - len(texts)))
         else:
-            return msg.message_text(self.messages[index])
+            return message_text(self.messages[index])
         message = self.messages[index]
-        text = texts[index] = msg.message_text(message)
+        text = texts[index] = message_text(message)
         if text is not message.get("content"):  # a new string (joined parts, tool lines): held by the analysis
             self.analysis.derived_bytes += len(text) + 50
         return text

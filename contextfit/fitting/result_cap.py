@@ -31,8 +31,8 @@ from bisect import bisect_left
 from typing import Any
 
 from ..errors import InvalidSettings
-from ..inputs import messages as msg
-from . import results as r
+from ..inputs.messages import clone, message_text
+from . import results
 from .analysis import ChatAnalysis, FitView
 from .results import InsertedBlock
 from .strategies.base import Proposal
@@ -140,7 +140,7 @@ def _copy_of(view: FitView, index: int, cap: int,
     found, known = _capped_copy(view, index, cap, names[0])
     if known:  # a result whose call comes later is named "tool" until then: not cached
         derived[key] = found
-        view.analysis.derived_bytes += 200 + (len(msg.message_text(found[0])) if found else 0)
+        view.analysis.derived_bytes += 200 + (len(message_text(found[0])) if found else 0)
     return found, known
 
 
@@ -174,8 +174,8 @@ def with_capped(proposal: Proposal, copies: CapSet) -> Proposal:
     added = []
     for index, (copy, tokens) in copies.copies.items():
         if reasons[index] is None:
-            reasons[index] = r.SUMMARIZED
-            added.append(InsertedBlock(msg.clone(copy), index, r.COMPRESSED, tokens, (index,)))  # a copy of its own
+            reasons[index] = results.SUMMARIZED
+            added.append(InsertedBlock(clone(copy), index, results.COMPRESSED, tokens, (index,)))  # a copy of its own
     if added:
         proposal.inserted = sorted([*proposal.inserted, *added], key=lambda block: block.before)
         proposal.assembled = None

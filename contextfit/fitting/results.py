@@ -11,7 +11,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ..inputs.lorebook.matching import LOREBOOK_KEY_TIMEOUT, LOREBOOK_KEY_TOO_LONG, LOREBOOK_SCAN_LIMITED
+from ..inputs.lorebook.matching import (
+    LOREBOOK_KEY_TIMEOUT,
+    LOREBOOK_KEY_TOO_LARGE,
+    LOREBOOK_KEY_TOO_LONG,
+    LOREBOOK_SCAN_LIMITED,
+)
 from ..inputs.messages import explicit_id, kind_of, role_of
 
 # Why a block was included.
@@ -86,6 +91,7 @@ DIAGNOSTIC_CODES = (
     LOREBOOK_POSITION_APPROXIMATED,
     LOREBOOK_KEY_TIMEOUT,
     LOREBOOK_KEY_TOO_LONG,
+    LOREBOOK_KEY_TOO_LARGE,
     LOREBOOK_SCAN_LIMITED,
     PARTS_NOT_SENT,
     IMAGE_SIZE_UNKNOWN,

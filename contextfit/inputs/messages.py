@@ -9,9 +9,10 @@ because messages come from users' pastes and other tools' exports.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidMessages
+from ..errors import InvalidMessages, shown
 from ..jsonpath import lone_surrogate
 
 # Message kinds. ``history`` is the default for chat turns.
@@ -26,6 +27,7 @@ EXAMPLE = "example"
 
 #: The message roles SPEC §3.2 allows.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+ROLE_SET = frozenset(ROLES)
 SYSTEM_ROLES = frozenset({"system", "developer"})
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 # The three spellings of the key that links a tool result (or a call) to its partner.
@@ -42,6 +44,40 @@ def meta_of(message: dict) -> dict:
     """
     meta = message.get("meta")
     return meta if isinstance(meta, dict) else {}
+
+
+def check_role(message: Mapping[str, Any], location: str) -> None:
+    """Raise ``INVALID_MESSAGES`` at ``<location>.role`` unless the message's role is one
+    of :data:`ROLES`: the one check of roles, shared by the engine's doors
+    (``plan_prompt``, ``shift_context``, sessions, replays) and the store.
+
+    >>> check_role({"role": "user", "content": "Hi"}, "messages[0]")
+    >>> check_role({"role": "wizard"}, "messages[1]")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: role 'wizard' is not one of system, developer, user, assistant, tool, function (at messages[1].role)
+    >>> check_role({"content": "Hi"}, "messages[2]")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: each message needs a "role" string, got none (at messages[2].role)
+    """
+    problem = role_problem(message)
+    if problem is not None:
+        raise InvalidMessages(problem, location=f"{location}.role")
+
+
+def role_problem(message: Mapping[str, Any]) -> str | None:
+    """What is wrong with the message's role (see :func:`check_role`), or ``None``.
+
+    >>> role_problem({"role": "tool"}), role_problem({"role": 5})
+    (None, 'each message needs a "role" string, got 5')
+    """
+    role = message.get("role")
+    if type(role) is str and role in ROLE_SET:
+        return None
+    if not isinstance(role, str) or not role:
+        return f'each message needs a "role" string, got {"none" if "role" not in message else shown(role, 40)}'
+    return f"role {shown(role, 40)} is not one of {', '.join(ROLES)}"
 
 
 def role_of(message: dict) -> str:

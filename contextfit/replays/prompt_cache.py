@@ -161,11 +161,6 @@ def prefix_cached(tokens: int, minimum: int, unit: int) -> int:
     return tokens // unit * unit if unit > 1 else tokens
 
 
-def automatic_cached(shared: int) -> int:
-    """Tokens OpenAI's automatic prefix cache serves of ``shared`` tokens in common with an earlier request."""
-    return prefix_cached(shared, AUTOMATIC_MINIMUM, AUTOMATIC_STEP)
-
-
 def automatic_cache(prompt: int, shared: int, minimum: int = AUTOMATIC_MINIMUM, unit: int = AUTOMATIC_STEP,
                     bills_writes: bool = False) -> CacheUse:
     """Reads (and, for a model that bills them, writes) of automatic prefix caching: the

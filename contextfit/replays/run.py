@@ -57,11 +57,26 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..errors import ContextfitError, InvalidMessages, InvalidSettings, TokenBudgetExceeded
-from ..inputs import messages as msg
+from ..inputs.messages import (
+    LOREBOOK,
+    MEMORY,
+    SUMMARY,
+    SYSTEM_ROLES,
+    TOOL_RESULT_ROLES,
+    check_role,
+    kind_of,
+    link_ids,
+    message_id,
+    message_text,
+    meta_of,
+    refuse_lone_surrogates,
+    role_of,
+)
 from ..tokens.prices import RequestCost
 from ..tokens.sent import trace
-from . import prompt_cache as pc
+from . import prompt_cache
 from ..fitting.host import Analyse
+from ..inputs.macros import check_growth
 from ..pipeline.assembly import fill_macros
 from ..pipeline.plan import (
     BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared, refuse_unsupported,
@@ -275,7 +290,7 @@ class Replay:
         return decide(self.outcomes, priority, basis)
     #: The message index of each user turn's message (the requests of a turn follow it).
     user_turns: tuple[int, ...] = ()
-    cache_rules: pc.CacheRules | None = None
+    cache_rules: prompt_cache.CacheRules | None = None
 
     def user_turn_totals(self) -> dict[str, list[UserTurnTotals]]:
         """Per strategy, the totals of each user turn's requests (:func:`user_turn_totals`)."""
@@ -377,15 +392,15 @@ def model_calls(messages: Sequence[dict]) -> list[ModelCall]:
     pending: int | None = None  # the last message of a round of results no answer has followed yet
     user_turn = rounds = 0
     for position, message in enumerate(messages):
-        if not isinstance(message, dict) or msg.meta_of(message).get("hidden") is True:
+        if not isinstance(message, dict) or meta_of(message).get("hidden") is True:
             continue
-        role = msg.role_of(message)
+        role = role_of(message)
         if role == "assistant":
             if pending is not None:
                 rounds += 1
                 out.append(ModelCall(pending, TOOL_RESULTS, user_turn, rounds))
                 pending = None
-        elif role in msg.TOOL_RESULT_ROLES or (role == "user" and msg.link_ids(message)[1]):
+        elif role in TOOL_RESULT_ROLES or (role == "user" and link_ids(message)[1]):
             pending = position
         elif role == "user":
             pending, user_turn, rounds = None, user_turn + 1, 0
@@ -625,7 +640,7 @@ def replay(
         notes.append(f"The catalog has no prices for {info.id}: costs are not computed (add a [models.\"{info.id}\".prices] "
                      "table to your models file).")
     provider = PROVIDER_NAMES.get(info.provider, info.provider)  # a note's words, not an id ("google prompt...")
-    if walker.rule == pc.AUTOMATIC and info.provider not in pc.MODELLED:
+    if walker.rule == prompt_cache.AUTOMATIC and info.provider not in prompt_cache.MODELLED:
         notes.append(f"{provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
     largest = max((row.prompt_tokens or 0 for rows in turns.values() for row in rows), default=0)
     if 0 < largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why (0: no turn was sent)
@@ -752,7 +767,7 @@ def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
         failed_turns=len(rows) - len(done),
         cache_write_tokens=sum(row.cache_write for row in done),
         output_tokens=sum(row.output_tokens for row in rows),
-        cache_misses=sum(1 for row in done if row.cache_miss not in (None, pc.NO_PREVIOUS)),
+        cache_misses=sum(1 for row in done if row.cache_miss not in (None, prompt_cache.NO_PREVIOUS)),
     )
 
 
@@ -784,7 +799,7 @@ def _no_cache_notes(turns: Mapping[str, Sequence[TurnResult]], rule: str, minimu
         if why == "short":
             reason = (f"no request shares the {minimum:,} tokens {provider} caches from with the one before it "
                       f"(at most {shared:,}).")
-        elif rule == pc.BREAKPOINTS:
+        elif rule == prompt_cache.BREAKPOINTS:
             reason = (f"no request starts with the whole request before it (the cut moved), and the tools and "
                       f"system text alone are no cached prefix of {minimum:,} tokens or more.")
         else:
@@ -879,7 +894,8 @@ def _check(message: Any, position: int) -> None:
     if not isinstance(message, dict):
         raise InvalidMessages(f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
                               f"got {type(message).__name__}", location=f"messages[{position}]")
-    msg.refuse_lone_surrogates(message, f"messages[{position}]")
+    check_role(message, f"messages[{position}]")
+    refuse_lone_surrogates(message, f"messages[{position}]")
 
 
 class _Block(NamedTuple):
@@ -905,7 +921,7 @@ _WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word 
 #: The replies a reply's size is the mean of: the latest requests' (a long chat's replies are not all counted).
 REPLIES_READ = 100
 #: The kinds of block whose facts are in force from the first request that assembles them.
-_IN_FORCE_FROM_THE_START = STANDING | {msg.LOREBOOK, msg.MEMORY}
+_IN_FORCE_FROM_THE_START = STANDING | {LOREBOOK, MEMORY}
 
 
 @dataclass(slots=True)
@@ -997,14 +1013,16 @@ class _Walker:
         # the model and limits are checked first (tool definitions over the budget fail each fit)
         self.last, _ = self.prepared(requests[0])
         self.info = self.last.info
-        self.rules = pc.cache_rules(self.info)
+        self.rules = prompt_cache.cache_rules(self.info)
         self.rule, self.minimum = self.rules.rule, self.rules.minimum
         self.ids = message_ids(messages)
         # facts and texts as the prompt says them: {{char}} and {{user}} filled in
         names = macro_names(settings)
         self.facts = filled_facts(facts, names)
         self.finder = FactFinder(self.facts) if facts else None
-        self.texts = [fill_macros(msg.message_text(m), names) if isinstance(m, dict) else "" for m in messages]
+        texts = [message_text(m) if isinstance(m, dict) else "" for m in messages]
+        check_growth(((f"messages[{position}]", text) for position, text in enumerate(texts)), names)  # before filling
+        self.texts = [fill_macros(text, names) for text in texts]
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)
@@ -1036,7 +1054,7 @@ class _Walker:
         count = prepared.tokenizer.count_message
         empty = count({"role": "assistant", "content": ""})
         return sum(max(count(m) - empty, 0) for m in self.messages[start:end]
-                   if isinstance(m, dict) and msg.role_of(m) == "assistant")
+                   if isinstance(m, dict) and role_of(m) == "assistant")
 
     # -- what was sent, and what the cache makes of it
 
@@ -1066,9 +1084,9 @@ class _Walker:
                 tokens = counted.get(id(block))
                 entry = _Block(
                     block, prepared.counter.count_message(block) if tokens is None else tokens,
-                    tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
-                    msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
-                    bool(msg.meta_of(block).get("compressed")),
+                    tuple(trace([block], "openai").prompt.messages) if openai else None, message_text(block),
+                    kind_of(block) == SUMMARY, message_id(block, -1), role_of(block),
+                    bool(meta_of(block).get("compressed")),
                 )
             found[index] = memo[id(block)] = equal[key] = entry
 
@@ -1112,9 +1130,9 @@ class _Walker:
             # the system text changed when the first message that differs, in either request, is still
             # part of the leading system messages (a lorebook entry that came or went among them, say)
             firsts = [m[j] for m in (before.messages, sent.messages) if j < len(m)]
-            leading = any(isinstance(m, dict) and m.get("role") in msg.SYSTEM_ROLES for m in firsts) and all(
-                isinstance(m, dict) and m.get("role") in msg.SYSTEM_ROLES for m in sent.messages[:j])
-            changed = pc.SYSTEM_CHANGED if not same_system or leading else pc.MESSAGES_CHANGED
+            leading = any(isinstance(m, dict) and m.get("role") in SYSTEM_ROLES for m in firsts) and all(
+                isinstance(m, dict) and m.get("role") in SYSTEM_ROLES for m in sent.messages[:j])
+            changed = prompt_cache.SYSTEM_CHANGED if not same_system or leading else prompt_cache.MESSAGES_CHANGED
         return min(shared, sent.cacheable), head, whole, same_system, changed
 
     def turn(self, turn: int, call: ModelCall, label: str, prepared: Prepared, fit: FitResult, sent: _Sent,
@@ -1122,11 +1140,11 @@ class _Walker:
         position = call.position
         shared, head, whole, same_head, changed = self.shared(prepared, sent, before)
         rules = self.rules
-        if rules.rule == pc.BREAKPOINTS:
-            use = pc.anthropic_cache(sent.cacheable, head, None if before is None else before.cacheable, whole,
+        if rules.rule == prompt_cache.BREAKPOINTS:
+            use = prompt_cache.anthropic_cache(sent.cacheable, head, None if before is None else before.cacheable, whole,
                                      same_head, rules.minimum)
         else:
-            use = pc.automatic_cache(sent.cacheable, shared, rules.minimum, rules.unit, rules.bills_writes)
+            use = prompt_cache.automatic_cache(sent.cacheable, shared, rules.minimum, rules.unit, rules.bills_writes)
         prompt = fit.tokens + prepared.tools_tokens
         prices = self.info.prices
         cost = None if prices is None else prices.cost(prompt, output_tokens=output, cached_input_tokens=use.read,
@@ -1135,7 +1153,7 @@ class _Walker:
         return TurnResult(turn, position, label, prompt, len(fit.kept), counts.dropped, counts.summarized,
                           counts.compressed, shared, use.read, use.write, output, cost,
                           self._facts_of(sent, anchor, in_force), None, None, call.user_turn, call.trigger,
-                          call.round, pc.miss_reason(before is not None, whole, use.read, changed))
+                          call.round, prompt_cache.miss_reason(before is not None, whole, use.read, changed))
 
     # -- facts
 
@@ -1151,7 +1169,7 @@ class _Walker:
         # (the character's name was said to be in no message, and checked at no turn); the lore and memory
         # the first request assembles too, which a strategy may drop (a fact only a memory held was never checked)
         standing = [text for block, text in zip(self.last.blocks, self.last.texts)
-                    if msg.kind_of(block) in _IN_FORCE_FROM_THE_START]
+                    if kind_of(block) in _IN_FORCE_FROM_THE_START]
         for position, text in chain(zip(repeat(-1), standing), enumerate(self.texts)):  # -1: before any message
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:

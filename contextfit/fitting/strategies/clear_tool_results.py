@@ -33,8 +33,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import TOOL_RESULT_ROLES, clone, link_ids, meta_of, role_of
+from .. import results
 from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
@@ -109,8 +109,8 @@ def result_sites(message: dict) -> list[tuple[int | None, str]]:
     """The tool results a message holds: (content part index or ``None`` for
     the whole message, link id)."""
     content = message.get("content")
-    if msg.role_of(message) in msg.TOOL_RESULT_ROLES:
-        ids, _ = msg.link_ids(message)
+    if role_of(message) in TOOL_RESULT_ROLES:
+        ids, _ = link_ids(message)
         return [(None, ids[0] if ids else "")]
     sites = []
     for position, part in enumerate(content if isinstance(content, list) else ()):
@@ -129,20 +129,20 @@ def result_tool(message: dict, link: str, names: dict[str, str]) -> str:
 
 def with_results(message: dict, cleared: dict[int | None, str]) -> dict:
     """A copy of ``message`` whose chosen results say ``cleared[site]`` instead."""
-    copy = msg.clone(message)
+    copy = clone(message)
     if None in cleared:
         copy["content"] = cleared[None]
     else:
         for position, text in cleared.items():
             copy["content"][position] = {**copy["content"][position], "content": text}
-    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    copy["meta"] = {**meta_of(message), "compressed": True}
     return copy
 
 
 def _without_inputs(message: dict, links: set[str]) -> dict | None:
     """A copy of a call message with the arguments of the calls in ``links``
     emptied, or ``None`` when it has none of them."""
-    copy = msg.clone(message)
+    copy = clone(message)
     changed = False
     calls = copy.get("tool_calls")
     for call in calls if isinstance(calls, list) else ():
@@ -158,7 +158,7 @@ def _without_inputs(message: dict, links: set[str]) -> dict | None:
                 changed = True
     if not changed:
         return None
-    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    copy["meta"] = {**meta_of(message), "compressed": True}
     return copy
 
 
@@ -202,11 +202,11 @@ class ClearToolResults(BuiltinStrategy):
         drop_oldest_units(view, budget, reasons, costs, replaced, total)
         for index, (copy, tokens) in cleared.items():
             if reasons[index] is None:  # sent: a copy of its own, never the cache's
-                replaced[index] = InsertedBlock(msg.clone(copy), index, r.COMPRESSED, tokens, (index,))
+                replaced[index] = InsertedBlock(clone(copy), index, results.COMPRESSED, tokens, (index,))
         # What is sent gets copies of its own, never the cache's.
         for index in shared.intersection(replaced):
             block = replaced[index]
-            replaced[index] = InsertedBlock(msg.clone(block.message), index, r.COMPRESSED, block.tokens, (index,))
+            replaced[index] = InsertedBlock(clone(block.message), index, results.COMPRESSED, block.tokens, (index,))
         return Proposal(reasons, with_replacements(reasons, replaced))
 
     def _carried(
@@ -290,7 +290,7 @@ class ClearToolResults(BuiltinStrategy):
             costs[index] = tokens
             chosen[index] = trial
             cleared_links.add(link)
-            replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+            replaced[index] = InsertedBlock(copy, index, results.COMPRESSED, tokens, (index,))
             shared.add(index)
         if clear_inputs and cleared_links:
             self._clear_inputs(view, cleared_links, costs, replaced, shared)
@@ -306,7 +306,7 @@ class ClearToolResults(BuiltinStrategy):
             for index in range(view.n):
                 if protect[index] is not None:
                     continue
-                ids, is_result = msg.link_ids(messages[index])
+                ids, is_result = link_ids(messages[index])
                 links = cleared_links.intersection(ids)
                 if is_result or not links:
                     continue
@@ -317,7 +317,7 @@ class ClearToolResults(BuiltinStrategy):
                 tokens = view.count_block(copy)
                 if tokens < costs[index]:
                     costs[index] = tokens
-                    replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+                    replaced[index] = InsertedBlock(copy, index, results.COMPRESSED, tokens, (index,))
                     shared.discard(index)
 
 

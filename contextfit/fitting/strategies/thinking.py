@@ -31,8 +31,8 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import HISTORY, TOOL_RESULT_ROLES, meta_of
+from .. import results
 from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
@@ -57,7 +57,7 @@ def without_reasoning(message: dict) -> dict | None:
     copy = strip_reasoning(message)
     if copy is None:
         return None
-    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    copy["meta"] = {**meta_of(message), "compressed": True}
     return copy
 
 
@@ -85,7 +85,7 @@ def drop_old_reasoning(
             continue
         total -= costs[index] - tokens
         costs[index] = tokens
-        replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+        replaced[index] = InsertedBlock(copy, index, results.COMPRESSED, tokens, (index,))
     return total
 
 
@@ -105,11 +105,11 @@ def tool_turn_start(view: FitView) -> int:
     (1, 2)
     """
     kinds, roles, messages = view.analysis.kinds, view.analysis.roles, view.messages
-    last = next((index for index in range(view.n - 1, -1, -1) if kinds[index] == msg.HISTORY), None)
-    if last is None or not (roles[last] in msg.TOOL_RESULT_ROLES or only_tool_results(messages[last])):
+    last = next((index for index in range(view.n - 1, -1, -1) if kinds[index] == HISTORY), None)
+    if last is None or not (roles[last] in TOOL_RESULT_ROLES or only_tool_results(messages[last])):
         return view.n
     for index in range(last, -1, -1):
-        if kinds[index] == msg.HISTORY and roles[index] == "user" and not only_tool_results(messages[index]):
+        if kinds[index] == HISTORY and roles[index] == "user" and not only_tool_results(messages[index]):
             return index + 1
     return 0
 
@@ -149,7 +149,7 @@ def drop_oldest_units(
     if total <= budget:
         return total
     protect, group_of, members = view.protect, view.analysis.group_of, view.analysis.members
-    over = r.OVER_BUDGET
+    over = results.OVER_BUDGET
     reasons[:] = repeat(over, view.n)  # then the protected kept (C-level; a comprehension cost O(n) in Python)
     for index in view.protected:
         reasons[index] = None
@@ -180,7 +180,7 @@ def drop_oldest_units(
 def with_replacements(reasons: list[str | None], replaced: dict[int, InsertedBlock]) -> list[InsertedBlock]:
     """Mark each replaced original ``summarized``; the replacements in prompt order."""
     for index in replaced:
-        reasons[index] = r.SUMMARIZED
+        reasons[index] = results.SUMMARIZED
     return sorted(replaced.values(), key=lambda block: block.before)
 
 
