@@ -24,6 +24,13 @@ the same chat gives the same ledger in every process.
   stay ``over_budget``. The ledger block is a ``summary`` block
   (``meta.kind: "summary"``, ``meta.method: "fact-ledger"``) whose
   ``meta.sources`` maps each line to its message.
+
+Which lines are facts, which are boilerplate and which supersede which is
+read from the whole history, and carried from one fit of a growing chat to
+the next (:mod:`.ledger_entries`): a refit after an appended message reads
+that message's lines, not the history again. What each fit still does in
+proportion to the history is the ledger itself (up to ``ledger_tokens``) and
+the list of dropped facts it does not show.
 """
 
 from __future__ import annotations
