@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .. import caches
 from ..amounts import money_short, percent
 from ..retention import results as measured
 from ..retention.protocol import KINDS
@@ -36,6 +37,9 @@ BEST_STYLE = "background-color: #D8F0E6; font-weight: 600"
 @lru_cache(maxsize=4)
 def _load(path: str, modified: float) -> measured.Results:
     return measured.load(path)
+
+
+caches.register("dashboard.retention_results", _load)
 
 
 def load(path: Path | None = None) -> measured.Results:
