@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
-from ..inputs import messages as msg
+from ..inputs.messages import link_ids, message_text, meta_of, part_text, role_of, tool_calls_of
 from ..inputs.formats import Conversation
 from ..pipeline.plan import fate_of
 from .markdown import plain
@@ -86,19 +86,19 @@ def bubble(message: Any) -> Bubble:
     """
     if not isinstance(message, dict):
         return Bubble("user", str(message))
-    role = msg.role_of(message)
+    role = role_of(message)
     parts = message.get("parts")  # a Gemini-shaped message: {"text": ...} parts without a type
-    text = msg.message_text(message) if not isinstance(parts, list) else "\n".join(filter(None, (
-        part["text"] if isinstance(part, dict) and isinstance(part.get("text"), str) else msg.part_text(part)
+    text = message_text(message) if not isinstance(parts, list) else "\n".join(filter(None, (
+        part["text"] if isinstance(part, dict) and isinstance(part.get("text"), str) else part_text(part)
         for part in parts)))
-    ids, is_result = msg.link_ids(message)
+    ids, is_result = link_ids(message)
     role = "tool" if is_result else _ROLES.get(role, role if role in ("system", "user", "assistant") else "user")
     if not text.strip():
         text = "(an image or other data, not shown)" if message.get("content") or parts else "(empty)"
     if len(text) > BUBBLE_CHARACTERS:
         text = text[:BUBBLE_CHARACTERS] + f"… ({len(text) - BUBBLE_CHARACTERS:,} more characters)"
     content = message.get("content")
-    calls = msg.tool_calls_of(message) or [part for part in (content if isinstance(content, list) else ())
+    calls = tool_calls_of(message) or [part for part in (content if isinstance(content, list) else ())
                                            if isinstance(part, dict) and str(part.get("type", "")).endswith("tool_use")]
     note = ("answers " + ", ".join(ids) if ids else "a tool result") if is_result else (
         "calls a tool" if calls else "")
@@ -162,7 +162,7 @@ def reply_of(messages: Sequence[Mapping[str, Any]], generation_id: str) -> Bubbl
     True
     """
     for message in reversed(messages):
-        if isinstance(message, dict) and msg.meta_of(message).get("generationId") == generation_id:
+        if isinstance(message, dict) and meta_of(message).get("generationId") == generation_id:
             return bubble(message)
     return None
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import SUMMARY
+from .. import results
 from ..analysis import FitView
 from ..results import InsertedBlock
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
@@ -88,19 +88,19 @@ class FactLedger(BuiltinStrategy):
             reasons = start_reasons(view)
             fill_newest(view, reasons, room)
             notes = [_incomplete(f"No fact ledger: {why}; the dropped history is excluded as over_budget.")] \
-                if why and r.OVER_BUDGET in reasons else []
+                if why and results.OVER_BUDGET in reasons else []
             return Proposal(reasons, diagnostics=notes)
 
         if reserve < MIN_LEDGER_TOKENS:
             return plain(f"only {room} tokens are free for a ledger")
         reasons = start_reasons(view)
         space = fill_newest(view, reasons, room - reserve) + reserve
-        if r.OVER_BUDGET not in reasons:
+        if results.OVER_BUDGET not in reasons:
             return Proposal(reasons)
         with held_entries(view) as entries:  # carried from the last fit (ledger_entries.py)
             built = self.build(view, entries.ranked, reasons, min(space, size))
             if built is None:  # nothing dropped states a fact, or not one line fits: truncate with the whole room
-                wanted = any(reasons[entry.index] == r.OVER_BUDGET for entry in entries.entries)
+                wanted = any(reasons[entry.index] == results.OVER_BUDGET for entry in entries.entries)
                 return plain(f"not one fact line fits in {min(space, size)} tokens" if wanted else None)
             # The ledger costs what it holds, not its reserve: give the rest back to recent history.
             reasons = start_reasons(view)
@@ -110,14 +110,14 @@ class FactLedger(BuiltinStrategy):
             return plain()
         message, tokens, sources, left_out = built
         for index in sources:
-            reasons[index] = r.SUMMARIZED
+            reasons[index] = results.SUMMARIZED
         notes = []
         if left_out:
             notes.append(_incomplete(
                 f"The fact ledger holds {len(message['meta']['sources'])} facts; {len(left_out)} more from the dropped "
                 f"history did not fit its {min(space + tokens, size)} tokens (in {_ids(view, left_out)}).",
                 message["meta"]["notShown"]))
-        return Proposal(reasons, [InsertedBlock(message, summary_position(view), r.SUMMARY, tokens, tuple(sources))],
+        return Proposal(reasons, [InsertedBlock(message, summary_position(view), results.SUMMARY, tokens, tuple(sources))],
                         notes)
 
     def build(self, view: FitView, ranked: Sequence[Entry], reasons: Sequence[str | None],
@@ -127,11 +127,11 @@ class FactLedger(BuiltinStrategy):
         ``None`` when no dropped message states a fact (or none fits). ``ranked``: the entries
         in their order of choice (``Entry.rank``). A superseded fact is never wanted: its newest
         setting is in the ledger or still sent."""
-        over = r.OVER_BUDGET
+        over = results.OVER_BUDGET
         wanted = [entry for entry in ranked if reasons[entry.index] == over and not entry.superseded]
         if not wanted:
             return None
-        empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
+        empty = {"role": "system", "content": "", "meta": {"kind": SUMMARY}}
         empty_cost = view.count_block(empty)
         chosen: list[Entry] = []
         remaining = max_tokens - view.count_block({**empty, "content": _header(1)})
@@ -185,7 +185,7 @@ def _block(view: FitView, chosen: Sequence[Entry], left_out: Sequence[int]) -> t
         lines.append(f"Not shown: more facts from {len(left_out)} message{'s' if len(left_out) != 1 else ''} "
                      f"({_ids(view, left_out)}); the chat keeps them.")
     sources = [entry.source.copy() for entry in chosen]  # type: ignore[union-attr] # each result its own
-    meta = {"kind": msg.SUMMARY, "id": "fact-ledger", "method": "fact-ledger", "summarized": messages,
+    meta = {"kind": SUMMARY, "id": "fact-ledger", "method": "fact-ledger", "summarized": messages,
             "sources": sources, "notShown": [view.id_of(i) for i in left_out]}
     parts = [line + "\n" for line in lines]
     parts[-1] = lines[-1]
@@ -193,7 +193,7 @@ def _block(view: FitView, chosen: Sequence[Entry], left_out: Sequence[int]) -> t
 
 
 def _incomplete(message: str, left_out: Sequence[str] = ()) -> dict:
-    found = {"code": r.LEDGER_INCOMPLETE, "message": message}
+    found = {"code": results.LEDGER_INCOMPLETE, "message": message}
     if left_out:
         found["notShown"] = list(left_out)
     return found

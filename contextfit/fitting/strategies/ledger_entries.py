@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from operator import attrgetter
 
-from ...inputs import messages as msg
+from ...inputs.messages import HISTORY
 from ..analysis import CARRY_TRIMMERS, FitView
 from .ledger_facts import (
     BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, FactLine, fact_lines, same_key, word_weight,
@@ -123,7 +123,7 @@ class Entries:
         read: list[tuple[int, list[FactLine]]] = []
         marked: list[str] = []
         for index in range(self.n, view.n):
-            lines = lines_of(view, index) if kinds[index] == msg.HISTORY else None
+            lines = lines_of(view, index) if kinds[index] == HISTORY else None
             if lines:
                 read.append((index, lines))
                 self.last_line = index
