@@ -45,7 +45,8 @@ from operator import attrgetter
 from ...inputs.messages import HISTORY
 from ..analysis import CARRY_TRIMMERS, FitView
 from .ledger_facts import (
-    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, FactLine, fact_lines, same_key, word_weight,
+    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, FactLine, key_weight, message_lines,
+    weighed_same_key, word_weight,
 )
 
 #: analysis.derived key of the :class:`Entries` of an analysis' messages
@@ -79,6 +80,7 @@ class _Rarity(dict):
     def __init__(self, total: int, counts: dict[str, int]) -> None:
         super().__init__()
         self.total, self.counts = total, counts
+        self.key_weights: dict[int, tuple[frozenset[str], float]] = {}  # id(key) -> (key, its weight)
 
     def holding(self, *keys: frozenset[str]) -> "_Rarity":
         """These weights, with every word of ``keys`` among them."""
@@ -87,6 +89,22 @@ class _Rarity(dict):
                 if word not in self:
                     self[word] = word_weight(self.total, self.counts[word])
         return self
+
+    def same(self, a: frozenset[str], b: frozenset[str]) -> bool:
+        """``same_key(a, b, self.holding(a, b))``, each key weighed once for the whole pass."""
+        if not a or not b:
+            return False
+        return weighed_same_key(a, b, self, self.weigh(a), self.weigh(b))
+
+    def weigh(self, key: frozenset[str]) -> float:
+        """:func:`~.ledger_facts.key_weight` of ``key`` (this very set: another set of the same words
+        may add them in another order), its words' weights worked out."""
+        known = self.key_weights.get(id(key))
+        if known is not None and known[0] is key:
+            return known[1]
+        found = key_weight(key, self.holding(key))
+        self.key_weights[id(key)] = (key, found)
+        return found
 
 
 class Entries:
@@ -102,7 +120,8 @@ class Entries:
         self.shapes: dict[str, int] = {}  # line shape (signature) -> history messages with a line of it
         self.by_shape: dict[str, list[Entry]] = {}  # shape not yet boilerplate -> its entries
         self.word_counts: dict[str, int] = {}  # key word -> entries whose key holds it
-        self.by_word: dict[tuple[str, str], list[Entry]] = {}  # (sort, key word) -> entries passed over
+        # (sort, key word) -> the entries passed over not (yet) superseded, in pass order (a dict: one leaves in O(1))
+        self.by_word: dict[tuple[str, str], dict[Entry, None]] = {}
         self.checks: list[tuple[Entry, Entry, bool]] = []  # (earlier, later, same_key's answer), in pass order
         self.last_line = -1  # the last message with a fact line
         self.lock = threading.Lock()
@@ -120,7 +139,7 @@ class Entries:
     def extend(self, view: FitView) -> None:
         """The entries of ``view``'s messages, these being those of its first ``self.n``."""
         kinds, shapes = view.analysis.kinds, self.shapes
-        read: list[tuple[int, list[FactLine]]] = []
+        read: list[tuple[int, tuple[FactLine, ...]]] = []
         marked: list[str] = []
         for index in range(self.n, view.n):
             lines = lines_of(view, index) if kinds[index] == HISTORY else None
@@ -162,8 +181,8 @@ class Entries:
         self.entries.extend(added)
         weight = _Rarity(len(self.entries), self.word_counts)
         if not again and (added or dropped):  # the weights changed: do the pass' answers stand?
-            again = any(same_key(earlier.line.key, later.line.key, weight.holding(earlier.line.key, later.line.key))
-                        != answer for earlier, later, answer in self.checks)
+            same = weight.same
+            again = any(same(earlier.line.key, later.line.key) != answer for earlier, later, answer in self.checks)
         if again:
             for entry in self.entries:
                 entry.superseded, entry.replaces, entry.shown, entry.source, entry.cost = False, None, None, None, None
@@ -184,40 +203,50 @@ class Entries:
                 else:
                     del self.word_counts[word]
                 passed = self.by_word.get((entry.sort, word))
-                if passed is not None and entry in passed:
-                    passed.remove(entry)
+                if passed is not None:
+                    passed.pop(entry, None)
 
 
-def _supersede(entry: Entry, by_word: dict[tuple[str, str], list[Entry]], weight: _Rarity,
+def _supersede(entry: Entry, by_word: dict[tuple[str, str], dict[Entry, None]], weight: _Rarity,
                checks: list[tuple[Entry, Entry, bool]]) -> None:
-    """The pass' step for ``entry``: the earlier entries it supersedes (module docstring)."""
+    """The pass' step for ``entry``: the earlier entries it supersedes (module docstring). Only
+    the entries not superseded yet that share a key word and the sort can be: ``by_word`` holds
+    those (an entry leaves it when it is superseded)."""
     key, values, sort, index = entry.line.key, set(entry.line.values), entry.sort, entry.index
-    earlier: dict[int, Entry] = {}
+    earlier: dict[Entry, None] = {}
     for word in key:
-        for other in by_word.get((sort, word), ()):
-            earlier[id(other)] = other
-    for other in earlier.values():
+        passed = by_word.get((sort, word))
+        if passed:
+            earlier.update(passed)
+    weigh, key_weight = weight.weigh, None
+    for other in earlier:
         if other.superseded or other.index >= index or not values.isdisjoint(other.line.values):
             continue
-        if other.line.key <= key or key <= other.line.key:
+        other_key = other.line.key
+        if other_key <= key or key <= other_key:
             same = True  # the shared words are the lighter key's own, whatever they weigh
-        else:
-            same = same_key(other.line.key, key, weight.holding(other.line.key, key))
+        else:  # weight.same(other_key, key), both keys non-empty (they share a word)
+            if key_weight is None:
+                key_weight = weigh(key)
+            same = weighed_same_key(other_key, key, weight, weigh(other_key), key_weight)
             checks.append((other, entry, same))
         if same:
             other.superseded = True
             entry.replaces = other.index if entry.replaces is None else max(entry.replaces, other.index)
+            for word in other_key:
+                del by_word[(sort, word)][other]
     for word in key:
-        by_word.setdefault((sort, word), []).append(entry)
+        by_word.setdefault((sort, word), {})[entry] = None
 
 
-def lines_of(view: FitView, index: int) -> list[FactLine]:
-    """A message's fact lines, kept with the conversation's analysis (a refit reads them again)."""
+def lines_of(view: FitView, index: int) -> tuple[FactLine, ...]:
+    """A message's fact lines, kept with the conversation's analysis (a refit reads them again)
+    and by its text (:func:`~.ledger_facts.message_lines`)."""
     derived = view.analysis.derived
     key = ("fact-ledger", index)
     found = derived.get(key)
     if found is None:
-        found = derived[key] = fact_lines(view.text(index), view.analysis.roles[index])
+        found = derived[key] = message_lines(view.text(index), view.analysis.roles[index])
     return found  # type: ignore[return-value]
 
 
