@@ -19,7 +19,8 @@ from contextfit.fitting.analysis import ChatAnalysis, FitView
 from contextfit.fitting.counting import counting_for
 from contextfit.fitting.strategies import ledger_entries as carried
 from contextfit.fitting.strategies.ledger_facts import (
-    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, fact_lines,
+    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, FactLine, fact_lines, rarity,
+    same_key,
 )
 from contextfit.inputs import messages as msg
 from contextfit.pipeline.session import FitSession
@@ -379,3 +380,60 @@ def test_an_agent_run_refits_like_fresh_fits():
                                         "fact-ledger")
         assert _ledger_outcome(warm) == _ledger_outcome(cold)
     assert any(d.reason == "summarized" for d in warm.decisions)  # the ledger was at work
+
+
+@st.composite
+def pass_entries(draw) -> list[carried.Entry]:
+    """Entries in message order (a message may hold several), keys over a few words so that they
+    overlap, hold one another or are empty; values and sorts shared now and then."""
+    words = ["port", "billing", "search", "owner", "region", "limit", "cache", "queue", "alpha", "bravo", "delta", "golf"]
+    entries, index = [], 0
+    for order in range(draw(st.integers(1, 40))):
+        index += draw(st.integers(0, 2))
+        if draw(st.booleans()):
+            key = frozenset(draw(st.lists(st.sampled_from(words[:6]), max_size=4)))
+        else:  # most of the words, one or two swapped: keys near the supersession mark, the weights decide
+            key = frozenset(words) - frozenset(draw(st.lists(st.sampled_from(words), min_size=1, max_size=3)))
+        values = tuple(draw(st.lists(st.sampled_from(["5433", "6001", "eu-west-3", "pnpm", "uv"]), min_size=1, max_size=2)))
+        sort = draw(st.sampled_from(["number", "identifier", "choice"]))
+        line = FactLine(f"line {order}", values, (sort,) if sort != "choice" else (), None, key, 2.0, "")
+        entries.append(carried.Entry(index, line, 2.0, order))
+    return entries
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pass_entries())
+def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
+    """The pass over the index of entries not superseded yet (each entry meets only those that
+    share a key word and its sort) makes the pairwise rule's decisions — every earlier entry,
+    same_key weighed over all the entries — and asks same_key of exactly the pairs that need it."""
+    keys = [entry.line.key for entry in entries]
+    weight = rarity(keys)
+    expected, asked = [], []
+    superseded = [False] * len(entries)
+    for later, entry in enumerate(entries):
+        replaces = None
+        for earlier, other in enumerate(entries[:later]):
+            if (superseded[earlier] or other.index >= entry.index or other.sort != entry.sort
+                    or set(other.line.values) & set(entry.line.values)):
+                continue
+            answer = same_key(other.line.key, entry.line.key, weight)
+            if other.line.key & entry.line.key and not (other.line.key <= entry.line.key or entry.line.key <= other.line.key):
+                asked.append((earlier, later, answer))
+            if answer:
+                superseded[earlier] = True
+                replaces = other.index if replaces is None else max(replaces, other.index)
+        expected.append(replaces)
+    counts: dict[str, int] = {}
+    for key in keys:
+        for word in key:
+            counts[word] = counts.get(word, 0) + 1
+    by_word: dict = {}
+    checks: list = []
+    pass_weight = carried._Rarity(len(entries), counts)
+    for entry in entries:
+        carried._supersede(entry, by_word, pass_weight, checks)
+    assert [(entry.superseded, entry.replaces) for entry in entries] == list(zip(superseded, expected))
+    place = {id(entry): at for at, entry in enumerate(entries)}
+    assert sorted((place[id(a)], place[id(b)], answer) for a, b, answer in checks) == sorted(asked)
+    assert all(not entry.superseded for passed in by_word.values() for entry in passed)  # they left the index
