@@ -11,6 +11,8 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
 * ``contextfit <strategy> cold``: ``shift_context`` with a fresh counter, every
   block counted, into 25% of the chat, counting with the fast engine; and the
   same with tiktoken alone (the engine's fallback);
+* ``contextfit clear-tool-results cold`` and ``contextfit fact-ledger cold``: the same
+  for the other strategies, reported against ``contextfit truncate cold`` (no target);
 * ``contextfit truncate lazy cold``: ``count_excluded=False`` into 128k;
 * ``contextfit truncate cold 128k``: every block counted, into 128k: the cold
   fit the session's refit is compared with;
@@ -24,7 +26,8 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
   fresh per run: a LangChain user who caches counts, on a new chat.
 
 Each target is the median of the per-repetition ratios (both sides timed in
-the same repetition). The cold cost of each engine (import and vocabulary
+the same repetition); so is each strategy's cold fit against truncate's, in a
+table of its own. The cold cost of each engine (import and vocabulary
 load in a fresh process) is printed apart, with the first pass after it.
 """
 
@@ -42,7 +45,9 @@ from time import perf_counter, process_time
 from typing import Any
 
 from . import oracle
-from .contenders import STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, langchain_counter, openai_only
+from .contenders import (
+    STRATEGIES, TIMED_STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, langchain_counter, openai_only,
+)
 from .conversations import synthetic
 from .oracle import encoding
 
@@ -54,6 +59,8 @@ FIXED_BUDGET = 128_000
 REFIT_MS = 1.0  # a session's refit after one appended message, at 10,000 messages
 REFITS = 20  # appended messages timed in one session run (one refit is too short to time alone)
 PLAN_REFITS = 5
+#: Every strategy timed cold (the targets are STRATEGIES'; the others are reported against truncate).
+COLD_STRATEGIES = (*TIMED_STRATEGIES, "fact-ledger")
 
 
 def _tiktoken_counter() -> Any:
@@ -130,11 +137,12 @@ def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[
     }
     if fast is not None:
         found["engine alone"] = (lambda: (messages, lambda text: range(fast.count(text))), _floor_run)
-    for strategy in STRATEGIES:
+    for strategy in COLD_STRATEGIES:
         found[f"contextfit {strategy} cold"] = (
             fresh_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
-        found[f"contextfit {strategy} cold, tiktoken only"] = (
-            _tiktoken_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
+        if strategy in STRATEGIES:
+            found[f"contextfit {strategy} cold, tiktoken only"] = (
+                _tiktoken_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
     found["contextfit truncate lazy cold 128k"] = (
         fresh_counter, lambda counter: _fit(messages, counter, FIXED_BUDGET, "truncate", False))
     found["contextfit truncate cold 128k"] = (
@@ -206,6 +214,19 @@ def targets(times: dict[str, list[float]]) -> list[dict[str, Any]]:
     found.append({"target": f"contextfit truncate lazy cold into 128k: >= {LAZY_SPEEDUP:g}x faster than LangChain memoized",
                   "measured": speedup, "met": None if speedup is None else speedup >= LAZY_SPEEDUP, "unit": "x faster"})
     found += _session_targets(times)
+    return found
+
+
+def against_truncate(times: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Each strategy's cold fit: its median, and the median of its per-repetition ratios to
+    truncate's cold fit (both timed in the same repetition)."""
+    found = []
+    for strategy in COLD_STRATEGIES:
+        seconds = times.get(f"contextfit {strategy} cold")
+        if seconds:
+            found.append({"strategy": strategy, "median_ms": statistics.median(seconds) * 1000,
+                          "min_ms": min(seconds) * 1000, "max_ms": max(seconds) * 1000,
+                          "x_truncate": _paired(times, f"contextfit {strategy} cold", "contextfit truncate cold")})
     return found
 
 
@@ -286,6 +307,12 @@ def markdown(times: dict[str, list[float]], found: list[dict], cold_runs: dict[s
     for target, measured in info.get("cpu_targets", {}).items():
         if measured is not None:
             lines.append(f"| {target}, in CPU time of the process | {measured:.2f} | — |")
+    lines += ["", f"Each strategy cold (every block counted, into 25% of the chat), against truncate cold timed in "
+              f"the same repetition (median of {info['runs']} per-repetition ratios):", "",
+              "| strategy | median ms [min-max] | x truncate (paired) |", "|---|--:|--:|"]
+    for row in against_truncate(times):
+        lines.append(f"| {row['strategy']} | {row['median_ms']:.1f} [{row['min_ms']:.1f}-{row['max_ms']:.1f}] | "
+                     f"{row['x_truncate']:.2f} |")
     lines += ["", "Cold, one fresh process each (load, then one pass over the message texts):", "",
               "| engine | tiktoken load ms | engine load ms | first pass ms | tokens |", "|---|--:|--:|--:|--:|"]
     for which, run in cold_runs.items():
@@ -328,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fast.md").write_text(text)
-    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "cpu": cpu, "targets": found, "cold": cold_runs},
+    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "cpu": cpu, "targets": found,
+                                                   "perStrategy": against_truncate(times), "cold": cold_runs},
                                                   indent=1, default=str))
     return 0
 
