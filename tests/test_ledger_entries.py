@@ -406,10 +406,12 @@ def pass_entries(draw) -> list[carried.Entry]:
 def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
     """The pass over the index of entries not superseded yet (each entry meets only those that
     share a key word and its sort) makes the pairwise rule's decisions — every earlier entry,
-    same_key weighed over all the entries — and asks same_key of exactly the pairs that need it."""
+    same_key weighed over all the entries — and asks same_key of exactly the pairs that need it:
+    not those the words alone answer (one key holds the other; too many words of their own)."""
     keys = [entry.line.key for entry in entries]
     weight = rarity(keys)
-    expected, asked = [], []
+    bound = carried.unasked_bound(max(2 * len(entries), carried.UNASKED_FLOOR))
+    expected, asked, unasked = [], [], []
     superseded = [False] * len(entries)
     for later, entry in enumerate(entries):
         replaces = None
@@ -418,8 +420,14 @@ def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
                     or set(other.line.values) & set(entry.line.values)):
                 continue
             answer = same_key(other.line.key, entry.line.key, weight)
-            if other.line.key & entry.line.key and not (other.line.key <= entry.line.key or entry.line.key <= other.line.key):
-                asked.append((earlier, later, answer))
+            shared = len(other.line.key & entry.line.key)
+            if shared and not (other.line.key <= entry.line.key or entry.line.key <= other.line.key):
+                ratio = (min(len(other.line.key), len(entry.line.key)) - shared) / shared
+                if ratio > bound:  # too many words of their own: the same key under no weights, not asked
+                    assert not answer
+                    unasked.append(ratio)
+                else:
+                    asked.append((earlier, later, answer))
             if answer:
                 superseded[earlier] = True
                 replaces = other.index if replaces is None else max(replaces, other.index)
@@ -431,9 +439,36 @@ def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
     by_word: dict = {}
     checks: list = []
     pass_weight = carried._Rarity(len(entries), counts)
-    for entry in entries:
-        carried._supersede(entry, by_word, pass_weight, checks)
+    least = min(carried._supersede(entry, by_word, pass_weight, checks) for entry in entries)
     assert [(entry.superseded, entry.replaces) for entry in entries] == list(zip(superseded, expected))
+    assert least == min(unasked, default=math.inf)
     place = {id(entry): at for at, entry in enumerate(entries)}
     assert sorted((place[id(a)], place[id(b)], answer) for a, b, answer in checks) == sorted(asked)
     assert all(not entry.superseded for passed in by_word.values() for entry in passed)  # they left the index
+
+
+def test_a_pair_left_unasked_is_asked_again_once_the_entries_could_make_it_the_same(monkeypatch):
+    """m1 and m2 share four key words and have three of their own each (ratio 0.75): past the
+    bound of 64 entries, left unasked. With 107 entries weights could make them the same key
+    (the bound passes 0.75): that append runs the pass again over every entry; the one before
+    passes over its own entry only. Every state is the plain pass's."""
+    assert carried.unasked_bound(106) < 0.75 < carried.unasked_bound(107)
+    chat = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Important: the alpha bravo charlie delta echo foxtrot golf is 5433."},
+            {"role": "user", "content": "Important: the alpha bravo charlie delta hotel india juliet is 6001."}]
+    chat += [{"role": "user", "content": f"Important: the w{n}a w{n}b w{n}c w{n}d w{n}e is {1000 + n}."} for n in range(105)]
+    counting = counting_for(lambda ms: word_count_counter(ms))
+    analysis = ChatAnalysis()
+    steps = _entries_and_passes(monkeypatch)
+    passes = []
+    for end in range(2, len(chat) + 1):
+        analysis = analysis.extended(chat[:end], counting, True)
+        view = _view(chat[:end], analysis, counting)
+        steps.clear()
+        found = carried_entries(view)
+        passes.append((len(found), len(steps)))
+        assert found == plain_entries(view)
+    with carried.held_entries(view) as state:
+        assert len(state.entries) == 107 and state.unasked > carried.unasked_bound(107)
+    assert passes[-2] == (106, 1) and passes[-1] == (107, 107)
+    assert [entry[3] for entry in found[:2]] == [False, False]  # the weights still keep them apart
