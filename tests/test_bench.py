@@ -162,16 +162,20 @@ def test_fast_engine_bench_prints_every_issue_19_target(tmp_path, capsys):
     assert "| contextfit truncate lazy cold into 128k: >= 20x faster than LangChain memoized |" in out
     per_strategy = {row["strategy"]: row["x_truncate"] for row in data["perStrategy"]}
     assert list(per_strategy) == list(fast.COLD_STRATEGIES) and per_strategy["truncate"] == 1.0
-    assert "fact-ledger" in per_strategy and "| fact-ledger |" in out and "x truncate (paired)" in out
+    assert "fact-ledger" in per_strategy and "| fact-ledger |" in out and "cold x truncate (paired)" in out
+    assert all(row["refit_x_truncate"] is not None for row in data["perStrategy"])
 
 
 def test_each_strategy_cold_is_paired_with_truncate_cold():
     from bench.fast import against_truncate
 
-    times = {"contextfit truncate cold": [0.125, 0.25, 0.125], "contextfit fact-ledger cold": [0.625, 0.5, 0.375]}
+    times = {"contextfit truncate cold": [0.125, 0.25, 0.125], "contextfit fact-ledger cold": [0.625, 0.5, 0.375],
+             "contextfit truncate session refit x20": [0.02, 0.04, 0.02],
+             "contextfit fact-ledger session refit x20": [0.08, 0.04, 0.04]}
     rows = {row["strategy"]: row for row in against_truncate(times)}
     assert set(rows) == {"truncate", "fact-ledger"}  # the strategies not timed are left out
     assert rows["fact-ledger"]["x_truncate"] == 3.0 and rows["fact-ledger"]["median_ms"] == 500.0  # ratios 5, 2, 3
+    assert rows["fact-ledger"]["refit_x_truncate"] == 2.0 and rows["fact-ledger"]["refit_ms"] == 2.0  # ratios 4, 1, 2
 
 
 def test_fast_engine_targets_are_medians_of_paired_ratios():
