@@ -65,10 +65,9 @@ from typing import Any
 
 import contextfit
 from contextfit.replays import run as replay_module
-from contextfit.replays.run import request_positions
 from contextfit.tokens.tokenizers import Tokenizer
 
-from .conversations import FIXTURES, stitched, synthetic
+from .conversations import FIXTURES, stitched, synthetic_turns
 
 STRATEGIES = ("truncate", "summarize", "clear-tool-results", "vector-recall")
 
@@ -81,13 +80,7 @@ def conversation(turns: int, chat: str = "synthetic") -> list[dict]:
         if joined is None:
             raise SystemExit(f"--chat fixtures needs the shared fixtures ({FIXTURES}, or $CONTEXTFIT_SHARED_FIXTURES)")
         return joined.messages
-    size = max(4, turns * 2)
-    while True:
-        messages = synthetic(size).messages
-        requests = request_positions(messages)
-        if len(requests) >= turns:
-            return messages[: requests[turns - 1] + 1]
-        size = int(size * 1.25) + 8
+    return synthetic_turns(turns)
 
 
 @contextmanager

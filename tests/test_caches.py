@@ -9,7 +9,7 @@ import pkgutil
 from pathlib import Path
 
 import pytest
-from api_support import FakeProvider
+from support.api import FakeProvider
 
 import contextfit
 from contextfit import caches

@@ -7,21 +7,11 @@ import pkgutil
 import re
 
 import pytest
-from conftest import REPO
+from support.readme import README, table
 
 import contextfit
 from contextfit.fitting import registry as plugins
 from contextfit.fitting import results as r
-
-README = (REPO / "README.md").read_text()
-
-
-def table(heading: str) -> list[list[str]]:
-    """Rows of the first Markdown table under ``## heading`` (backticks stripped)."""
-    section = README.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")][2:]
-    return [[cell.strip().strip("`") for cell in row.strip("|").split("|")] for row in rows]
-
 
 def all_error_codes() -> set[str]:
     for module in pkgutil.walk_packages(contextfit.__path__, "contextfit."):

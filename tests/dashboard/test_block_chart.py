@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from budget_support import BlockChart, FateGrid
+from support.charts import BlockChart, FateGrid
 from hypothesis import given
 from hypothesis import strategies as st
 

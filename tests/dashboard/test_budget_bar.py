@@ -8,7 +8,7 @@ import json
 import pytest
 
 import contextfit
-from budget_support import BudgetBar
+from support.charts import BudgetBar
 from contextfit.dashboard import budget_bar, charts
 from contextfit.dashboard.bands import band_text
 from contextfit.inputs.samples import load_sample

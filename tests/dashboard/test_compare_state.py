@@ -8,8 +8,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from budget_support import EVERY_STRATEGY, chart_count
-from conftest import REPO
+from support.charts import EVERY_STRATEGY, chart_count
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit

@@ -13,7 +13,7 @@ import time
 import tomllib
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from contextfit.serving.api.guard import LOOPBACK_HOSTS
 from contextfit.inputs.formats import DEFAULT_MAX_BYTES

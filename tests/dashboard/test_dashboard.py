@@ -8,8 +8,8 @@ import io
 import json
 
 import pytest
-from budget_support import block_charts, budget_bars, chart_count, fate_grids
-from conftest import REPO
+from support.charts import block_charts, budget_bars, chart_count, fate_grids
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from budget_support import EVERY_STRATEGY, chart_count
-from conftest import REPO, TEST_DATA, shared_path
+from support.charts import EVERY_STRATEGY, chart_count
+from support.paths import REPO, TEST_DATA, shared_path
 from streamlit.testing.v1 import AppTest
 
 from contextfit.inputs.formats import list_conversations

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO
+from support.paths import REPO
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 

@@ -60,7 +60,7 @@ def test_an_error_in_a_page_still_restores_the_collector():
 def test_only_the_views_layer_pauses_the_collector():
     import ast
 
-    from conftest import REPO
+    from support.paths import REPO
 
     touching = set()
     for path in (REPO / "contextfit").rglob("*.py"):

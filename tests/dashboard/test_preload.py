@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import REPO
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 from contextfit.dashboard import preload

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from conftest import REPO
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 from contextfit.tokens import models

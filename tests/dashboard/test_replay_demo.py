@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import REPO
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
@@ -407,10 +407,10 @@ def test_the_page_offers_the_replay_for_download():
 
 
 def test_a_long_replay_reads_its_large_numbers_with_separators():
-    from bench.replay import conversation
+    from support.synthetic import synthetic_turns
 
     at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(conversation(1000)))
+    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(synthetic_turns(1000)))
     at.session_state["replay_strategies"] = ["truncate"]
     at.switch_page("pages/replay.py").run()
     assert not at.exception

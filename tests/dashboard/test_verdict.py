@@ -6,7 +6,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from conftest import shared_path
+from support.paths import shared_path
 
 import contextfit
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES

@@ -1,6 +1,6 @@
 """The Compare page's state and safety in a real browser (chromium through Playwright).
 
-Uses the server and page fixtures of test_browser.py (a fresh dashboard
+Uses the server and page fixtures of tests/e2e/conftest.py (a fresh dashboard
 process for this module). Screenshots go to test-artifacts/ (not committed).
 """
 
@@ -10,17 +10,8 @@ import json
 import re
 
 import pytest
-from test_browser import (  # noqa: F401  (fixtures)
-    ARTIFACTS,
-    READY,
-    PlaywrightTimeout,
-    edit_table_ready,
-    load,
-    page,
-    script_run,
-    server,
-    toggle_cell,
-)
+from support.bench import run_bench
+from support.browser import ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, script_run, toggle_cell
 
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
@@ -127,14 +118,14 @@ def test_an_edit_keeps_the_tables_scroll_position(page):
     assert after > 1000 and abs(after - before) < 100, (before, after)
 
 
-def test_the_first_paint_and_refit_benchmarks_run():
+def test_the_first_paint_and_refit_benchmarks_run(tmp_path):
     """``python -m bench.dashboard --first-paint`` and ``--refit`` on small inputs: real timings, no threshold."""
-    from bench import dashboard as bench_dashboard
-
-    paint = bench_dashboard.measure_first_paint(runs=1)
+    reports = run_bench("bench.dashboard", "--first-paint", "--refit", "--refit-messages", "60", "--runs", "1",
+                        "--out", str(tmp_path))
+    paint = json.loads((tmp_path / "dashboard-first-paint.json").read_text())
     assert paint["compare"][0]["charts"] == 2 * len(BUILTIN_STRATEGIES) + 1 and paint["trivial"][0]["charts"] == 9
     assert 0 < paint["compare"][0]["charts_drawn"] <= paint["compare"][0]["idle"] and paint["ratio"] > 0
-    assert f"| Compare (default sample, every strategy) | {2 * len(BUILTIN_STRATEGIES) + 1} |" in bench_dashboard.report_first_paint(paint)
-    refit = bench_dashboard.measure_refits(messages=60, runs=1)
+    assert f"| Compare (default sample, every strategy) | {2 * len(BUILTIN_STRATEGIES) + 1} |" in reports
+    refit = json.loads((tmp_path / "dashboard-refit.json").read_text())
     assert refit["messages"] == 60 and refit["refits"][0]["warm_change"]["idle"] > 0
-    assert "| warm limit change |" in bench_dashboard.report_refits(refit)
+    assert "| warm limit change |" in reports

@@ -1,26 +1,22 @@
-"""The Replay page in a real browser (Debian's chromium, as tests/test_browser.py)."""
+"""The Replay page in a real browser (Debian's chromium, as tests/e2e/test_browser.py)."""
 
 from __future__ import annotations
-
-from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 from urllib.parse import urlparse
 
 import pytest
+from support.browser import ARTIFACTS, READY, dashboard_server, load, script_run
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-from playwright.sync_api import expect  # noqa: E402
-from test_browser import (  # noqa: E402,F401  (fixtures and helpers)
-    ARGS, ARTIFACTS, CHROMIUM, READY, dashboard_server, load, page, script_run, server, sync_playwright,
-)
+from playwright.sync_api import expect  # installed: support.browser skipped this module otherwise
 
-import contextfit  # noqa: E402
-from contextfit.inputs.samples import SAMPLES, sample_text  # noqa: E402
-from contextfit.dashboard import page_data as dashboard  # noqa: E402
-from contextfit.dashboard import replay as views  # noqa: E402
+import contextfit
+from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import replay as views
+from contextfit.inputs.samples import SAMPLES, sample_text
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 
-def test_replay_page_draws_lines_verdict_and_a_turn(page, server):  # noqa: F811
+def test_replay_page_draws_lines_verdict_and_a_turn(page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     conversation = contextfit.load_conversation(sample_text(SAMPLES[0].key))
     setup = dashboard.suggested_setup(conversation)
@@ -55,15 +51,15 @@ def test_replay_page_draws_lines_verdict_and_a_turn(page, server):  # noqa: F811
 
 
 @pytest.mark.parametrize("path, title", [("/replay", "Replay"), ("/models", "Models & tokenizers")])
-def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(tmp_path, path, title):
+def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(browser, tmp_path, path, title):
     # Until a session ran app.py, Streamlit ran a page opened by its address on its own (a pages/
     # folder beside the main script): file names for navigation ("compare", "replay"), the narrow
     # layout, no preload; and it stayed so for that browser tab. A bookmark, or a reload after a
     # restart in the middle of a demo, opens a page that way.
-    with dashboard_server(tmp_path / "chats.db") as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with dashboard_server(tmp_path / "chats.db") as url:
+        context = browser.new_context(viewport={"width": 1600, "height": 1000})  # a tab of its own
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page = context.new_page()
             page.set_default_timeout(120_000)
             page.goto(url + path)
             page.locator("h1").filter(has_text=title).wait_for()
@@ -76,10 +72,10 @@ def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(tmp_
             assert urlparse(page.url).path == path
             assert page.locator('[data-testid="stException"]').count() == 0
         finally:
-            browser.close()
+            context.close()
 
 
-def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noqa: F811
+def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):
     # the page kept nothing in its URL: a reload started over at the sample's defaults
     load(page, server + "/replay")
     limit = page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")
@@ -95,7 +91,7 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):  # noq
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):  # noqa: F811
+def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):
     # all eight lines: the retention chart's axis title ("share of the facts in force", 180 pixels)
     # ran over its title into the row above;
     # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"

@@ -1,13 +1,13 @@
 """The Compare page's conversation in a real browser: an upload survives a page switch.
 
-Uses test_browser's server (a fresh ``streamlit run``), Debian's chromium and its waits on the
+Uses tests/e2e/conftest.py's server (a fresh ``streamlit run``), Debian's chromium and its waits on the
 app's own state (never sleeps); skips as it does when chromium or playwright is missing.
 """
 
 from __future__ import annotations
 
-from conftest import TEST_DATA
-from test_browser import ARTIFACTS, READY, page, script_run, server  # noqa: F401  (fixtures)
+from support.paths import TEST_DATA
+from support.browser import ARTIFACTS, READY, script_run
 
 import contextfit
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
@@ -30,7 +30,7 @@ def edit_table_ids(page, first: str) -> list[str]:
     )
 
 
-def test_an_upload_survives_a_switch_to_the_audit_page_and_back(page, server):  # noqa: F811
+def test_an_upload_survives_a_switch_to_the_audit_page_and_back(page, server):
     expected = [m["meta"]["id"] for m in contextfit.load_conversation(CHAT.read_bytes()).messages
                 if not m["meta"].get("hidden")]
     with script_run(page):

@@ -2,12 +2,12 @@
 the HTML report opens offline with its charts drawn, no budget bar runs off
 its axis, and screenshots at 1440 and 1920 wide go to test-artifacts/.
 
-Shares test_browser.py's server and page fixtures; skips the same way.
+Uses tests/e2e/conftest.py's server and page fixtures; skips as test_browser.py does.
 """
 
 from __future__ import annotations
 
-from test_browser import ARTIFACTS, READY, load, page, script_run, server  # noqa: F401  (fixtures shared with test_browser.py)
+from support.browser import ARTIFACTS, READY, load, script_run
 
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 SOURCES = ["contextfit", "app.py", "app_server.py", "pages", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
 

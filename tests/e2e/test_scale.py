@@ -1,13 +1,14 @@
 """Many ``contextfit serve`` processes on one database behave as one (issue 18).
 
 Every test that can runs on SQLite and on PostgreSQL (``database`` fixture),
-with at least two real server processes on loopback ports (``bench.load.Cluster``).
+with at least two real server processes on loopback ports (``support.servers.Cluster``).
 The slow provider is the fake OpenAI-compatible server's ``hold`` behaviour:
 it keeps each request until the test releases it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,9 +22,10 @@ import anyio
 import httpx
 import pytest
 import sqlalchemy as sa
-from api_support import API_KEY, FakeProvider
+from support.api import API_KEY, FakeProvider
+from support.bench import run_bench
+from support.servers import Cluster, fresh_schema
 
-from bench.load import Cluster, Workload, run_phase
 from contextfit.serving import liveness
 from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
 from contextfit.serving.cancellation import request_cancel
@@ -32,7 +34,6 @@ from contextfit.serving.generation import generate
 from contextfit.pipeline.plan import plan_prompt
 from contextfit.serving.store import open_store
 
-pytest_plugins = ["api_fixtures"]  # the database fixture: a SQLite file, or a PostgreSQL schema of its own
 
 MODEL = "llama-3.1-8b"  # an approximate tokenizer: servers start without loading a vocabulary
 HI = [{"role": "user", "content": "Hi"}]
@@ -56,9 +57,7 @@ def shared_holding() -> Iterator[FakeProvider]:
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def pair(request, shared_holding, tmp_path_factory) -> Iterator[tuple[Cluster, FakeProvider, str]]:
     """Two server processes on one fresh database, shared by the tests that leave them running."""
-    from api_fixtures import PG_URL
-
-    from bench.load import fresh_schema
+    from support.api_fixtures import PG_URL
 
     tmp = tmp_path_factory.mktemp("pair")
     if request.param == "postgresql" and not PG_URL:
@@ -334,19 +333,23 @@ def test_serve_processes_runs_n_children_on_one_port_and_replaces_a_dead_one(dat
 
 
 def test_load_test_short_mode_keeps_every_invariant(tmp_path):
-    from api_fixtures import PG_URL
+    """``python -m bench.load`` in short mode: one phase of two processes, one of them killed."""
+    from support.api_fixtures import PG_URL
 
     if not PG_URL:
         pytest.skip("set CONTEXTFIT_TEST_PG_URL: the load test runs on PostgreSQL")
-    workload = Workload(chats=6, generations=2, concurrency=8, cancel_every=4, lease=LEASE)
-    phase = run_phase(PG_URL, 2, workload, kill=True, log_dir=tmp_path)
+    chats = 6
+    run_bench("bench.load", "--db", PG_URL, "--processes", "2", "--no-baseline", "--chats", str(chats),
+              "--generations", "2", "--concurrency", "8", "--cancel-every", "4", "--lease", str(LEASE),
+              "--out", str(tmp_path), check=False)  # a violation exits 1: the assertions below say which
+    [phase] = json.loads((tmp_path / "load.json").read_text())["phases"]
     invariants = phase["invariants"]
     assert invariants["violations"] == {
         "one_audit_per_chat": 0, "no_expired_pending": 0, "no_orphans": 0, "killed_generation_interrupted": 0,
     }, invariants["details"]  # fmt: skip
     assert phase["killed"] and invariants["interrupted_audits"] >= 1 and invariants["pending"] == 0
     assert phase["answers"].get("generate+cancel 409 CANCELLED", 0) >= 1  # cancelled through the other process
-    assert invariants["chats"] == workload.chats + 1  # the chats, and the one whose generation was killed
+    assert invariants["chats"] == chats + 1  # the chats, and the one whose generation was killed
 
 
 def _url(database: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_support import API_KEY, FakeProvider
+from support.api import API_KEY, FakeProvider
 
 from contextfit.cli import main
 from contextfit.serving.api.serving import STALLED_SECONDS

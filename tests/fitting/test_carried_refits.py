@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import copy
 
-from conversations import WORDS, lumpy_counter, word_count_counter
+from support.conversations import WORDS, lumpy_counter, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_session import _fit
-from test_walk import _outcome, growth
+from support.sessions import fit_or_refusal, growth, walk_outcome
 
 import contextfit
 from contextfit.fitting import relevance
@@ -47,10 +46,10 @@ def test_a_growing_session_fits_like_a_fresh_fit_at_one_budget(chat, share, coun
     session = FitSession(messages[:cuts[0]])
     for end, edit in zip([*cuts[1:], len(messages)], edits):
         for _ in range(1 + edit):
-            warm = _fit(session.fit, counter, budget, strategy, count_excluded=count_excluded, **options)
-            cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
+            warm = fit_or_refusal(session.fit, counter, budget, strategy, count_excluded=count_excluded, **options)
+            cold = fit_or_refusal(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
                         budget, strategy, count_excluded=count_excluded, **options)
-            assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+            assert walk_outcome(warm, count_excluded) == walk_outcome(cold, count_excluded)
             if edit and len(session):
                 session.edit(-1, {"role": "assistant", "content": "regenerated " * (1 + len(session) % 7)})
         session.extend(messages[len(session):end])
@@ -94,7 +93,7 @@ def test_summarize_and_vector_recall_refits_reuse_the_carried_walk(monkeypatch):
         warm = session.fit(counter, budget, strategy)
         assert calls == []
         cold = contextfit.shift_context(copy.deepcopy(chat), contextfit.token_counter("gpt-4o"), budget, strategy)
-        assert _outcome(warm) == _outcome(cold)
+        assert walk_outcome(warm) == walk_outcome(cold)
         assert warm.excluded and any(d.reason == "low_relevance" for d in warm.decisions) == (strategy == "vector-recall")
 
 

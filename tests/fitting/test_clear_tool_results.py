@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import shared_path
-from conversations import groups, link_ids, protected_indices
+from support.paths import shared_path
+from support.conversations import groups, link_ids, protected_indices
 
 import contextfit
 from contextfit.fitting import results as r
@@ -57,8 +57,12 @@ def test_the_coding_agent_sample_shows_it_at_work():
     compressed = [b for b in clearing.blocks if b.reason == r.COMPRESSED]
     assert compressed and all(b.role == "tool" and "[tool result cleared:" in b.content for b in compressed)
     # every call is still sent, each with its (cleared) result, where truncate drops them
-    sent_calls = lambda plan: {c["id"] for m in plan.provider_messages for c in m.get("tool_calls") or []}
-    sent_results = lambda plan: {m["tool_call_id"] for m in plan.provider_messages if m.get("role") == "tool"}
+    def sent_calls(plan):
+        return {c["id"] for m in plan.provider_messages for c in m.get("tool_calls") or []}
+
+    def sent_results(plan):
+        return {m["tool_call_id"] for m in plan.provider_messages if m.get("role") == "tool"}
+
     assert sent_calls(clearing) == sent_results(clearing) and len(sent_calls(clearing)) > len(sent_calls(truncate))
     assert not any(b.reason == r.OVER_BUDGET for b in clearing.blocks)
     assert clearing.prompt_tokens <= clearing.budget

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_params, shared_path
-from conversations import groups, protected_indices
+from support.paths import SHARED_FIXTURES, shared_params, shared_path
+from support.conversations import groups, protected_indices
 
 import contextfit
 from contextfit.inputs.messages import link_states

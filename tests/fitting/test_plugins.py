@@ -6,7 +6,7 @@ import copy
 import threading
 
 import pytest
-from conversations import word_count_counter as count
+from support.conversations import word_count_counter as count
 
 import contextfit
 from contextfit.fitting import registry as plugins

@@ -6,7 +6,7 @@ import copy
 import random
 
 import pytest
-from conversations import (
+from support.conversations import (
     conversations,
     groups,
     link_ids,
@@ -17,6 +17,7 @@ from conversations import (
 )
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
+from support.promises import check_promises, share_budget, shift_or_refusal
 
 import contextfit
 from contextfit.fitting import results as r
@@ -29,98 +30,24 @@ STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-re
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _budget(messages, share: float) -> int:
-    """A budget between the protected tokens (share 0) and all tokens (share 1);
-    a negative share makes it smaller than the protected blocks."""
-    protected = word_count_counter([messages[i] for i in sorted(protected_indices(messages))])
-    return max(0, int(protected + share * (word_count_counter(messages) - protected)) - (share < 0))
-
-
-def _fit(messages, counter, budget, strategy, **options):
-    try:
-        return contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=(), **options)
-    except contextfit.TokenBudgetExceeded as exc:
-        return exc
-
-
-def _check(messages, counter, budget, strategy, result):
-    protected = protected_indices(messages)
-    protected_tokens = counter([messages[i] for i in sorted(protected)])
-    if isinstance(result, contextfit.TokenBudgetExceeded):
-        assert result.code == "TOKEN_BUDGET_EXCEEDED"
-        assert protected_tokens > budget, "raised although the protected blocks fit"
-        assert result.budget == budget and result.protected_tokens > budget
-        return
-    assert protected_tokens <= budget or counter is lumpy_counter
-    # The budget holds by an independent recount with the caller's function.
-    assert counter(result.kept) <= budget
-    assert result.tokens == counter(result.kept)
-    # Every input message is in kept or excluded, exactly once, in order.
-    kept_inputs = [m for m in result.kept if any(m is x for x in messages)]
-    assert len(kept_inputs) + len(result.excluded) == len(messages)
-    order = [next(i for i, x in enumerate(messages) if x is m) for m in kept_inputs]
-    assert order == sorted(order)
-    order = [next(i for i, x in enumerate(messages) if x is m) for m in result.excluded]
-    assert order == sorted(order)
-    kept_index = set(next(i for i, x in enumerate(messages) if x is m) for m in kept_inputs)
-    # Nothing protected is lost.
-    assert protected <= kept_index
-    # A compressed block that stands for one input (a cleared tool result) keeps
-    # its place and its tool links, so its group is whole with it.
-    standing = set()
-    for decision in result.decisions:
-        if decision.index is None and decision.reason == r.COMPRESSED and len(decision.sources) == 1:
-            source = decision.sources[0]
-            assert source not in protected and source not in kept_index
-            assert link_ids(decision.message) == link_ids(messages[source])
-            standing.add(source)
-    sent = kept_index | standing
-    # No group is split.
-    for group in groups(messages):
-        assert group <= sent or not (group & sent), f"group {sorted(group)} split"
-    # Added blocks are marked and counted.
-    for block in result.kept:
-        if not any(block is x for x in messages):
-            meta = block.get("meta", {})
-            assert meta.get("kind") == "summary" or meta.get("compressed") is True
-            assert block in result.truncated
-    # Decisions: one per input message plus inserted blocks, with spec reasons.
-    decisions = list(result.decisions)
-    assert len(decisions) == len(messages) + len(result.truncated)
-    # The tuple rows the pipeline reads say exactly what the Decision objects say.
-    assert [
-        (d.index, d.id, d.role, d.kind, d.tokens, d.included, d.reason, d.group, d.origin, d.sources, d.message)
-        for d in decisions
-    ] == list(result.decisions.rows())
-    for decision in decisions:
-        if decision.index is None:
-            continue
-        assert decision.included == (decision.index in kept_index)
-        assert decision.reason in (r.INCLUDED_REASONS if decision.included else r.EXCLUDED_REASONS)
-        if decision.included:
-            assert isinstance(decision.tokens, int)
-        if decision.index in protected:
-            assert decision.reason in r.PROTECTED_REASONS
-
-
 @SETTINGS
 @given(conversations(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
 def test_every_fit_keeps_the_promises(messages, share, strategy):
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     before = copy.deepcopy(messages)
-    result = _fit(messages, word_count_counter, budget, strategy)
+    result = shift_or_refusal(messages, word_count_counter, budget, strategy)
     assert messages == before, "the input was mutated"
-    _check(messages, word_count_counter, budget, strategy, result)
+    check_promises(messages, word_count_counter, budget, strategy, result)
 
 
 @SETTINGS
 @given(conversations(), st.floats(-0.15, 1.1), st.sampled_from(["truncate", "summarize", "clear-tool-results"]),
        st.sampled_from([None, 0.1, 0.5, 0.95]))
 def test_stable_prefix_keeps_the_promises(messages, share, strategy, low_water):
-    budget = _budget(messages, share)
-    result = _fit(messages, word_count_counter, budget, strategy, stable_prefix=True, low_water=low_water)
-    _check(messages, word_count_counter, budget, strategy, result)
-    plain = _fit(messages, word_count_counter, budget, strategy)
+    budget = share_budget(messages, share)
+    result = shift_or_refusal(messages, word_count_counter, budget, strategy, stable_prefix=True, low_water=low_water)
+    check_promises(messages, word_count_counter, budget, strategy, result)
+    plain = shift_or_refusal(messages, word_count_counter, budget, strategy)
     if not isinstance(result, Exception) and word_count_counter(messages) <= budget:
         assert result.kept == plain.kept  # nothing is cut without need
 
@@ -128,9 +55,9 @@ def test_stable_prefix_keeps_the_promises(messages, share, strategy, low_water):
 @SETTINGS
 @given(conversations(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
 def test_fits_are_deterministic(messages, share, strategy):
-    budget = _budget(messages, share)
-    first = _fit(messages, word_count_counter, budget, strategy)
-    second = _fit(copy.deepcopy(messages), word_count_counter, budget, strategy)
+    budget = share_budget(messages, share)
+    first = shift_or_refusal(messages, word_count_counter, budget, strategy)
+    second = shift_or_refusal(copy.deepcopy(messages), word_count_counter, budget, strategy)
     if isinstance(first, Exception):
         assert type(first) is type(second) and first.protected_tokens == second.protected_tokens
         return
@@ -142,8 +69,8 @@ def test_fits_are_deterministic(messages, share, strategy):
 @SETTINGS
 @given(conversations(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
 def test_a_counter_that_is_not_additive_is_still_obeyed(messages, share, strategy):
-    budget = _budget(messages, share)
-    result = _fit(messages, lumpy_counter, budget, strategy)
+    budget = share_budget(messages, share)
+    result = shift_or_refusal(messages, lumpy_counter, budget, strategy)
     if isinstance(result, Exception):
         # Per-message parts of the protected blocks over-fill the budget, or
         # the counter's own total of them does.
@@ -151,7 +78,7 @@ def test_a_counter_that_is_not_additive_is_still_obeyed(messages, share, strateg
         assert word_count_counter(protected) > budget or lumpy_counter(protected) > budget
         return
     assert lumpy_counter(result.kept) <= budget
-    _check(messages, lumpy_counter, budget, strategy, result)
+    check_promises(messages, lumpy_counter, budget, strategy, result)
 
 
 @SETTINGS
@@ -161,10 +88,10 @@ def test_skipping_excluded_counts_changes_nothing_but_the_counts(messages, share
     """``count_excluded=False`` decides exactly as a fit that counts everything
     (the example: a chat that fits whole, summarize reserving room for a
     summary it does not need; the lazy fit summarized it)."""
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     # Counters of their own: a counter shared with the full fit would hand the lean one every count.
-    full = _fit(messages, lambda ms: word_count_counter(ms), budget, strategy)
-    lean = _fit(messages, lambda ms: word_count_counter(ms), budget, strategy, count_excluded=False)
+    full = shift_or_refusal(messages, lambda ms: word_count_counter(ms), budget, strategy)
+    lean = shift_or_refusal(messages, lambda ms: word_count_counter(ms), budget, strategy, count_excluded=False)
     if isinstance(full, Exception):
         assert isinstance(lean, contextfit.TokenBudgetExceeded)
         return
@@ -179,13 +106,13 @@ def test_skipping_excluded_counts_changes_nothing_but_the_counts(messages, share
 @SETTINGS
 @given(conversations(max_turns=30), st.floats(0.2, 1.1), st.sampled_from(STRATEGIES))
 def test_growing_a_chat_refits_like_a_fresh_fit(messages, share, strategy):
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     """The cached analysis of a prefix gives the same answer as a cold fit."""
     counter = lambda ms: word_count_counter(ms)  # noqa: E731  (a fresh counter: a cold cache)
     for cut in (len(messages) // 2, len(messages)):
-        _fit(messages[:cut], word_count_counter, budget, strategy)
-        warm = _fit(messages[:cut], word_count_counter, budget, strategy)
-        cold = _fit(messages[:cut], counter, budget, strategy)
+        shift_or_refusal(messages[:cut], word_count_counter, budget, strategy)
+        warm = shift_or_refusal(messages[:cut], word_count_counter, budget, strategy)
+        cold = shift_or_refusal(messages[:cut], counter, budget, strategy)
         if isinstance(cold, Exception):
             assert isinstance(warm, contextfit.TokenBudgetExceeded)
             continue
@@ -203,7 +130,7 @@ def test_growing_a_chat_refits_like_a_fresh_fit(messages, share, strategy):
 def test_branching_and_editing_a_chat_refits_like_a_fresh_fit(messages, share, strategy, order):
     """One counter sees the chat, a shorter one, a regenerated last message and
     an in-place edit, in any order: each fit answers like a cold one."""
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     cut = max(1, len(messages) - 2)
     shared = copy.deepcopy(messages)  # the fits below may edit it in place
     other = {"role": "user", "content": "a regenerated turn with new words " * 3}
@@ -214,8 +141,8 @@ def test_branching_and_editing_a_chat_refits_like_a_fresh_fit(messages, share, s
             chat = shared
         else:
             chat = {"whole": shared, "prefix": shared[:cut], "other": [*shared[:cut], other]}[step]
-        warm = _fit(chat, counter, budget, strategy)
-        cold = _fit(copy.deepcopy(chat), lambda ms: word_count_counter(ms), budget, strategy)
+        warm = shift_or_refusal(chat, counter, budget, strategy)
+        cold = shift_or_refusal(copy.deepcopy(chat), lambda ms: word_count_counter(ms), budget, strategy)
         if isinstance(cold, Exception):
             assert isinstance(warm, contextfit.TokenBudgetExceeded)
             continue
@@ -227,11 +154,11 @@ def test_branching_and_editing_a_chat_refits_like_a_fresh_fit(messages, share, s
 @SETTINGS
 @given(conversations(max_turns=30), st.floats(0.2, 1.1), st.sampled_from(STRATEGIES))
 def test_a_lean_fit_then_a_counted_one_counts_everything(messages, share, strategy):
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     counter = lambda ms: word_count_counter(ms)  # noqa: E731
-    _fit(messages, counter, budget, "truncate", count_excluded=False)
-    counted = _fit(messages, counter, budget, strategy)
-    cold = _fit(messages, lambda ms: word_count_counter(ms), budget, strategy)
+    shift_or_refusal(messages, counter, budget, "truncate", count_excluded=False)
+    counted = shift_or_refusal(messages, counter, budget, strategy)
+    cold = shift_or_refusal(messages, lambda ms: word_count_counter(ms), budget, strategy)
     if isinstance(cold, Exception):
         assert isinstance(counted, contextfit.TokenBudgetExceeded)
         return
@@ -437,7 +364,7 @@ def _hostile_check(messages, pristine, counter, budget, result, template, *, who
 @HOSTILE
 @given(conversations(max_turns=14), st.floats(-0.1, 1.1), hostile_strategies(), st.sampled_from(COUNTERS))
 def test_no_plugin_strategy_can_break_the_rules(messages, share, strategy, counter):
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     pristine = copy.deepcopy(messages)
     try:
         result = contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=())
@@ -512,7 +439,7 @@ def hostile_interceptors(draw):
     st.sampled_from(["openai", "anthropic"]),
 )
 def test_no_interceptor_can_break_the_rules(messages, share, chain, strategy, counter, template):
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     pristine = copy.deepcopy(messages)
     try:
         result = contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=chain, template=template)
@@ -557,6 +484,6 @@ def test_a_counter_over_the_sum_of_its_parts_is_reported_when_more_is_dropped():
 @given(responses_conversations(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
 def test_conversations_imported_from_responses_items_keep_the_promises(messages, share, strategy):
     # function_call / function_call_output pairs become tool groups that no strategy splits
-    budget = _budget(messages, share)
-    result = _fit(messages, word_count_counter, budget, strategy)
-    _check(messages, word_count_counter, budget, strategy, result)
+    budget = share_budget(messages, share)
+    result = shift_or_refusal(messages, word_count_counter, budget, strategy)
+    check_promises(messages, word_count_counter, budget, strategy, result)

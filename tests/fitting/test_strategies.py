@@ -7,7 +7,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from conversations import word_count_counter as count
+from support.conversations import word_count_counter as count
 
 import contextfit
 from contextfit.fitting.relevance import EmbeddingRelevance, LexicalRelevance
@@ -209,7 +209,7 @@ def test_a_summary_is_the_same_in_every_process():
     import subprocess
     import sys
 
-    from conftest import REPO
+    from support.paths import REPO
 
     answers = set()
     for seed in ("0", "1", "2", "3"):

@@ -5,37 +5,17 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import shared_path
-from conversations import conversations, word_count_counter
+from support.paths import shared_path
+from support.conversations import word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fitting_properties import _budget, _check, _fit
+from support.promises import check_promises, share_budget, shift_or_refusal
+from support.reasoning import THOUGHT, chats_with_reasoning, claude_chat
 
 import contextfit
 from contextfit.fitting import results as r
 from contextfit.inputs.formats import load_conversation
 from contextfit.inputs.messages import kind_of
-
-THOUGHT = "Let me think about which file holds the handler and why it fails. " * 30
-
-
-def claude_chat(turns: int = 5) -> list[dict]:
-    chat = [{"role": "system", "content": "You are an agent."}]
-    for i in range(turns):
-        chat += [
-            {"role": "user", "content": f"Question {i}: where is the bug?"},
-            {"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT, "signature": "sig"},
-                                              {"type": "text", "text": f"Answer {i}: in handler {i}."}]},
-        ]
-    # the current tool-use turn: its thinking must be sent back with the tool result
-    chat += [
-        {"role": "user", "content": "Fix it."},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT, "signature": "sig"},
-                                          {"type": "tool_use", "id": "t1", "name": "edit", "input": {"file": "h.py"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]},
-    ]
-    return chat
-
 
 COUNTER = contextfit.token_counter("claude-sonnet-4")
 
@@ -134,26 +114,12 @@ def test_deepseek_reasoning_content_of_older_turns_is_not_sent():
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@st.composite
-def chats_with_reasoning(draw):
-    messages = copy.deepcopy(draw(conversations()))
-    for message in messages:
-        if message.get("role") == "assistant" and draw(st.booleans()):
-            if draw(st.booleans()):
-                message["reasoning_content"] = "thinking " * draw(st.integers(1, 30))
-            else:
-                text = message.get("content")
-                parts = text if isinstance(text, list) else ([{"type": "text", "text": text}] if text else [])
-                message["content"] = [{"type": "thinking", "thinking": "hmm " * draw(st.integers(1, 30))}, *parts]
-    return messages
-
-
 @SETTINGS
 @given(chats_with_reasoning(), st.floats(-0.15, 1.1), st.sampled_from(["truncate", "summarize", "clear-tool-results"]),
        st.sampled_from([None, False, True]))
 def test_keep_thinking_keeps_every_promise(messages, share, strategy, keep):
-    budget = _budget(messages, share)
+    budget = share_budget(messages, share)
     before = copy.deepcopy(messages)
-    result = _fit(messages, word_count_counter, budget, strategy, keep_thinking=keep)
+    result = shift_or_refusal(messages, word_count_counter, budget, strategy, keep_thinking=keep)
     assert messages == before
-    _check(messages, word_count_counter, budget, strategy, result)
+    check_promises(messages, word_count_counter, budget, strategy, result)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from conversations import conversations, lumpy_counter, word_count_counter
+from support.conversations import lumpy_counter, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_session import _fit
-from test_session import _outcome as _session_outcome
+from support.sessions import fit_or_refusal, growth, walk_outcome
 
 import contextfit
 from contextfit.fitting import host as fitting
@@ -19,24 +18,6 @@ from contextfit.fitting.strategies import carried_walk as walk_module
 from contextfit.fitting.strategies.base import fill_newest, room_left, start_reasons
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _outcome(result, counted=True):
-    """test_session's outcome, with the excluded messages."""
-    return (_session_outcome(result, counted), None if isinstance(result, Exception) else result.excluded)
-
-
-@st.composite
-def growth(draw):
-    """A chat (tools, pins, system blocks, orphans) cut in chunks: a session
-    starts with the first and gets the others appended, so a tool result often
-    arrives after its call was fitted, a pinned message joins a fitted group,
-    a system message leaves the current input as it was. Sometimes the last
-    message is regenerated in between."""
-    messages = draw(conversations(max_turns=20))
-    cuts = sorted(draw(st.lists(st.integers(0, len(messages)), min_size=1, max_size=8)))
-    edits = draw(st.lists(st.booleans(), min_size=len(cuts), max_size=len(cuts)))
-    return messages, cuts, edits
 
 
 @SETTINGS
@@ -50,16 +31,16 @@ def test_a_growing_session_truncates_like_a_fresh_fit_at_one_budget(chat, share,
     budget = int(share * word_count_counter(messages))
     session = FitSession(messages[:cuts[0]])
     for end, edit in zip([*cuts[1:], len(messages)], edits):
-        warm = _fit(session.fit, counter, budget, "truncate", count_excluded=count_excluded)
-        cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
+        warm = fit_or_refusal(session.fit, counter, budget, "truncate", count_excluded=count_excluded)
+        cold = fit_or_refusal(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
                     budget, "truncate", count_excluded=count_excluded)
-        assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+        assert walk_outcome(warm, count_excluded) == walk_outcome(cold, count_excluded)
         if edit and len(session):  # regenerate the last message: the walk before it carries on
             session.edit(-1, {"role": "assistant", "content": "regenerated " * (1 + len(session) % 7)})
-            warm = _fit(session.fit, counter, budget, "truncate", count_excluded=count_excluded)
-            cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
+            warm = fit_or_refusal(session.fit, counter, budget, "truncate", count_excluded=count_excluded)
+            cold = fit_or_refusal(contextfit.shift_context, copy.deepcopy(session.messages), lambda ms: count(ms),
                         budget, "truncate", count_excluded=count_excluded)
-            assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+            assert walk_outcome(warm, count_excluded) == walk_outcome(cold, count_excluded)
         session.extend(messages[len(session):end] if end > len(session) else [])
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
+from support.paths import TEST_DATA
 
 import contextfit
 from contextfit.errors import InvalidConversation
@@ -20,7 +20,7 @@ from contextfit.inputs.formats import (
 )
 from contextfit.inputs.messages import link_ids
 
-DATA = Path(__file__).resolve().parent / "data" / "formats"
+DATA = TEST_DATA / "formats"
 
 
 def load(name: str, format: str | None = None) -> Conversation:

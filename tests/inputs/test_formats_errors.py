@@ -10,12 +10,12 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.png import chunk, png
 
 from contextfit.errors import InvalidConversation
 from contextfit.inputs.formats import FORMATS, Conversation, detect_format, load_conversation
 from contextfit.inputs.formats import load as loading
 from contextfit.inputs.formats.load import _load
-from test_formats_png import chunk, png
 
 MB = 1024 * 1024
 

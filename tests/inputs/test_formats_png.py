@@ -4,34 +4,18 @@ from __future__ import annotations
 
 import base64
 import json
-import struct
 import zlib
-from pathlib import Path
 
 import pytest
+from support.paths import TEST_DATA
+from support.png import SIGNATURE, card_json, chunk, png
 
 from contextfit.errors import InvalidConversation
 from contextfit.inputs.formats import detect_format, load_conversation
 from contextfit.inputs.formats import png as png_module
 
-DATA = Path(__file__).resolve().parent / "data" / "formats"
-SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DATA = TEST_DATA / "formats"
 MB = 1024 * 1024
-
-
-def chunk(kind: bytes, body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-
-def png(*chunks: bytes) -> bytes:
-    """A 1x1 grey PNG with the given extra chunks before IEND."""
-    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
-    return SIGNATURE + header + chunk(b"IDAT", zlib.compress(b"\x00\x80")) + b"".join(chunks) + chunk(b"IEND", b"")
-
-
-def card_json(name: str, spec: str = "chara_card_v2", **fields: object) -> bytes:
-    data = {"name": name, "description": "", "first_mes": f"Hi, I am {name}.", **fields}
-    return json.dumps({"spec": spec, "spec_version": spec[-1] + ".0", "data": data}).encode()
 
 
 def text_chunk(keyword: bytes, payload: bytes) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TEST_DATA, shared_path
+from support.paths import TEST_DATA, shared_path
 
 import contextfit
 from contextfit.inputs.formats import FileConversation, list_conversations, load_conversation

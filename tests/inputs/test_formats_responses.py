@@ -7,7 +7,7 @@ import copy
 import json
 
 import pytest
-from conftest import TEST_DATA, shared_path
+from support.paths import TEST_DATA, shared_path
 
 from contextfit import InvalidConversation, load_conversation, plan_prompt
 from contextfit.inputs.formats import detect_format
@@ -19,8 +19,6 @@ from contextfit.tokens.responses_render import responses_input, responses_tools
 from contextfit.tokens.sent import render
 
 REQUEST = TEST_DATA / "formats" / "responses_request.json"
-
-pytest_plugins = ["api_fixtures"]  # the database and store fixtures, for the API test
 
 
 def body() -> dict:
@@ -132,7 +130,7 @@ def test_the_cli_reads_a_responses_request():
 
 
 def test_the_api_previews_the_imported_request(store):
-    from api_support import LOCAL
+    from support.api import LOCAL
     from fastapi.testclient import TestClient
 
     from contextfit.serving.api import create_app

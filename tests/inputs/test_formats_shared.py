@@ -10,7 +10,7 @@ import json
 from dataclasses import fields
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_path
+from support.paths import SHARED_FIXTURES, shared_path
 
 from contextfit.inputs.formats import Conversation, load_conversation
 from contextfit.inputs.messages import link_ids

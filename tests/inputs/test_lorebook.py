@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from conftest import TEST_DATA, shared_path
+from support.paths import TEST_DATA, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.png import card_json, chunk, png
 
 import contextfit
 from contextfit.errors import InvalidConversation, InvalidMessages
-from test_formats_png import card_json, chunk, png
 
 BAD = "\ud800"
 

@@ -6,8 +6,8 @@ import copy
 import os
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_params, shared_path
-from conversations import groups
+from support.paths import SHARED_FIXTURES, shared_params, shared_path
+from support.conversations import groups
 
 import contextfit
 from contextfit.pipeline.assembly import fill_macros

@@ -25,7 +25,7 @@ from contextfit.serving.chat_json import conversation_chat
 from contextfit.cli import main
 from contextfit.serving.store import open_store
 
-from api_support import LOCAL
+from support.api import LOCAL
 from contextfit.inputs.formats import load_conversation_file
 from contextfit.pipeline.plan import compare_strategies
 

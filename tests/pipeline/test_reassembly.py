@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import random
 
-from conversations import WORDS, conversations
+from support.conversations import WORDS, conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -238,7 +238,7 @@ def test_activation_reads_only_as_far_back_as_it_scans():
 def test_a_random_lorebook_replay_matches_fresh_plans():
     rng = random.Random(7)
     chat = []
-    for turn in range(30):
+    for _turn in range(30):
         chat += [{"role": "user", "content": " ".join(rng.choices(WORDS, k=6)) + "?"},
                  {"role": "assistant", "content": " ".join(rng.choices(WORDS, k=30)) + "."}]
     book = {"entries": {str(i): {"key": [word], "content": f"About the {word}.", "position": i % 2 * 4, "depth": i % 3}

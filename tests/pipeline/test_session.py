@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conversations import WORDS, conversations, word_count_counter
-from test_thinking import chats_with_reasoning
+from support.conversations import WORDS, conversations, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.reasoning import chats_with_reasoning
+from support.sessions import fit_or_refusal, outcome
 
 import contextfit
 from contextfit.pipeline import session as session_module
@@ -16,7 +17,6 @@ from contextfit.pipeline.session import FitSession
 from contextfit.pipeline.plan import compare_strategies
 from contextfit.pipeline.settings import PlanSettings
 
-pytest_plugins = ["api_fixtures"]  # the database fixture (SQLite, and PostgreSQL when configured)
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -24,24 +24,6 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 def _fresh_counter():
     return lambda ms: word_count_counter(ms)  # a new object: a cache of its own
-
-
-def _outcome(result, counted=True):
-    """What a fit answers; ``counted=False``: an excluded block's tokens may be
-    known or not (a lean fit counts what it needs; an earlier fit may have counted more)."""
-    if isinstance(result, contextfit.TokenBudgetExceeded):
-        return ("refused", result.protected_tokens, result.budget)
-    return (result.kept, result.tokens,
-            [(d.index, d.reason, d.tokens if counted or d.included else None) for d in result.decisions],
-            result.truncated,
-            [d["code"] for d in result.diagnostics], result.strategy)
-
-
-def _fit(fit, *args, **options):
-    try:
-        return fit(*args, interceptors=(), **options)
-    except contextfit.TokenBudgetExceeded as exc:
-        return exc
 
 
 @st.composite
@@ -77,14 +59,14 @@ def test_a_session_fits_like_a_fresh_fit_after_appends_and_edits(chat, share, st
     session, mirror = FitSession(messages), copy.deepcopy(messages)
     for step, where, message in steps:
         budget = int(share * word_count_counter(mirror))
-        _fit(session.fit, counter, budget, strategy, count_excluded=count_excluded)  # warm the session
+        fit_or_refusal(session.fit, counter, budget, strategy, count_excluded=count_excluded)  # warm the session
         _apply(session, mirror, step, where, message)
         budget = int(share * word_count_counter(mirror))
-        warm = _fit(session.fit, counter, budget, strategy, count_excluded=count_excluded)
-        cold = _fit(contextfit.shift_context, copy.deepcopy(mirror), _fresh_counter(), budget, strategy,
+        warm = fit_or_refusal(session.fit, counter, budget, strategy, count_excluded=count_excluded)
+        cold = fit_or_refusal(contextfit.shift_context, copy.deepcopy(mirror), _fresh_counter(), budget, strategy,
                     count_excluded=count_excluded)
         assert session.messages == mirror
-        assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+        assert outcome(warm, count_excluded) == outcome(cold, count_excluded)
 
 
 @st.composite
@@ -412,7 +394,7 @@ def test_an_orphan_result_whose_call_comes_later_stops_being_reported():
     refit = session.fit(counter, 1_000)
     fresh = contextfit.shift_context([*chat, *later], _fresh_counter(), 1_000)
     assert refit.diagnostics == fresh.diagnostics == []
-    assert _outcome(refit) == _outcome(fresh)
+    assert outcome(refit) == outcome(fresh)
 
 
 @st.composite

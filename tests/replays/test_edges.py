@@ -6,8 +6,8 @@ import io
 import json
 
 import pytest
-from api_support import LOCAL
-from conftest import REPO
+from support.api import LOCAL
+from support.paths import REPO
 from fastapi.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
@@ -18,8 +18,6 @@ from contextfit.dashboard import page_data as dashboard
 from contextfit.dashboard import replay as views
 from contextfit.cli import main
 from contextfit.pipeline.plan import compare_strategies
-
-pytest_plugins = ["api_fixtures"]
 
 
 @pytest.fixture

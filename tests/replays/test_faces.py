@@ -6,14 +6,13 @@ import io
 import json
 
 import pytest
-from api_support import LOCAL
+from support.api import LOCAL
 from fastapi.testclient import TestClient
 
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
 from contextfit.cli import main
 
-pytest_plugins = ["api_fixtures"]
 
 MESSAGES = [
     {"role": "system", "content": "You are a support agent."},

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from support.paths import REPO, shared_path
 
 from contextfit.inputs.formats import load_conversation_file
 from contextfit.inputs.samples import load_sample
@@ -17,7 +17,7 @@ from contextfit.replays.facts import contains_word, declared_facts, entities, fa
 from contextfit.replays.must_survive import as_facts, must_survive
 from contextfit.replays.run import ENTITY_RULE, replay
 
-SAMPLES = Path(__file__).resolve().parents[1] / "contextfit" / "data" / "samples"
+SAMPLES = REPO / "contextfit" / "data" / "samples"
 
 
 def _names(items):

@@ -4,7 +4,7 @@ question or a pinned block never recommended, and the Lost lines in words."""
 from __future__ import annotations
 
 import pytest
-from conftest import shared_path
+from support.paths import shared_path
 
 from contextfit.errors import InvalidSettings
 from contextfit.inputs.formats import load_conversation_file

@@ -8,11 +8,10 @@ import html
 import io
 import json
 import re
-from pathlib import Path
 
 import pytest
-from api_support import LOCAL
-from conftest import shared_path
+from support.api import LOCAL
+from support.paths import REPO, shared_path
 from fastapi.testclient import TestClient
 
 import contextfit
@@ -28,9 +27,8 @@ from contextfit.dashboard import replay as views
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
 
-pytest_plugins = ["api_fixtures"]
 
-SAMPLE_FILES = Path(__file__).resolve().parents[1] / "contextfit" / "data" / "samples"
+SAMPLE_FILES = REPO / "contextfit" / "data" / "samples"
 
 
 def run(*args: str) -> tuple[int, str]:

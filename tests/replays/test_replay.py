@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import shared_path
+from support.chats import fact_chat
+from support.paths import shared_path
 
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
@@ -76,21 +77,9 @@ def test_a_model_without_prices_gives_no_cost_and_says_so():
     assert any("no prices" in note for note in result.notes)
 
 
-def _fact_chat():
-    return [
-        {"role": "system", "content": "You are a support agent."},
-        {"role": "user", "content": "My order number is ORD-7731. " + "It is late. " * 60},
-        {"role": "assistant", "content": "I see order ORD-7731. " + "Checking. " * 60},
-        {"role": "user", "content": "The courier was Zenith Express. " + "Still waiting. " * 60, "id": "courier"},
-        {"role": "assistant", "content": "Zenith Express is slow this week. " + "Sorry. " * 60},
-        {"role": "user", "content": "Any news?"},
-        {"role": "assistant", "content": "Not yet."},
-    ]
-
-
 def test_retention_of_declared_facts_is_exact():
     facts = ["ORD-7731", "/zenith\\s+express/i", {"message": "courier", "name": "the courier message"}]
-    result = replay(_fact_chat(), model="gpt-4o", context_limit=400, response_reserve=100,
+    result = replay(fact_chat(), model="gpt-4o", context_limit=400, response_reserve=100,
                     strategies=["truncate", "summarize"], facts=facts)
     assert result.fact_rule == "declared"
     # Message tokens (gpt-4o): system 10, user 254, assistant 133, user 191, assistant 133, user 7; budget 300,
@@ -116,7 +105,7 @@ def test_retention_of_declared_facts_is_exact():
 
 
 def test_a_fact_quoted_by_the_summary_counts_as_present():
-    chat = _fact_chat()
+    chat = fact_chat()
     result = replay(chat, model="gpt-4o", context_limit=420, response_reserve=100, strategies=["summarize"],
                     facts=["I see order ORD-7731."])
     states = [turn.facts for turn in result.turns["summarize"]]
@@ -126,7 +115,7 @@ def test_a_fact_quoted_by_the_summary_counts_as_present():
 def test_default_entity_rule():
     assert entities('Use "blue box" with parse_args() on ORD-1234, 42 times, ask Ada Lovelace.') == [
         "blue box", "parse_args()", "ORD-1234", "42", "Ada Lovelace"]
-    result = replay(_fact_chat()[:6] + [{"role": "user", "content": "Is ORD-7731 still with Zenith Express?"}],
+    result = replay(fact_chat()[:6] + [{"role": "user", "content": "Is ORD-7731 still with Zenith Express?"}],
                     model="gpt-4o", context_limit=400, response_reserve=100, strategies=["truncate"],
                     facts=ENTITY_RULE)
     assert result.fact_rule == "default-entities"
@@ -181,7 +170,7 @@ def test_a_fact_written_as_a_regex_that_does_not_compile_is_refused_and_says_how
 
 @pytest.mark.parametrize("pin", [-1, 10**30, 6, "nope"])
 def test_a_fact_pinned_to_a_message_the_conversation_does_not_hold_is_refused(pin):
-    chat = _fact_chat()[:6]
+    chat = fact_chat()[:6]
     with pytest.raises(InvalidSettings, match=f"pinned to message {pin!r}.*6 messages"):
         replay(chat, model="gpt-4o", strategies=["truncate"], facts=[{"message": pin}])
     assert replay(chat, model="gpt-4o", strategies=["truncate"], facts=[{"message": 5}]).facts  # the last one is held
@@ -228,7 +217,7 @@ def test_hostile_inputs():
                     facts=["/(a|a)+$/"])
     assert result.turns["truncate"][0].facts == ()
     # a turn that cannot fit is recorded with its error, the others go on
-    tiny = replay(_fact_chat(), model="gpt-4o", context_limit=120, response_reserve=10, strategies=["truncate"])
+    tiny = replay(fact_chat(), model="gpt-4o", context_limit=120, response_reserve=10, strategies=["truncate"])
     assert [turn.error for turn in tiny.turns["truncate"]][:2] == ["TOKEN_BUDGET_EXCEEDED"] * 2
     assert tiny.totals["truncate"].failed_turns >= 2
 
@@ -331,7 +320,7 @@ def test_stable_prefix_cuts_down_to_the_low_water_mark_and_holds():
 
 
 def test_fast_path_matches_planning_each_prefix():
-    chat = _fact_chat()
+    chat = fact_chat()
     result = replay(chat, model="gpt-4o", context_limit=400, response_reserve=100, strategies=["summarize"])
     for turn in result.turns["summarize"]:
         plan = plan_prompt(chat[: turn.message_index + 1], model="gpt-4o", context_limit=400, response_reserve=100,
@@ -340,13 +329,13 @@ def test_fast_path_matches_planning_each_prefix():
 
 
 def test_a_replay_says_why_no_turn_reads_from_the_cache():
-    small = replay(_fact_chat()[:6], model="gpt-4o", context_limit=600, response_reserve=100, strategies=["truncate"])
+    small = replay(fact_chat()[:6], model="gpt-4o", context_limit=600, response_reserve=100, strategies=["truncate"])
     assert small.totals["truncate"].cache_hit_rate == 0
     note = next(note for note in small.notes if "no turn reads from the cache" in note)
     largest = max(row.prompt_tokens for row in small.turns["truncate"])
     assert note == (f"No request reaches the 1,024 tokens a prompt needs before OpenAI caches it (the largest is "
                     f"{largest:,}): no turn reads from the cache.")
-    haiku = replay(_fact_chat()[:6], model="claude-3-5-haiku", context_limit=1800, response_reserve=100,
+    haiku = replay(fact_chat()[:6], model="claude-3-5-haiku", context_limit=1800, response_reserve=100,
                    strategies=["truncate"])
     assert any("2,048 tokens a prompt needs before Anthropic" in note for note in haiku.notes)
     # a prompt that reaches the minimum: no such note (whether or not a turn then hits)
@@ -378,7 +367,7 @@ def test_each_anthropic_model_caches_from_its_own_documented_minimum():
 
 def test_the_notes_name_the_provider_as_it_names_itself():
     # a page showed "google prompt caching is modelled with OpenAI's automatic prefix rules."
-    result = replay(_fact_chat()[:6], model="gemini-2.5-flash", context_limit=1800, response_reserve=100,
+    result = replay(fact_chat()[:6], model="gemini-2.5-flash", context_limit=1800, response_reserve=100,
                     strategies=["truncate"])
     assert "Google prompt caching is modelled with OpenAI's automatic prefix rules." in result.notes
     assert any("a prompt needs before Google caches it" in note for note in result.notes)

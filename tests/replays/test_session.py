@@ -4,80 +4,14 @@ planning that prefix from scratch gives, for every strategy (stable_prefix too).
 from __future__ import annotations
 
 import pytest
-from conversations import WORDS, conversations
+from support.conversations import WORDS, conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.replays import check_against_fresh_plans
 
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
-from contextfit.replays.run import ENTITY_RULE, replay, request_positions, variants
-from contextfit.replays.facts import contains_word, entities
-from contextfit.inputs import messages as msg
-from contextfit.tokens.sent import sent_counter, trace
-
-VARIANTS = ["truncate", "summarize", "clear-tool-results", "vector-recall", "manual",
-            {"strategy": "truncate", "options": {"stable_prefix": True}},
-            {"strategy": "summarize", "options": {"stable_prefix": True}},
-            {"strategy": "clear-tool-results", "options": {"stable_prefix": True}},
-            # options of the refits that carry truncate's walk (test_carried_refits.py)
-            {"strategy": "summarize", "options": {"summary_tokens": 30, "summary_scan_chars": 300}},
-            {"strategy": "vector-recall", "options": {"relevance_window": 2}},
-            {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_at_least": 20, "exclude_tools": ["lookup"]}}]
-
-
-def _common(a: list, b: list) -> int:
-    j = 0
-    while j < min(len(a), len(b)) and a[j] == b[j]:
-        j += 1
-    return j
-
-
-def _check_against_fresh_plans(chat: list[dict], model: str, limit: int, reserve: int) -> None:
-    result = replay(chat, model=model, context_limit=limit, response_reserve=reserve, strategies=VARIANTS,
-                    facts=ENTITY_RULE)  # the entity rule, turn by turn: the oracle below is its slow form
-    requests = request_positions(chat)
-    for variant in VARIANTS:
-        name = variant if isinstance(variant, str) else variant["strategy"]
-        options = {} if isinstance(variant, str) else variant["options"]
-        label = variants([variant])[0].label
-        previous = None
-        for turn, position in zip(result.turns[label], requests):
-            try:
-                plan = plan_prompt(chat[: position + 1], model=model, context_limit=limit, response_reserve=reserve,
-                                   context_strategy=name, **options)
-            except contextfit.ContextfitError as exc:
-                assert turn.error == exc.code
-                previous = None
-                continue
-            assert turn.error is None
-            assert (turn.prompt_tokens, turn.sent_blocks) == (plan.prompt_tokens, len(plan.fit.kept))
-            # the cache prefix, the slow way: whole provider messages from the start, the blocks fully inside them
-            if previous is None:
-                assert turn.shared_tokens == 0
-            else:
-                traced = trace(plan.fit.kept, plan.template)
-                j = _common(previous.provider_messages, plan.provider_messages)
-                inside = {p for s in traced.sources[:j] for p in s} - {p for s in traced.sources[j:] for p in s}
-                counter = sent_counter(contextfit.token_counter(model), plan.template)
-                shared = sum(counter.count_message(plan.fit.kept[p]) for p in inside)
-                if previous.provider_system == plan.provider_system:  # Anthropic's system text comes first
-                    shared += sum(counter.count_message(plan.fit.kept[p]) for p in traced.system_sources)
-                elif plan.provider_system is not None or previous.provider_system is not None:
-                    shared = 0
-                assert turn.shared_tokens == min(shared, plan.prompt_tokens - counter.base_tokens)
-            # the default entity rule, the slow way: the whole earlier text, every sent block
-            earlier = "\n".join(msg.message_text(m) for m in chat[:position])
-            in_force = [e for e in entities(msg.message_text(chat[position])) if contains_word(earlier, e)]
-            assert [fact.name for fact in turn.facts] == in_force
-            current = msg.explicit_id(chat[position]) or f"m{position}"
-            plain = "\n".join(msg.message_text(b) for b in plan.fit.kept if msg.kind_of(b) != msg.SUMMARY
-                              and not (msg.message_id(b, -1) == current and msg.role_of(b) == "user"))
-            summary = "\n".join(msg.message_text(b) for b in plan.fit.kept if msg.kind_of(b) == msg.SUMMARY)
-            assert [fact.status for fact in turn.facts] == [
-                "verbatim" if contains_word(plain, e) else "summary" if contains_word(summary, e) else "lost"
-                for e in in_force]
-            previous = plan
-
+from contextfit.replays.run import request_positions
 
 def _with_entities(draw, chat: list[dict]) -> list[dict]:
     """Sprinkle identifiers, numbers and names that later user turns refer back to."""
@@ -96,7 +30,7 @@ def test_replay_matches_planning_every_prefix_from_scratch(data, chat, budget, m
     chat = _with_entities(data.draw, chat)
     if not request_positions(chat):
         chat = [*chat, {"role": "user", "content": "Any news on " + " ".join(WORDS[:3]) + "?"}]
-    _check_against_fresh_plans(chat, model, budget + 100, 100)
+    check_against_fresh_plans(chat, model, budget + 100, 100)
 
 
 def test_replay_matches_fresh_plans_when_earlier_reasoning_is_dropped():
@@ -106,7 +40,7 @@ def test_replay_matches_fresh_plans_when_earlier_reasoning_is_dropped():
         chat += [{"role": "user", "content": f"Question {turn} about ORD-{turn}?"},
                  {"role": "assistant", "content": f"Answer {turn}.", "reasoning_content": "think " * (40 + turn)}]
     chat.append({"role": "user", "content": "And ORD-3?"})
-    _check_against_fresh_plans(chat, "o3", 700, 100)
+    check_against_fresh_plans(chat, "o3", 700, 100)
 
 
 def test_a_session_strips_earlier_reasoning_after_an_append():
@@ -119,7 +53,7 @@ def test_a_session_strips_earlier_reasoning_after_an_append():
 
 @pytest.mark.parametrize("model", ["gpt-4o", "claude-sonnet-4"])
 def test_long_synthetic_chat_matches_fresh_plans(model):
-    from bench.conversations import synthetic
+    from support.synthetic import synthetic
 
     chat = synthetic(160).messages
-    _check_against_fresh_plans(chat, model, 6000, 1000)
+    check_against_fresh_plans(chat, model, 6000, 1000)

@@ -8,13 +8,11 @@ import copy
 import math
 from collections import Counter
 
-from conversations import WORDS, word_count_counter
+from support.conversations import WORDS, word_count_counter
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-import test_replay_session
-from test_replay_session import _check_against_fresh_plans
-from test_session import _fit
-from test_walk import _outcome, growth
+from support.replays import VARIANTS, check_against_fresh_plans
+from support.sessions import fit_or_refusal, growth, walk_outcome
 
 import contextfit
 from contextfit.pipeline.session import FitSession
@@ -81,15 +79,12 @@ def _twins_chat(turns: int = 6) -> list[dict]:
     return chat
 
 
-def test_blocks_equal_in_content_but_not_in_what_is_sent_are_told_apart(monkeypatch):
+def test_blocks_equal_in_content_but_not_in_what_is_sent_are_told_apart():
     # a call whose arguments clear_inputs empties keeps its role, content and id: only the full comparison tells
-    monkeypatch.setattr(test_replay_session, "VARIANTS", [
-        *test_replay_session.VARIANTS,
-        {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_inputs": True}},
-    ])
+    variants = [*VARIANTS, {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_inputs": True}}]
     for limit in (420, 520, 640):
-        _check_against_fresh_plans(_twins_chat(10), "gpt-4o", limit, 100)
-    _check_against_fresh_plans(_twins_chat(), "claude-sonnet-4", 420, 100)
+        check_against_fresh_plans(_twins_chat(10), "gpt-4o", limit, 100, variants)
+    check_against_fresh_plans(_twins_chat(), "claude-sonnet-4", 420, 100, variants)
 
 
 def test_a_block_sent_again_as_an_equal_copy_reuses_its_entry(monkeypatch):
@@ -154,12 +149,12 @@ def test_clear_tool_results_session_refits_like_fresh_fits(chat, shares, count_e
             for share in shares:
                 budget = int(share * word_count_counter(messages))
                 for options in options_list:
-                    warm = _fit(session.fit, counter, budget, "clear-tool-results", count_excluded=count_excluded,
+                    warm = fit_or_refusal(session.fit, counter, budget, "clear-tool-results", count_excluded=count_excluded,
                                 **options)
-                    cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages),
+                    cold = fit_or_refusal(contextfit.shift_context, copy.deepcopy(session.messages),
                                 lambda ms: word_count_counter(ms), budget, "clear-tool-results",
                                 count_excluded=count_excluded, **options)
-                    assert _outcome(warm, count_excluded) == _outcome(cold, count_excluded)
+                    assert walk_outcome(warm, count_excluded) == walk_outcome(cold, count_excluded)
             if edit and len(session):
                 session.edit(-1, {"role": "tool", "tool_call_id": "call_1", "content": "regenerated " * (1 + len(session) % 7)}
                              if len(session) % 2 else {"role": "user", "content": "again " * (1 + len(session) % 5)})
@@ -177,10 +172,10 @@ def _result(ident: str, words: int, word: str = "data") -> dict:
 
 def _same_as_fresh(session: FitSession, budget: int, **options) -> None:
     counter = contextfit.token_counter("gpt-4o")
-    warm = _fit(session.fit, counter, budget, "clear-tool-results", **options)
-    cold = _fit(contextfit.shift_context, copy.deepcopy(session.messages), contextfit.token_counter("gpt-4o"), budget,
+    warm = fit_or_refusal(session.fit, counter, budget, "clear-tool-results", **options)
+    cold = fit_or_refusal(contextfit.shift_context, copy.deepcopy(session.messages), contextfit.token_counter("gpt-4o"), budget,
                 "clear-tool-results", **options)
-    assert _outcome(warm) == _outcome(cold)
+    assert walk_outcome(warm) == walk_outcome(cold)
     return warm
 
 
@@ -248,7 +243,7 @@ def test_the_fresh_plan_check_catches_a_wrong_inserted_count(monkeypatch):
     from contextfit.fitting.results import Decisions, InsertedBlock
 
     # a limit at which cleared tool results stand inside the cached prefix (680 with OpenAI's exact call counts)
-    _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 680, 100)
+    check_against_fresh_plans(_twins_chat(10), "gpt-4o", 680, 100)
     real = Decisions.inserted
 
     def off_by_one(self):
@@ -256,7 +251,7 @@ def test_the_fresh_plan_check_catches_a_wrong_inserted_count(monkeypatch):
 
     monkeypatch.setattr(Decisions, "inserted", off_by_one)
     try:
-        _check_against_fresh_plans(_twins_chat(10), "gpt-4o", 680, 100)
+        check_against_fresh_plans(_twins_chat(10), "gpt-4o", 680, 100)
     except AssertionError:
         return
     raise AssertionError("a wrong inserted count went unnoticed")

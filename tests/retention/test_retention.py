@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import contextfit
 from contextfit.retention import generate, runner, score_plan
 from contextfit.retention.scoring import LEDGER, LOST, RECOVERABLE, STALE, VERBATIM, score_sent
@@ -65,13 +63,3 @@ def test_rows_pool_every_length_per_kind():
     every = next(row for row in rows if row.kind == "all")
     assert every.facts == sum(row.facts for row in rows if row.kind != "all")
     assert every.retained == every.verbatim + every.ledger and every.cost_per_1000 > 0
-
-
-def test_the_bench_runs_small(tmp_path, capsys):
-    from bench import retention
-
-    assert retention.main(["--lengths", "20", "--seeds", "1", "--no-held-out", "--no-real", "--out", str(tmp_path)]) == 0
-    printed = capsys.readouterr().out
-    assert "| fact-ledger | 15% |" in printed and "published for naive truncation: 14.3%" in printed
-    saved = json.loads((tmp_path / "retention.json").read_text())
-    assert {row["strategy"] for row in saved["rows"]} >= {"truncate", "summarize", "fact-ledger"}

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from api_support import LOCAL, snapshot
-from conftest import TEST_DATA
+from support.api import LOCAL, snapshot
+from support.paths import TEST_DATA
 from fastapi.testclient import TestClient
 
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
 
-pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
 CHAT = {
     "title": "Support",

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from api_support import LOCAL
+from support.api import LOCAL
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable

@@ -9,7 +9,7 @@ from contextfit.serving.api import app as api
 from contextfit.serving.api import create_app
 from contextfit.serving.store import open_store
 
-from api_support import LOCAL
+from support.api import LOCAL
 
 #: SPEC §6's routes (and the two this API adds), with their operation ids.
 ROUTES = {

@@ -9,7 +9,7 @@ import re
 import threading
 
 import pytest
-from api_support import LOCAL
+from support.api import LOCAL
 from fastapi.testclient import TestClient
 
 import contextfit.serving.generation
@@ -20,7 +20,6 @@ from contextfit.inputs.lorebook.matching import RegexKey, RegexLimits
 from contextfit.serving.providers import EchoProvider
 from contextfit.serving.sessions import ChatSessions
 
-pytest_plugins = ["api_fixtures"]  # the database and store fixtures
 
 HELLO = {"messages": [{"role": "user", "content": "Hello"}]}
 SLOW_TEXT = "a" * 40 + "b"

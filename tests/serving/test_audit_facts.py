@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from api_support import LOCAL
+from support.api import LOCAL
+from support.chats import fact_chat
 from fastapi.testclient import TestClient
-from test_replay import _fact_chat
 
 import contextfit
 from contextfit.replays.facts import declared_facts, fact_report
@@ -16,13 +16,12 @@ from contextfit.serving.generation import check_chat_settings
 from contextfit.serving.providers import EchoProvider
 from contextfit.pipeline.settings import settings_for
 
-pytest_plugins = ["api_fixtures"]
 
 FACTS = ["ORD-7731", "/zenith\\s+express/i", {"message": "courier", "name": "the courier message"}, "never said"]
 
 
 def _chat() -> list[dict]:
-    return _fact_chat()[:6]  # test_replay's support chat, up to its last request ("Any news?")
+    return fact_chat()[:6]  # test_replay's support chat, up to its last request ("Any news?")
 
 
 def _states(strategy: str) -> list[tuple[str, str]]:
@@ -85,7 +84,7 @@ def test_a_generation_records_the_facts_of_its_chat(store):
 
 
 def test_the_audit_page_shows_the_facts(tmp_path, monkeypatch):
-    from conftest import REPO
+    from support.paths import REPO
     from streamlit.testing.v1 import AppTest
 
     from contextfit.serving.generation import generate
@@ -139,7 +138,6 @@ def test_a_fact_written_with_a_macro_is_looked_for_as_the_prompt_says_it():
     assert result.facts[0].name == "{{char}}" and result.facts[0].text == "Mara Quill"
     # a generation's audit fills them in too, in the facts and in the messages
     plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=100_000, response_reserve=400)
-    kept = [block.message for block in plan.blocks if block.included]
     names = macro_names(settings_for(conversation, None, {"model": "gpt-4o"})[1])
     assert names["char"] == "Mara Quill"
     audit = audit_from_plan(plan, chat_id="c", provider="echo", facts=declared_facts(["{{char}}"]),

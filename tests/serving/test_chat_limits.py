@@ -5,7 +5,7 @@ always stored, and the sizes are kept (and migrated) with every write."""
 from __future__ import annotations
 
 import sqlalchemy as sa
-from api_support import LOCAL
+from support.api import LOCAL
 from fastapi.testclient import TestClient
 
 from contextfit import limits
@@ -15,7 +15,6 @@ from contextfit.serving.database import create_database_engine, transaction
 from contextfit.serving.providers import ProviderReply
 from contextfit.serving.store import ChatLimits, open_store
 
-pytest_plugins = ["api_fixtures"]
 
 MODEL = "llama-3.1-8b"
 BATCH = [{"role": "user", "content": f"message {n}"} for n in range(10_000)]  # the most one request may append

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from api_support import API_KEY, BODY_MARKER, LOCAL, snapshot
+from support.api import API_KEY, BODY_MARKER, LOCAL, snapshot
 from fastapi.testclient import TestClient
 
 import contextfit
@@ -28,7 +28,6 @@ from contextfit.serving.store import Store, open_store
 from contextfit.inputs.formats import load_conversation_file
 from contextfit.serving.audits import list_audited_chats, load_audit, load_audit_plan
 
-pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
 # A short timeout only for the provider whose timeout is tested ("slow"); the others keep the
 # default timeouts, so a loaded machine cannot turn a success, a hold or a cancel into a timeout.

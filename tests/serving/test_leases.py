@@ -14,7 +14,7 @@ import threading
 
 import pytest
 import sqlalchemy as sa
-from api_support import LOCAL, LockingProvider
+from support.api import LOCAL, LockingProvider
 from fastapi.testclient import TestClient
 
 from contextfit.serving import liveness, store as store_module
@@ -23,7 +23,6 @@ from contextfit.serving.audit import COMPLETED, audit_from_plan
 from contextfit.pipeline.plan import plan_prompt
 from contextfit.serving.store import open_store
 
-pytest_plugins = ["api_fixtures"]  # the database fixture: SQLite, and PostgreSQL when configured
 
 MODEL = "llama-3.1-8b"
 HI = [{"role": "user", "content": "Hi"}]

@@ -9,7 +9,7 @@ import json
 
 import anyio
 import pytest
-from api_support import API_KEY, BODY_MARKER, fake_count
+from support.api import API_KEY, BODY_MARKER, fake_count
 
 import contextfit
 from contextfit.serving import native_count
@@ -20,7 +20,6 @@ from contextfit.dashboard import bands
 from contextfit import cli
 from contextfit.dashboard.calibration import calibration
 
-pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
 PATIENT = HttpPolicy(retries=1, backoff=0)
 CHAT = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "How many tokens is this, really?"}]

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from api_support import LOCAL, LockingProvider
 from fastapi.testclient import TestClient
+from support.api import LOCAL, LockingProvider
+from support.paths import TESTS
 
 from contextfit.serving.api import create_app
 from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
@@ -26,7 +27,6 @@ from contextfit.serving.outcomes import FinishQueue, FinishRetry
 from contextfit.pipeline.plan import plan_prompt
 from contextfit.serving.store import open_store
 
-pytest_plugins = ["api_fixtures"]  # the database fixture: SQLite, and PostgreSQL when configured
 
 QUICK = FinishRetry(attempts=2, backoff=0.05, max_backoff=0.2)
 HI = [{"role": "user", "content": "Hi"}]
@@ -162,7 +162,7 @@ CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import anyio
-from api_support import LOCAL, LockingProvider
+from support.api import LOCAL, LockingProvider
 from contextfit.errors import StoreUnavailable
 from contextfit.serving.generation import generate
 from contextfit.serving.outcomes import FinishRetry
@@ -191,7 +191,7 @@ def test_a_restart_records_what_the_client_was_told_and_stores_the_reply(databas
     setup = open_store(database)
     chat_id = setup.create_chat(model=MODEL, messages=HI).id
     setup.close()
-    tests = str(Path(__file__).parent)
+    tests = str(TESTS)  # where the child imports support.api from
     child = subprocess.run([sys.executable, "-c", CHILD, tests, database, chat_id, end], capture_output=True,
                            text=True, timeout=120)  # fmt: skip
     assert child.returncode == (-9 if end == "killed" else 0), child.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from api_support import API_KEY, BODY_MARKER, HUGE_BYTES
+from support.api import API_KEY, BODY_MARKER, HUGE_BYTES
 
 from contextfit.errors import ProviderError
 from contextfit.serving.providers import (
@@ -18,7 +18,6 @@ from contextfit.serving.providers import (
     error_for_status,
 )
 
-pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
 # A short timeout only where the timeout is what is tested (the "slow" fake); every other call
 # gets the default timeouts, so a loaded machine cannot turn a success into PROVIDER_TIMEOUT.

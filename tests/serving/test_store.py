@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import sqlalchemy as sa
-from api_support import snapshot
+from support.api import snapshot
 
 import contextfit
 from contextfit.serving.audit import COMPLETED, FAILED, audit_from_plan
@@ -17,7 +17,6 @@ from contextfit.serving.migrations import MIGRATIONS, applied_migrations
 from contextfit.serving.liveness import owner_is_gone, process_owner
 from contextfit.serving.store import Store, open_store
 
-pytest_plugins = ["api_fixtures"]  # the database, store and fake_provider fixtures
 
 CHAT = [
     {"role": "system", "content": "Be brief."},

@@ -14,14 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_support import LOCAL, TcpProxy, endpoint_calls
+from support.api import LOCAL, TcpProxy, endpoint_calls
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from contextfit.serving.api import create_app
 from contextfit.serving.store import Store, open_store
 
-pytest_plugins = ["api_fixtures"]
 
 HI = [{"role": "user", "content": "Hi"}]
 MODEL = "llama-3.1-8b"
@@ -61,11 +60,11 @@ def outage(request, tmp_path) -> Iterator[SqliteGone | PostgresGone]:
         (tmp_path / "db").mkdir()
         yield SqliteGone(tmp_path / "db")
         return
-    from api_fixtures import PG_URL
+    from support.api_fixtures import PG_URL
 
     if not PG_URL:
         pytest.skip("set CONTEXTFIT_TEST_PG_URL to run the PostgreSQL variant")
-    from bench.load import fresh_schema
+    from support.servers import fresh_schema
 
     target = httpx.URL(PG_URL.replace("postgresql://", "http://", 1))
     proxy = TcpProxy((target.host, target.port or 5432))

@@ -1,11 +1,10 @@
-"""Fixtures for the store, generation and API tests (``pytest_plugins = ["api_fixtures"]``).
+"""Fixtures for the store, generation and API tests: a plugin of tests/conftest.py, so every test has them.
 
 Every test that takes ``database`` (or ``store``) runs on SQLite, and also on
 PostgreSQL when ``CONTEXTFIT_TEST_PG_URL`` names a database: each test gets a
 schema of its own there, dropped afterwards.
 
-PYTEST_DONT_REWRITE: --doctest-modules imports this file before it is
-registered as a plugin; it has no asserts to rewrite.
+PYTEST_DONT_REWRITE: it has no asserts to rewrite.
 """
 
 from __future__ import annotations
@@ -14,7 +13,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from api_support import FakeProvider
+from support.api import FakeProvider
+from support.paths import TESTS
 
 from contextfit.serving.store import Store, open_store
 
@@ -22,10 +22,13 @@ PG_URL = os.environ.get("CONTEXTFIT_TEST_PG_URL")
 
 
 @pytest.fixture(autouse=True)
-def spool_in_tmp(tmp_path, monkeypatch) -> None:
+def spool_in_tmp(request, monkeypatch) -> None:
     """Outcomes a test's database refuses wait in the test's own folder (a PostgreSQL store's
-    default is the working directory), for its stores and the servers it starts."""
-    monkeypatch.setenv("CONTEXTFIT_SPOOL_DIR", str(tmp_path / "spool"))
+    default is the working directory), for its stores and the servers it starts.
+
+    Not for the package's doctests: they show where outcomes wait by default."""
+    if TESTS in request.path.parents:
+        monkeypatch.setenv("CONTEXTFIT_SPOOL_DIR", str(request.getfixturevalue("tmp_path") / "spool"))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -36,7 +39,7 @@ def database(request, tmp_path) -> Iterator[str]:
         return
     if not PG_URL:
         pytest.skip("set CONTEXTFIT_TEST_PG_URL to run the PostgreSQL variant")
-    from bench.load import fresh_schema
+    from support.servers import fresh_schema
 
     with fresh_schema(PG_URL) as url:
         yield url

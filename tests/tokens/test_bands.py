@@ -10,7 +10,8 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import REPO
+from support.open_models import REFS, fixture_texts, text_key
+from support.paths import REPO, TEST_DATA
 
 import contextfit
 from contextfit.serving.audit import PromptContextAudit, audit_from_plan
@@ -169,27 +170,22 @@ def test_an_image_of_unknown_size_makes_an_exact_plan_approximate_at_its_upper_e
 # --- the bands against their offline references (counts made by tests/data/make_open_model_refs.py
 # for the shared fixtures and its hard cases, by tests/data/make_band_refs.py for generated hard cases) ---
 
-REFS = json.loads((REPO / "tests" / "data" / "open_model_refs.json").read_text(encoding="utf-8"))
-GENERATED = json.loads((REPO / "tests" / "data" / "band_refs.json").read_text(encoding="utf-8"))
+GENERATED = json.loads((TEST_DATA / "band_refs.json").read_text(encoding="utf-8"))
 #: Each approximate profile with an offline reference: the reference's name in the files.
 REFERENCE = {"gemini": "gemma3", "anthropic": "claude2"}
 
 
 def _fixture_reference(name: str) -> list[tuple[str, int]]:
-    from test_open_models import _key, fixture_texts  # skips when the shared fixtures are absent
-
     counts = dict(zip(REFS["texts"]["keys"], REFS["bands"][name]))
-    found = [(text, counts[_key(text)]) for text in fixture_texts() if _key(text) in counts]
+    found = [(text, counts[text_key(text)]) for text in fixture_texts() if text_key(text) in counts]
     assert len(found) >= 2_700  # every fixture text the references were made from is there
     return found
 
 
 def _hard_reference(name: str) -> list[tuple[str, int]]:
     """The hard cases of both files, with the reference's counts (no shared fixtures needed)."""
-    from test_open_models import _key
-
     counts = dict(zip(REFS["texts"]["keys"], REFS["bands"][name]))
-    hard = [(text, counts[_key(text)]) for text in REFS["hard_cases"]]
+    hard = [(text, counts[text_key(text)]) for text in REFS["hard_cases"]]
     return hard + list(zip(GENERATED["texts"], GENERATED["bands"][name]))
 
 

@@ -13,7 +13,7 @@ import csv
 import json
 
 import pytest
-from conftest import shared_path
+from support.paths import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

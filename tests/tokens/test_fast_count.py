@@ -15,7 +15,7 @@ import warnings
 from dataclasses import replace
 
 import pytest
-from conftest import SHARED_FIXTURES, shared_path
+from support.paths import REPO, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -206,7 +206,7 @@ def _fixture_chats() -> list[list[dict]]:
 @pytest.mark.parametrize("profile", ["o200k_base", "cl100k_base", "anthropic", "gemini"])
 def test_chat_format_overhead_is_unchanged(profile):
     """TokenCounter totals and per-message counts, fast engine against tiktoken alone."""
-    from bench.conversations import synthetic
+    from support.synthetic import synthetic
 
     info = PROFILES[profile]
     base = get_tokenizer(profile)
@@ -350,11 +350,10 @@ def test_digit_splitting_profiles_keep_counting_ids_with_tiktoken():
 
 
 def _engines_on_the_models_page():
-    from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
     at.switch_page("pages/models.py").run()
     assert not at.exception
     engines = [frame.value for frame in at.dataframe if "counts with" in frame.value.columns]

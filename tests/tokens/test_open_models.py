@@ -12,36 +12,22 @@ the reference (Mistral: mistral-common's ``encode_chat_completion``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_FIXTURES
-from data import make_open_model_refs as references  # the generator of the references
+from support.open_models import REFS, fixture_texts, references, text_key
+from support.paths import SHARED_FIXTURES
 from contextfit.tokens import tokenizers, vocabularies
 from contextfit.tokens.chat_counter import TokenCounter, token_counter
 from contextfit.errors import TokenizerUnavailable
 from contextfit.tokens import open_models
 
-REFS = json.loads((Path(__file__).parent / "data" / "open_model_refs.json").read_text(encoding="utf-8"))
 VOCABS = sorted(open_models.VOCABULARIES)
 # text that holds a special-token literal: the HF references match it as one token, contextfit
 # counts it as text (what a chat API does with user content): there ours must be >= theirs
 LITERAL = re.compile(r"<\|[a-z_0-9]+\|>|</?think>|</?tool_call>|</?tool_response>|<｜[^｜]+｜>|\[/?INST\]|</?s>")
-
-
-def fixture_texts() -> list[str]:
-    """Every string in every shared JSON / JSONL fixture and jtokkit's CSV inputs, de-duplicated."""
-    if not SHARED_FIXTURES.exists():
-        pytest.skip("shared fixtures are absent")
-    return references.fixture_texts(SHARED_FIXTURES)
-
-
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _exact(vocabulary: str):
@@ -61,7 +47,7 @@ def test_counts_equal_the_reference_on_every_fixture_text_and_hard_case(vocabula
     texts = fixture_texts() + REFS["hard_cases"]
     compared, wrong = 0, []
     for text in texts:
-        expected = reference.get(_key(text))
+        expected = reference.get(text_key(text))
         if expected is None:
             continue
         compared += 1

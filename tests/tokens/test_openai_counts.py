@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TEST_DATA, shared_path
+from support.paths import TEST_DATA, shared_path
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -8,10 +8,10 @@ import io
 import json
 
 import pytest
-from conftest import shared_path
-from hypothesis import given
+from support.paths import shared_path
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_thinking import SETTINGS, THOUGHT, chats_with_reasoning, claude_chat
+from support.reasoning import THOUGHT, chats_with_reasoning, claude_chat
 
 import contextfit
 from contextfit.fitting import results as r
@@ -24,6 +24,8 @@ from contextfit.tokens.sent import sent_counter
 from contextfit.dashboard import charts, page_data as dashboard
 from contextfit.pipeline.plan import compare_strategies
 from contextfit.tokens.models import get_model
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def sent_tokens(plan) -> int:

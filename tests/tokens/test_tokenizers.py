@@ -10,7 +10,7 @@ import threading
 import weakref
 
 import pytest
-from conftest import shared_path
+from support.paths import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiktoken_ext import openai_public
