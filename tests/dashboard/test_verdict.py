@@ -143,7 +143,7 @@ def test_the_request_that_showed_437_tokens_in_blocks_of_86_now_adds_up():
     The 351 missing were the tool definitions (then 348, now the protected block
     ``tools``) and the reply priming (3, "chat overhead"): the breakdown and the
     budget bar now name both. Counted as the API bills tools since (the API's
-    count: 448; tests/test_openai_counts.py), the request is 451: definitions 344,
+    count: 448; tests/tokens/test_openai_counts.py), the request is 451: definitions 344,
     history 104 (its parallel calls read through OpenAI's wrapper).
     """
     conversation = contextfit.load_conversation(

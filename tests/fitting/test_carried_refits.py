@@ -9,6 +9,7 @@ import copy
 from support.conversations import WORDS, lumpy_counter, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.sessions import fit_or_refusal, growth, walk_outcome
 
 import contextfit
@@ -16,7 +17,7 @@ from contextfit.fitting import relevance
 from contextfit.pipeline.session import FitSession
 from contextfit.fitting.strategies import recall, summarize
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 
 VARIANTS = [
     ("summarize", {}),
@@ -111,7 +112,7 @@ def test_vector_recall_counts_the_words_of_each_recent_message_once(monkeypatch)
     assert [args[0] for args in counted] == [chat[-1]["content"]]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.lists(st.text(alphabet=st.sampled_from(list("aZσΣς' ’\n.x1_é-İ")), max_size=30), max_size=6))
 def test_the_joined_bag_is_the_bag_of_the_joined_text_in_the_same_order(texts):
     # the order matters: the query vector's norm sums its weights in that order

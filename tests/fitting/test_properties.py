@@ -17,6 +17,7 @@ from support.conversations import (
 )
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.promises import check_promises, share_budget, shift_or_refusal
 
 import contextfit
@@ -27,7 +28,7 @@ from contextfit.tokens.sent import render
 from contextfit.fitting.strategies import Proposal
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(120), suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -196,7 +197,7 @@ def test_budget_exceeded_carries_the_numbers(strategy):
 # the caller's counter, nothing protected is lost or altered, no tool group is
 # split in what is sent, and the caller's input is unchanged.
 
-HOSTILE = settings(max_examples=1_000, deadline=None, derandomize=True, database=None,
+HOSTILE = settings(max_examples=examples(1_000), derandomize=True, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 COUNTERS = [word_count_counter, lumpy_counter, contextfit.token_counter("gpt-4o")]
 _OUTPUTS = ["subset", "subset", "any-subset", "reorder", "altered", "marked", "in-place", "raise", "garbage", "fit-result"]

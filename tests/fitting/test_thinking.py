@@ -9,6 +9,7 @@ from support.paths import shared_path
 from support.conversations import word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.promises import check_promises, share_budget, shift_or_refusal
 from support.reasoning import THOUGHT, chats_with_reasoning, claude_chat
 
@@ -111,7 +112,7 @@ def test_deepseek_reasoning_content_of_older_turns_is_not_sent():
     assert all(d.reason != "over_budget" for d in tight.decisions)  # by default the reasoning went first
 
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(80), suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

@@ -7,6 +7,7 @@ import copy
 from support.conversations import lumpy_counter, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.sessions import fit_or_refusal, growth, walk_outcome
 
 import contextfit
@@ -17,7 +18,7 @@ from contextfit.pipeline.session import FitSession
 from contextfit.fitting.strategies import carried_walk as walk_module
 from contextfit.fitting.strategies.base import fill_newest, room_left, start_reasons
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(80), suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

@@ -10,6 +10,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.png import chunk, png
 
 from contextfit.errors import InvalidConversation
@@ -161,7 +162,7 @@ def test_never_mutates_the_callers_data() -> None:
 
 # --- properties -----------------------------------------------------------------------------
 
-FAST = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 
 json_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
 json_values = st.recursive(
@@ -253,7 +254,7 @@ def test_transcripts_of_one_repeated_piece_read_or_refuse(piece: str) -> None:
 
 
 @pytest.mark.perf
-@settings(max_examples=30, deadline=5000)
+@settings(max_examples=examples(30), deadline=5000)
 @given(st.sampled_from(TRANSCRIPT_PIECES))
 def test_transcript_parsing_is_linear(piece: str) -> None:
     text = (piece + " x " + "y" * 50 + "\n") * 20_000

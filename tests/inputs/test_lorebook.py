@@ -10,6 +10,7 @@ import pytest
 from support.paths import TEST_DATA, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 from contextfit import plan_prompt
 from contextfit.errors import InvalidConversation
@@ -376,7 +377,7 @@ book_like = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(json_values, book_like))
 def test_parsing_anything_raises_only_invalid_conversation(data):
     try:
@@ -387,7 +388,7 @@ def test_parsing_anything_raises_only_invalid_conversation(data):
         assert isinstance(book, Lorebook)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), suppress_health_check=[HealthCheck.too_slow])
 @given(
     book_like,
     st.lists(st.sampled_from(WORDS) | st.text(max_size=12), max_size=6),

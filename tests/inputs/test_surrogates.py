@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.png import card_json, chunk, png
 
 import contextfit
@@ -115,7 +116,7 @@ json_value = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150))
 @given(
     chat=st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": json_text},
                                         optional={"meta": st.dictionaries(json_text, json_value, max_size=3)}),

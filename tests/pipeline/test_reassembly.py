@@ -16,6 +16,7 @@ import random
 from support.conversations import WORDS, conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 import contextfit
 from contextfit.fitting.analysis import ChatAnalysis
@@ -23,7 +24,7 @@ from contextfit.fitting.counting import counting_for
 from contextfit.pipeline.session import FitSession
 from contextfit.inputs.lorebook import Lorebook, LorebookEntry, activate
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow])
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
 _SLOTS = set(ChatAnalysis.__slots__) - {"shared"}  # whether the group dicts are still the parent's: copy-on-write only
 

@@ -8,6 +8,7 @@ import pytest
 from support.conversations import WORDS, conversations, word_count_counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.reasoning import chats_with_reasoning
 from support.sessions import fit_or_refusal, outcome
 
@@ -19,7 +20,7 @@ from contextfit.pipeline.settings import PlanSettings
 
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results"]
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 
 
 def _fresh_counter():

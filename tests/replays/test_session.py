@@ -7,6 +7,7 @@ import pytest
 from support.conversations import WORDS, conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.replays import check_against_fresh_plans
 
 import contextfit
@@ -24,7 +25,7 @@ def _with_entities(draw, chat: list[dict]) -> list[dict]:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(40), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data(), conversations(max_turns=16), st.integers(60, 400), st.sampled_from(["gpt-4o", "claude-sonnet-4"]))
 def test_replay_matches_planning_every_prefix_from_scratch(data, chat, budget, model):
     chat = _with_entities(data.draw, chat)

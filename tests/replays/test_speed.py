@@ -11,6 +11,7 @@ from collections import Counter
 from support.conversations import WORDS, word_count_counter
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.replays import VARIANTS, check_against_fresh_plans
 from support.sessions import fit_or_refusal, growth, walk_outcome
 
@@ -19,7 +20,7 @@ from contextfit.pipeline.session import FitSession
 from contextfit.replays import run as replay_module
 from contextfit.fitting.relevance import LexicalRelevance
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 
 
 def _scores_word_by_word(query_bag: Counter, bags: list[Counter]) -> list[float]:
@@ -280,7 +281,7 @@ def test_the_entities_said_before_are_those_the_whole_earlier_text_holds(texts):
 _CODE_TEXT = st.text(alphabet="aZz09_.()-` \"\nABcdéΣ٣", max_size=40)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), suppress_health_check=[HealthCheck.too_slow])
 @given(_CODE_TEXT, st.sampled_from(["_CODE_HINT", "_DIGIT"]))
 def test_the_prefilters_change_no_entity(text, prefilter):
     """entities() skips the code-symbol pattern on a text without any of its hints
@@ -311,7 +312,7 @@ def test_the_digit_prefilter_reads_digits_as_the_patterns_do(monkeypatch):
     assert survival.entities("room ٣٣ now") == []
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(alphabet="ab_ .\n4é", max_size=30), st.text(alphabet="ab_ .4é", min_size=1, max_size=4),
        st.integers(0, 32), st.one_of(st.none(), st.integers(0, 32)))
 @example("a.a.ab", "a.a", 0, None)  # the last occurrence is inside a word; the one it overlaps is not

@@ -19,6 +19,7 @@ import schemathesis
 from support.api import LOCAL
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
+from support.depth import examples
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
@@ -138,7 +139,7 @@ def test_schemathesis_requests_to_every_operation(app, mode):
     for operation in operations:
 
         @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=10 if mode is GenerationMode.POSITIVE else 8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+        @settings(max_examples=examples(10 if mode is GenerationMode.POSITIVE else 8), suppress_health_check=list(HealthCheck), derandomize=True, database=None)
         def no_server_error(case):
             assert_no_server_error(case.call(), (case.method, case.path, case.body))
 

@@ -21,7 +21,7 @@ FACTS = ["ORD-7731", "/zenith\\s+express/i", {"message": "courier", "name": "the
 
 
 def _chat() -> list[dict]:
-    return fact_chat()[:6]  # test_replay's support chat, up to its last request ("Any news?")
+    return fact_chat()[:6]  # the support chat of tests/replays/test_replay.py, up to its last request ("Any news?")
 
 
 def _states(strategy: str) -> list[tuple[str, str]]:

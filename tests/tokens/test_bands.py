@@ -10,6 +10,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.open_models import REFS, fixture_texts, text_key
 from support.paths import REPO, TEST_DATA
 
@@ -301,7 +302,7 @@ def _gemma_blanks(text: str) -> int:
     return changes + sum(len(c.encode("utf-8", "surrogatepass")) for c in text if c.isspace() and c not in " \t\n")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.text(alphabet=st.sampled_from(list(" \t\n\r\u3000\xa0\x0b_aZ9.{}") + ["ក", "ு", "ไ", "😊", "中"]), max_size=60))
 def test_the_band_rules_fast_paths_hold_on_generated_text(text):
     assert approximate_rules.blank_run_extra(text, (), True) == _gemma_blanks(text)

@@ -16,6 +16,7 @@ import pytest
 from support.paths import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 import contextfit
 from contextfit.tokens import long_blanks
@@ -80,7 +81,7 @@ def test_every_counting_path_survives_a_million_spaces() -> None:
 # ------------------------------------------------- exactness where tiktoken succeeds
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(EXACT), text=st.text(alphabet=ALPHABET, max_size=40), minimum=st.sampled_from([2, 3, 5]))
 def test_any_text_encodes_as_tiktoken_with_every_blank_run_cut_out(name: str, text: str, minimum: int) -> None:
     # A tiny threshold sends every blank run of 2+ characters through the cut.
@@ -99,7 +100,7 @@ segment = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(name=st.sampled_from(EXACT), parts=st.lists(segment, max_size=6))
 def test_long_runs_mixed_with_text_encode_as_tiktoken(name: str, parts: list[str]) -> None:
     # Runs around the real threshold (10,000) and below tiktoken's limit: both succeed.
@@ -152,7 +153,7 @@ def test_jtokkit_vectors_match_with_every_blank_run_cut_out(monkeypatch, name: s
 # --------------------------------------------------- long texts, a part at a time
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(EXACT), text=st.text(alphabet=ALPHABET, max_size=60),
        size=st.integers(1, 8), minimum=st.sampled_from([2, 4, 10_000]))
 def test_parts_of_any_text_join_into_tiktokens_ids(name: str, text: str, size: int, minimum: int) -> None:

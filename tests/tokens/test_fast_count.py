@@ -18,6 +18,7 @@ import pytest
 from support.paths import REPO, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 import contextfit
 from contextfit.tokens.chat_counter import TokenCounter
@@ -162,7 +163,7 @@ _blank_runs = st.builds(lambda char, n: char * n, st.sampled_from(_BLANKS), st.i
 _repeats = st.builds(lambda char, n: char * n, st.characters(exclude_categories=("Cs",)), st.integers(1, 3_000))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.one_of(
     st.text(max_size=300),
     st.text(st.characters(min_codepoint=0x80, exclude_categories=("Cs",)), max_size=300),

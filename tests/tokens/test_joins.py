@@ -14,6 +14,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 import contextfit
 from contextfit.tokens import summed_counts as joins
@@ -40,7 +41,7 @@ def test_both_exact_encodings_use_the_patterns_the_argument_covers() -> None:
 line = st.text(alphabet=ALPHABET, max_size=30)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(EXACT), header=line, lines=st.lists(line, max_size=8))
 def test_a_summary_made_of_any_lines_counts_as_its_join(name: str, header: str, lines: list[str]) -> None:
     parts = [header + "\n", *["- " + text + "\n" for text in lines]]
@@ -54,7 +55,7 @@ ENDS = ["\n", ".\n", "!\n", " \n", "\r\n", "/\n", "-\n", "\n\n", "\t\n", "\u3000
 edged = st.tuples(st.sampled_from(STARTS), line, st.sampled_from(ENDS)).map("".join)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(EXACT), left=edged, right=edged)
 def test_where_the_rule_cuts_tiktoken_pieces_the_join_as_the_two_parts(name: str, left: str, right: str) -> None:
     # The argument itself, on the pieces (a stronger check than the counts): tiktoken's
@@ -65,7 +66,7 @@ def test_where_the_rule_cuts_tiktoken_pieces_the_join_as_the_two_parts(name: str
     assert get_tokenizer(name).count_joined([left, right]) == direct(name, left + right)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(600), suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(EXACT), parts=st.lists(st.one_of(edged, st.text(alphabet=ALPHABET + "\n\n---", max_size=12)),
                                                  max_size=8))
 def test_any_parts_count_as_their_join(name: str, parts: list[str]) -> None:

@@ -11,6 +11,7 @@ import pytest
 from support.paths import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from support.reasoning import THOUGHT, chats_with_reasoning, claude_chat
 
 import contextfit
@@ -25,7 +26,7 @@ from contextfit.dashboard import charts, page_data as dashboard
 from contextfit.pipeline.plan import compare_strategies
 from contextfit.tokens.models import get_model
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(80), suppress_health_check=[HealthCheck.too_slow])
 
 
 def sent_tokens(plan) -> int:

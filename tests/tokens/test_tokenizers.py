@@ -13,6 +13,7 @@ import pytest
 from support.paths import shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 from tiktoken_ext import openai_public
 
 from contextfit.tokens import tokenizers, vocabularies
@@ -234,7 +235,7 @@ def test_tool_calls_images_thinking_and_reasoning_cost_tokens() -> None:
     call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     with_call = counter.count_message({"role": "assistant", "content": None, "tool_calls": [call]})
     # OpenAI's recorded counts leave the call id out and read one call as functions.<name>, the name
-    # and the arguments + 4 (tests/test_openai_counts.py holds every recorded request to its count)
+    # and the arguments + 4 (tests/tokens/test_openai_counts.py holds every recorded request to its count)
     assert with_call == empty + 4 + count("functions.get_weather") + count("get_weather") + count('{"city": "Paris"}')
     # elsewhere the format is unknown: name + arguments + the id + a deliberate over-count
     claude = token_counter("claude-sonnet-4")
@@ -330,7 +331,7 @@ _message = st.fixed_dictionaries(
 ) | _junk
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), suppress_health_check=[HealthCheck.too_slow])
 @given(profile=st.sampled_from(["o200k_base", "cl100k_base", "anthropic", "mistral", "deepseek"]),
        messages=st.lists(_message, max_size=5))
 def test_counter_equals_base_plus_sum_of_messages_for_any_shape(profile: str, messages: list) -> None:

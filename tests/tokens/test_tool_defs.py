@@ -9,6 +9,7 @@ import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 import contextfit
 from contextfit.tokens import images
@@ -88,7 +89,7 @@ def test_anthropic_and_mcp_style_definitions_are_named():
 
 # -- properties over random inputs ---------------------------------------------------------------
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 names = st.from_regex(r"[a-z][a-z_]{0,12}", fullmatch=True)
 tool_lists = st.lists(st.builds(function, names, st.text(max_size=40), st.integers(0, 5)), max_size=6)
 
