@@ -1,8 +1,8 @@
 """Ships the dashboard inside the package: everything else is in pyproject.toml.
 
-``app.py``, ``app_server.py`` (its server, with the frame policy), ``pages/`` and
-``.streamlit/config.toml`` stay at the top of the checkout (where ``make run``
-expects them); a built
+``app.py``, ``app_server.py`` (its server, with the frame policy), ``pages/``,
+``widgets/`` (the widgets the pages share) and ``.streamlit/config.toml`` stay at
+the top of the checkout (where ``make run`` expects them); a built
 wheel carries copies in ``contextfit/app/``, which ``contextfit dashboard``
 runs when the package is installed rather than checked out.
 """
@@ -14,7 +14,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-DASHBOARD = ["app.py", "app_server.py", "pages", ".streamlit/config.toml"]
+DASHBOARD = ["app.py", "app_server.py", "pages", "widgets", ".streamlit/config.toml"]
 
 
 class BuildWithDashboard(build_py):

@@ -2,7 +2,7 @@
 
 What the server does for the page (``pages/compare.py``), each step timed in
 a fresh process, through the same package calls the page makes (read the
-input, ``dashboard.plan_all``, every strategy's two figures, the fate matrix
+input, the conversation's ``FitSession.plans``, every strategy's two figures, the fate matrix
 and the edit table):
 
 * *first paint*: the page opened in a fresh process: its first sample, the
@@ -38,23 +38,23 @@ _CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from contextfit import load_conversation
-from contextfit.dashboard import charts
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import charts, compare_view, editor
+from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard.setup import suggested_setup
 from contextfit.inputs.samples import SAMPLES, sample_text
-from dataclasses import replace
 
 def page(raw, setup=None):
     conversation = load_conversation(raw)
-    return conversation, draw(conversation, setup or dashboard.suggested_setup(conversation))
+    return conversation, draw(conversation, setup or suggested_setup(conversation))
 
 def draw(conversation, setup):
-    plans = dashboard.plan_all(conversation, setup)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
     fitted = {name: plan for name, plan in plans.items() if not isinstance(plan, Exception)}
     for plan in fitted.values():
-        charts.budget_figure(plan); charts.blocks_figure(plan); dashboard.headline(plan)
+        charts.budget_figure(plan); charts.blocks_figure(plan); compare_view.headline(plan)
     if len(fitted) > 1:
         charts.fate_matrix_figure(fitted)
-    dashboard.editor_rows(conversation, setup, plans)
+    editor.editor_rows(conversation, setup, plans)
     return setup
 
 times = {}
@@ -63,7 +63,7 @@ times["first paint"] = time.perf_counter() - started
 cold, warm = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
 start = time.perf_counter(); conversation, setup = page(cold); times["cold upload"] = time.perf_counter() - start
 start = time.perf_counter(); draw(conversation, setup); times["rerun"] = time.perf_counter() - start
-start = time.perf_counter(); draw(conversation, replace(setup, response_reserve=setup.response_reserve + 1000))
+start = time.perf_counter(); draw(conversation, setup.replace(response_reserve=setup.response_reserve + 1000))
 times["reserve change"] = time.perf_counter() - start
 start = time.perf_counter(); page(warm, setup); times["warm upload"] = time.perf_counter() - start
 print(json.dumps(times))

@@ -21,7 +21,6 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
-from contextfit.pipeline.plan import compare_strategies
 
 
 def _png_bomb(chunks: int) -> bytes:
@@ -44,9 +43,10 @@ def _world_info(entries: int) -> str:
 
 def _fit_all(source: str) -> str:
     import contextfit
+    from contextfit import FitSession
 
     conversation = contextfit.load_conversation(source)
-    plans = compare_strategies(conversation.messages, model="gpt-4o")  # what `contextfit fit` runs
+    plans = dict(FitSession(conversation.messages).plans(model="gpt-4o"))  # what `contextfit fit` runs
     return f"{len(conversation.messages):,} messages fitted under {len(plans)} strategies"
 
 

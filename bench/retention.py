@@ -9,7 +9,8 @@ gpt-4o (o200k_base, exact) at 10%, 15% and 25% of each conversation's
 tokens, every fact scored on the provider messages sent at the request that
 asks about it. Prints the table (strategy × budget × fact kind: retention,
 tokens sent, cost per 1,000 conversations), the same at 15% on the held-out
-seeds, truncate's check against the published 14.3%, and retention on the
+seeds, truncate's check against the published 14.3%, where the facts land
+in the prompt (start, middle, end), and retention on the
 shared real chats (joined end to end into long chats; skipped when the
 fixtures folder is absent). Writes ``bench/results/retention.json``.
 """
@@ -78,6 +79,42 @@ def first_plantings(lengths, seeds) -> tuple[int, int]:
     return found, total
 
 
+#: The strategies whose placement the bench prints (the headline rows).
+PLACED = ("truncate", "summarize", "clear-tool-results", "fact-ledger")
+
+
+def placements(lengths, seeds, labels=PLACED) -> dict[str, dict[str, int]]:
+    """At 15%: where each planted fact's current value lands in what each strategy sends (thirds of the
+    prompt, ``contextfit.replays.placement``), and how many of the prompts pass the model's published
+    effective context (``contextfit.tokens.effective``)."""
+    from contextfit.pipeline.plan import plan_prepared, prepare
+    from contextfit.pipeline.settings import PlanSettings
+    from contextfit.replays.placement import fact_placement
+    from contextfit.retention.protocol import generate
+    from contextfit.tokens.chat_counter import token_counter
+
+    counter = token_counter(runner.MODEL)
+    variants = [variant for variant in runner.VARIANTS if variant.label in labels]
+    tally = {variant.label: {"start": 0, "middle": 0, "end": 0, "notSent": 0, "prompts": 0, "pastEffective": 0}
+             for variant in variants}
+    for turns in lengths:
+        for seed in seeds:
+            conversation = generate(turns, seed)
+            messages = list(conversation.messages)
+            budget = int(runner.HEADLINE_SHARE * counter(messages))
+            settings = PlanSettings(model=runner.MODEL, context_limit=budget, response_reserve=0)
+            prepared = prepare(messages, settings)
+            values = list(dict.fromkeys(fact.current for fact in conversation.facts))
+            for variant in variants:
+                plan = plan_prepared(prepared, settings.replace(**variant.resolved(budget)), variant.strategy)
+                counts = tally[variant.label]
+                for where, count in fact_placement(plan, values).counts().items():
+                    counts[where] += count
+                counts["prompts"] += 1
+                counts["pastEffective"] += bool(plan.effective_context and plan.effective_context.exceeded)
+    return tally
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = perf_counter()
@@ -97,6 +134,15 @@ def main(argv: list[str] | None = None) -> int:
         lengths = runner.by_length(measured, label, runner.HEADLINE_SHARE)
         cells = " | ".join("–" if q is None else f"{q:.0%}" for q in quarters)
         print(f"| {label} | {cells} | {', '.join(f'{t}: {v:.0%}' for t, v in lengths.items())} |")
+    placed = placements(args.lengths, args.seeds)
+    out["placement"] = placed
+    print("\nAt 15%, where each fact's current value lands in what is sent (thirds of the prompt, by the token "
+          "offset of its first occurrence):\n")
+    print(f"| strategy | start | middle | end | not sent | prompts past {runner.MODEL}'s effective context |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for label, counts in placed.items():
+        print(f"| {label} | {counts['start']} | {counts['middle']} | {counts['end']} | {counts['notSent']} | "
+              f"{counts['pastEffective']} of {counts['prompts']} |")
     found, total = first_plantings(args.lengths, args.seeds)
     out["truncateFirstPlantings"] = {"found": found, "total": total, "published": PUBLISHED_TRUNCATE}
     print(f"\nCheck against the published protocol: truncate at 15% sends the first value of {found} of {total} "

@@ -69,7 +69,7 @@ _MOVED = {
                     "tokens.models"),
     "PlanBlock": "pipeline.plan",
     "TokenizerInfo": "pipeline.plan",
-    "compare_strategies": "pipeline.plan",
+    "compare_strategies": "pipeline.session",
     "PlanSettings": "pipeline.settings",
     **dict.fromkeys(["InterceptorRegistry", "interceptors", "load_plugins"], "fitting.registry"),
     "Replay": "replays.run",

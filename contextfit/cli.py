@@ -18,7 +18,8 @@ from typing import TextIO
 
 from . import environment
 from .errors import ContextfitError
-from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan, compare_strategies
+from .pipeline.plan import BUILTIN_STRATEGIES, PromptPlan
+from .pipeline.session import FitSession
 from .pipeline.settings import PlanSettings, conversation_model
 from .dashboard.bands import band_text
 from .dashboard.progress import PercentSteps
@@ -26,6 +27,9 @@ from .amounts import money
 from .dashboard.verdict import replay_verdict, rules_text
 from .fitting.registry import BUILT_IN, registry
 from .replays.answer import recommendation_for
+from .replays.facts import conversation_facts, fact_from_line
+from .replays.must_survive import DECLARED, DEFAULT_FACTS, must_survive
+from .replays.placement import with_fact_placement
 from .replays.recommend import PRIORITIES, PRIORITY_WORDS
 from .replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
 
@@ -68,6 +72,8 @@ def print_plan(name: str, plan: PromptPlan | ContextfitError, out: TextIO) -> No
         file=out,
     )
     print(budget_bar(plan), file=out)
+    if plan.fact_placement is not None:
+        print(plan.fact_placement.line(), file=out)
     print(f"{'#':>4}  {'id':<18} {'role':<9} {'kind':<10} {'tokens':>7}  {'fate':<10} {'reason':<14} text", file=out)
     for block in plan.blocks:
         tokens = "—" if block.tokens is None else f"{block.tokens:,}"
@@ -92,9 +98,14 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     model = conversation_model(conversation, args.model)
     # The conversation's parts and a bundle's suggested settings apply; the flags win.
     settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    facts = _declared_facts(args, conversation)
     if args.recommend:
-        return _recommend(args, conversation, settings, strategies, out)
-    plans = compare_strategies(conversation, settings, strategies=strategies)
+        return _recommend(args, conversation, settings, strategies, out, facts)
+    plans = dict(FitSession(conversation).plans(settings, strategies=strategies))
+    # where each must-survive fact lands: the declared facts, else the default list (found once for every plan)
+    marked, rule = (must_survive(conversation, settings), DEFAULT_FACTS) if facts is None else (facts, DECLARED)
+    plans = {name: plan if isinstance(plan, ContextfitError) else with_fact_placement(plan, marked, rule=rule)
+             for name, plan in plans.items()}
     if args.json:
         payload = {
             name: {"error": plan.to_dict()} if isinstance(plan, ContextfitError) else plan.to_dict()
@@ -109,7 +120,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
         for name, plan in plans.items():
             print_plan(name, plan, out)
         if len(plans) > 1:
-            answer = recommendation_for(conversation, settings, strategies=strategies, priority=args.priority)
+            answer = recommendation_for(conversation, settings, strategies=strategies, priority=args.priority,
+                                        facts=facts)
             print(f"\n{answer.sentence}", file=out)
     failed = [name for name, plan in plans.items() if isinstance(plan, ContextfitError)]
     if failed:
@@ -119,9 +131,18 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _recommend(args: argparse.Namespace, conversation, settings: PlanSettings, strategies: list, out: TextIO) -> int:
+def _declared_facts(args: argparse.Namespace, conversation) -> list | None:
+    """The must-survive facts ``--fact`` declares, else the conversation's own (a bundle's ``settings.facts``),
+    else ``None``: the default list."""
+    if args.fact:
+        return [fact_from_line(text.strip()) for text in args.fact]
+    return conversation_facts(conversation)
+
+
+def _recommend(args: argparse.Namespace, conversation, settings: PlanSettings, strategies: list, out: TextIO,
+               facts: list | None = None) -> int:
     """``fit --recommend``: the recommendation for the latest request, alone (the sentence Compare shows)."""
-    answer = recommendation_for(conversation, settings, strategies=strategies, priority=args.priority)
+    answer = recommendation_for(conversation, settings, strategies=strategies, priority=args.priority, facts=facts)
     if args.json:
         json.dump(answer.to_dict(args.conversations_per_day), out, ensure_ascii=False, indent=2)
         out.write("\n")
@@ -181,7 +202,6 @@ class TerminalProgress(PercentSteps):
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
     from .replays.run import replay
-    from .replays.facts import fact_from_line
     from .inputs.formats import load_conversation, load_conversation_file
 
     if args.file == "-":
@@ -391,6 +411,7 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--recommend", action="store_true",
                      help="print only the recommendation for the latest request: which strategy to ship, what it "
                      "loses, its cost at volume")
+    _fact_flag(fit)
     _volume_flags(fit)
     fit.set_defaults(run=_fit)
 
@@ -401,11 +422,7 @@ def parser() -> argparse.ArgumentParser:
                            help=f"a strategy name, or 'all' (default) for the built-ins: {builtins}")
     replaying.add_argument("--stable-prefix", action="store_true",
                            help="also replay truncate, summarize and clear-tool-results with stable_prefix")
-    replaying.add_argument("--fact", action="append", metavar="TEXT",
-                           help="a must-survive fact: text, /regex/flags, or a JSON object such as "
-                           "'{\"text\": \"ORD-7731\", \"message\": 3}' (pinned to a message); repeatable; "
-                           "default: what the conversation marks (pins, names, required lore, quoted tool results, "
-                           "what the latest turns refer back to)")
+    _fact_flag(replaying)
     replaying.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     replaying.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
     replaying.add_argument("--format", help="the input format, when detection should not guess")
@@ -442,6 +459,14 @@ def parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--port", type=int, default=8501)
     dashboard.set_defaults(run=_dashboard)
     return top
+
+
+def _fact_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--fact", action="append", metavar="TEXT",
+                         help="a must-survive fact: text, /regex/flags, or a JSON object such as "
+                         "'{\"text\": \"ORD-7731\", \"message\": 3}' (pinned to a message); repeatable; "
+                         "default: what the conversation marks (pins, names, required lore, quoted tool results, "
+                         "what the latest turns refer back to)")
 
 
 def _volume_flags(command: argparse.ArgumentParser) -> None:

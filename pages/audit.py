@@ -5,13 +5,15 @@ import json
 import pandas as pd
 import streamlit as st
 
-from contextfit.dashboard import bands, charts, page_data as dashboard
+import widgets
+from contextfit.dashboard import bands, charts
+from contextfit.dashboard.audit_view import audit_rows
+from contextfit.dashboard.markdown import plain
 from contextfit.serving.audits import (AUDIT_CHOICE, AUDIT_KEPT, AUDIT_PARAM, chat_label, choose_audit_chat,
                                      list_audited_chats, load_audit_plan)
 from contextfit.serving.store_cache import shared_store
-from contextfit.dashboard.frame import in_frame
 
-in_frame()
+widgets.in_frame()
 
 st.title("Audit")
 st.caption(
@@ -20,7 +22,7 @@ st.caption(
 )
 st.html(charts.legend_html())
 chats = list_audited_chats()
-st.caption("Chats and audits in " + dashboard.plain(shared_store().engine.url.render_as_string(hide_password=True)))
+st.caption("Chats and audits in " + plain(shared_store().engine.url.render_as_string(hide_password=True)))
 if not chats:
     st.info("No generation yet. Use a strategy's “Send” button on Compare strategies (the offline echo provider), "
             "or the HTTP API (contextfit serve).")
@@ -36,7 +38,7 @@ if st.query_params.get(AUDIT_PARAM) != chat_id:
 audit, plan = load_audit_plan(chat_id)
 if st.button("Replay under other settings", key="audit-replay",
              help="This chat turn by turn under other strategies, limits or models, on the Replay page (writes nothing)."):
-    st.session_state["replay_chat"] = chat_id
+    widgets.source.open_chat(chat_id)  # the conversation of the shared sidebar
     st.switch_page("pages/replay.py")
 
 status = {"completed": st.success, "failed": st.error, "cancelled": st.warning}.get(audit.status, st.info)
@@ -60,7 +62,7 @@ if audit.blocks:
     st.plotly_chart(charts.budget_figure(plan), key="audit-budget", width="stretch")
     st.plotly_chart(charts.blocks_figure(plan), key="audit-blocks", width="stretch")
     st.subheader("Blocks")
-    st.dataframe(pd.DataFrame(dashboard.audit_rows(audit)), hide_index=True, width="stretch", placeholder="—")
+    st.dataframe(pd.DataFrame(audit_rows(audit)), hide_index=True, width="stretch", placeholder="—")
 st.subheader("Provider messages")
 if audit.provider_system is not None:
     st.text("system: " + audit.provider_system)

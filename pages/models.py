@@ -4,14 +4,14 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
+import widgets
 from contextfit.tokens import fast
 from contextfit.dashboard.catalog import price_row, price_rows
 from contextfit.serving.store_cache import shared_store
 from contextfit.dashboard import bands, calibration
-from contextfit.dashboard.frame import in_frame
 from contextfit.tokens.models import list_models
 
-in_frame()
+widgets.in_frame()
 
 st.title("Models & tokenizers")
 st.caption("Context limits, default response reserves and tokenizer profiles; approximate profiles over-count on purpose.")

@@ -4,18 +4,18 @@ import pandas as pd
 import streamlit as st
 
 import contextfit
-from contextfit.dashboard import page_data as dashboard
-from contextfit.dashboard.frame import in_frame
+import widgets
+from contextfit.dashboard.markdown import plain
 from contextfit.fitting.registry import interceptors, load_plugins
 
-in_frame()
+widgets.in_frame()
 
 st.title("Plugins")
 st.caption("Built-in strategies register through the same door as plugins; installed packages add more "
            "through the contextfit.plugins entry-point group.")
 errors = load_plugins()
 for error in errors:
-    st.error(f"PLUGIN_ERROR: plugin {dashboard.plain(error['plugin'])} failed to load: {dashboard.plain(error['message'])}")
+    st.error(f"PLUGIN_ERROR: plugin {plain(error['plugin'])} failed to load: {plain(error['message'])}")
 st.subheader("Strategies")
 st.dataframe(
     pd.DataFrame([{"strategy": e.name, "origin": e.origin, "description": e.description} for e in contextfit.registry.entries()]),

@@ -17,6 +17,7 @@ installs or the bench live in ``tests/e2e`` and carry the ``e2e`` marker
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,28 @@ def shared_fixtures() -> Path:
 def test_data() -> Path:
     """The project's own small fixtures."""
     return TEST_DATA
+
+
+@pytest.fixture(autouse=True)
+def dashboard_runs_in_its_navigation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AppTest runs ``app.py`` as a server does once a session has run it.
+
+    A server whose ``app.py`` has ``pages/`` beside it starts in Streamlit's
+    pages-folder mode, where a page opened by its address runs alone until some
+    session's ``st.navigation`` ends that mode for good (``widgets.in_frame``
+    handles that first run). AppTest starts every run in that mode again (it
+    resets the flag), so without this each run of a page would begin alone.
+    Only where a test module has loaded Streamlit; a test of that first run
+    runs in an interpreter of its own.
+    """
+    if "streamlit.runtime.pages_manager" not in sys.modules:
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)

@@ -59,10 +59,10 @@ def _warm_everything() -> None:
     http._ssl_context()
     from contextfit.serving.sessions import chat_sessions
     from contextfit.serving.store import Chat
-    from contextfit.dashboard import page_data as dashboard
+    from contextfit.dashboard.sessions import session_for
 
     chat_sessions().session_for(Chat("chat_warm", None, None, {}, history, "t0", "t0"))  # the API's sessions
-    dashboard.session_for(contextfit.load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}'))
+    session_for(contextfit.load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}'))
 
     from contextfit.serving import native_count
 

@@ -92,3 +92,44 @@ def test_fit_on_a_bundle_with_catastrophic_regex_keys_finishes_with_a_note(tmp_p
     done = contextfit("fit", str(path), "--strategy", "truncate")  # re took minutes here, ignoring SIGTERM
     assert done.returncode == 0, done.stderr
     assert "note: LOREBOOK_KEY_TIMEOUT" in done.stdout and "Slow in every engine." not in done.stdout
+
+
+def long_chat(tmp_path) -> Path:
+    """A chat of about 9,400 gpt-4o tokens: past gpt-4o's published effective context (NoLiMa: 8,000)."""
+    filler = " ".join(["word"] * 100)
+    messages = [{"role": "system", "content": "The vault code is 7731."}]
+    messages += [{"role": "user" if i % 2 == 0 else "assistant", "content": filler} for i in range(90)]
+    messages[45]["content"] = f"The courier is Ilse Brandt. {filler}"
+    messages.append({"role": "user", "content": "Is Ilse Brandt still the courier, and what is the vault code?"})
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(messages), encoding="utf-8")
+    return path
+
+
+def test_fit_says_where_the_facts_land_and_the_effective_context_note(tmp_path):
+    path = long_chat(tmp_path)
+    courier = '{"text": "Ilse Brandt", "besides": true}'  # the question names it too: it must be sent besides
+    done = contextfit("fit", str(path), "--fact", "7731", "--fact", courier)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\nfacts: 1 at the start, 1 in the middle\n") == len(STRATEGIES)
+    assert done.stdout.count("note: EFFECTIVE_CONTEXT_EXCEEDED: ") == len(STRATEGIES)
+    assert "published effective context of 8,000 tokens (NoLiMa" in done.stdout
+    small = contextfit("fit", str(path), "--strategy", "truncate", "--limit", "3000", "--reserve", "500",
+                       "--fact", "7731", "--fact", courier)
+    assert "\nfacts: 1 at the start, 1 not sent\n" in small.stdout and "EFFECTIVE_CONTEXT" not in small.stdout
+
+
+def test_fit_json_carries_the_placement_and_the_effective_context(tmp_path):
+    done = contextfit("fit", str(long_chat(tmp_path)), "--json", "--strategy", "truncate", "--fact",
+                      '{"text": "Ilse Brandt", "besides": true}')
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)["truncate"]
+    assert plan["effectiveContext"]["tokens"] == 8000 and plan["effectiveContext"]["exceeded"] is True
+    placement = plan["factPlacement"]
+    assert placement["rule"] == "declared" and placement["promptTokens"] == plan["promptTokens"]
+    assert [(fact["name"], fact["where"]) for fact in placement["facts"]] == [("Ilse Brandt", "middle")]
+    # without --fact: the default must-survive facts (what the question refers back to)
+    plain = json.loads(contextfit("fit", str(long_chat(tmp_path)), "--json", "--strategy", "truncate").stdout)
+    placement = plain["truncate"]["factPlacement"]
+    assert placement["rule"] == "default-facts"
+    assert [(fact["name"], fact["where"]) for fact in placement["facts"]] == [("Ilse Brandt", "middle")]

@@ -252,3 +252,37 @@ def test_builtin_strategies_register_first_on_first_use():
     assert fresh.names() == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger", "mine"]
     assert [entry.origin for entry in fresh.entries()][:6] == ["built-in"] * 6
     undo()
+
+
+def streamlit_imports(package: Path = PACKAGE) -> list[str]:
+    """Every place a module of the package imports Streamlit (a statement, or a module name given to
+    ``import_module`` / ``__import__``), as ``path:line``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if not node.level else []
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                    "import_module", "__import__"):
+                names = [arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            else:
+                continue
+            if any(name == "streamlit" or name.startswith("streamlit.") for name in names):
+                found.append(f"{path.relative_to(package.parent).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_the_package_never_imports_streamlit():
+    # the widgets are drawn by app.py, pages/ and widgets/ beside the package; contextfit/ holds what they show
+    assert streamlit_imports() == []
+
+
+def test_a_streamlit_import_would_be_found(tmp_path):
+    package = tmp_path / "contextfit"
+    (package / "views").mkdir(parents=True)
+    (package / "views" / "a.py").write_text("import os\nimport streamlit as st\n")
+    (package / "views" / "b.py").write_text("def f():\n    from streamlit.runtime import x\n")
+    (package / "c.py").write_text("import importlib\nimportlib.import_module('streamlit')\nimport streamlit_extras\n")
+    assert streamlit_imports(package) == ["contextfit/c.py:2", "contextfit/views/a.py:2", "contextfit/views/b.py:2"]

@@ -125,3 +125,14 @@ def default_pair(plans: Mapping[str, PromptPlan]) -> tuple[int, int]:
         if differences(first, plan):
             return 0, position
     return 0, 1
+
+
+def summary(first: str, second: str, found: Sequence[BlockDifference]) -> str:
+    """The line above the diff table: how many blocks two strategies treat differently.
+
+    >>> summary("truncate", "truncate", []), summary("truncate", "manual", [])
+    ('Pick two different strategies.', 'Same blocks, same fates.')
+    """
+    if first == second:
+        return "Pick two different strategies."
+    return f"{len(found)} blocks differ." if found else "Same blocks, same fates."

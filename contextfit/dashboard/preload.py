@@ -7,11 +7,11 @@ fitted: the browser would sit idle, then compile for seconds. :func:`script`
 asks it to import those chunks at once, at the top of the run, so the
 compiling overlaps the server's work; the chart elements then find them
 loaded (a module is imported once per page). Only chunks of the installed
-Streamlit that exist are named; nothing else is loaded, and no user text
-goes into the script.
+Streamlit that exist are named (:func:`chunk_files`, given its static
+folder); nothing else is loaded, and no user text goes into the script.
 
-This module imports nothing of contextfit, so the dashboard can load it
-before the engine (see ``app.py``).
+This module imports nothing of the engine (``import contextfit`` loads
+nothing either), so ``app.py`` sends the script before the engine loads.
 """
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ CHUNKS = ("PlotlyChart", "DataFrame")
 COMPARE_CHUNKS = ("DataFrame",)
 
 
-def chunk_files(static: Path | None = None, chunks: tuple[str, ...] = CHUNKS) -> list[str]:
-    """File names of the installed Streamlit's frontend ``chunks`` (hashed names, e.g. ``PlotlyChart.D9Z0_fxz.js``).
+def static_folder(streamlit_package: Path) -> Path:
+    """Where an installed Streamlit (its package folder) keeps its frontend's JavaScript chunks."""
+    return streamlit_package / "static" / "static" / "js"
+
+
+def chunk_files(static: Path, chunks: tuple[str, ...] = CHUNKS) -> list[str]:
+    """File names of the frontend ``chunks`` in the ``static`` folder (hashed names, e.g. ``PlotlyChart.D9Z0_fxz.js``).
 
     >>> chunk_files(Path("/nonexistent"))
     []
     """
-    if static is None:
-        import streamlit
-
-        static = Path(streamlit.__file__).parent / "static" / "static" / "js"
     if not static.is_dir():
         return []
     found = []
@@ -45,16 +46,15 @@ def chunk_files(static: Path | None = None, chunks: tuple[str, ...] = CHUNKS) ->
     return found
 
 
-def script(files: list[str] | None = None, chunks: tuple[str, ...] = CHUNKS) -> str:
-    """HTML with a script importing ``files`` (by default the installed files of ``chunks``) from the folder
-    of the page's own Streamlit bundle ("" if none).
+def script(files: list[str]) -> str:
+    """HTML with a script importing ``files`` (:func:`chunk_files`) from the folder of the page's
+    own Streamlit bundle ("" if none).
 
     >>> script([])
     ''
     >>> "PlotlyChart.x.js" in script(["PlotlyChart.x.js"])
     True
     """
-    files = chunk_files(chunks=chunks) if files is None else files
     if not files:
         return ""
     return (

@@ -1,16 +1,20 @@
-"""Where the Compare page's conversation comes from, without Streamlit.
+"""Where the conversation of the Compare and Replay pages comes from, without Streamlit.
 
 A :class:`Source` is what the sidebar's "Conversation" section hands the
-page: the conversation, a name for it (the URL and the HTML report show it)
-and a key that changes exactly when the input does. The rules live here:
+pages: the conversation, a name for it (the URL and the HTML report show it)
+and a key that changes exactly when the input does. It is a built-in
+sample, pasted text, uploaded files or a chat stored by the API (or by
+Compare's "Send"). The rules live here:
 
 - :func:`combine` joins several uploaded files — a chat, a character card,
   a World Info file, a persona — into one conversation, as a hand-written
   contextfit bundle would (``formats/bundle.py``);
 - :func:`lorebook_summary` explains a World Info file that came alone, and
   :func:`with_lorebook` puts it beside a chat;
+- :func:`chat_conversation` reads a stored chat as a conversation, and
+  :func:`choose_chat` keeps the chat menu on a chat that is there;
 - :func:`query_for` and :func:`read_query` keep the source in the URL
-  (``?sample=roleplay``, ``?upload=chat.jsonl``).
+  (``?sample=roleplay``, ``?upload=chat.jsonl``, ``?chat=chat_49c4``).
 """
 
 from __future__ import annotations
@@ -18,14 +22,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..errors import InvalidConversation
-from ..inputs.formats import Conversation, FileConversation, list_conversations
+from ..inputs.formats import Conversation, FileConversation, list_conversations, load_conversation
 from ..inputs.formats.fields import plural
 from ..inputs.lorebook import DEFAULT_SCAN_DEPTH, Lorebook
 from ..inputs.samples import SAMPLES, get_sample, sample_text
+from ..pipeline.settings import CONVERSATION_PARTS
+from .exports import chat_stem, file_stem
 
-KINDS = ("sample", "paste", "upload")
+KINDS = ("sample", "paste", "upload", "chat")
 #: What each uploaded file is for, when several are combined.
 PARTS = ("chat", "card", "lorebook", "persona")
 #: Keys shown in a lorebook's summary at most.
@@ -54,15 +61,15 @@ class Source:
     """The conversation the Compare page shows, and where it came from.
 
     ``kind`` is one of :data:`KINDS`; ``name`` is what a person calls it (the
-    sample's key, the file names joined by " + ", "pasted text"); ``raw`` is what was read
-    (the sample's or pasted text as bytes, or the uploaded files); ``key``
-    changes exactly when the conversation's input or the user's pick does;
+    sample's key, the file names joined by " + ", "pasted text", a chat's title); ``raw``
+    is what was read (the sample's or pasted text as bytes, the uploaded files, a chat's
+    id); ``key`` changes exactly when the conversation's input or the user's pick does;
     ``notes`` are one-line captions (what was combined, which file is used).
     """
 
     name: str
     kind: str
-    raw: bytes | tuple[UploadedBytes, ...]
+    raw: bytes | str | tuple[UploadedBytes, ...]
     conversation: Conversation
     key: str
     notes: tuple[str, ...] = ()
@@ -74,7 +81,18 @@ class Source:
             return query_for("sample", sample=self.name)
         if self.kind == "upload" and isinstance(self.raw, tuple):
             return query_for("upload", uploads=[file.name for file in self.raw])
+        if self.kind == "chat":
+            return query_for("chat", chat=str(self.raw))
         return query_for(self.kind)
+
+    @property
+    def stem(self) -> str:
+        """What the downloads' file names call the conversation (two chats' files do not clash).
+
+        >>> Source("Seraphina.jsonl", "upload", (), None, "k").stem, Source("x", "chat", "chat_1", None, "k").stem
+        ('seraphina', 'chat-1')
+        """
+        return chat_stem(str(self.raw)) if self.kind == "chat" else file_stem(self.name)
 
 
 def digest(data: bytes) -> str:
@@ -91,43 +109,70 @@ def digest(data: bytes) -> str:
 
 @dataclass(frozen=True, slots=True)
 class QueryChoice:
-    """What a URL asks for: a source kind, a sample, upload names, and a note when it cannot be honoured."""
+    """What a URL asks for: a source kind, a sample, upload names, a stored chat, and a note when it
+    cannot be honoured."""
 
     kind: str | None = None
     sample: str | None = None
     uploads: tuple[str, ...] = ()
     note: str | None = None
+    chat: str | None = None
 
 
-def query_for(kind: str, *, sample: str | None = None, uploads: Sequence[str] = ()) -> dict[str, list[str]]:
-    """The query parameters for a source: ``sample=<key>`` or ``upload=<name>`` (one per file).
+#: The URL parameters of the conversation (``source`` is the Replay page's former one, still read).
+QUERY_KEYS = ("sample", "upload", "chat", "source")
+
+
+def query_for(kind: str, *, sample: str | None = None, uploads: Sequence[str] = (),
+              chat: str | None = None) -> dict[str, list[str]]:
+    """The query parameters for a source: ``sample=<key>``, ``upload=<name>`` (one per file) or ``chat=<id>``.
 
     Pasted text is not put in the URL (it can be long, and private).
 
     >>> query_for("sample", sample="roleplay"), query_for("upload", uploads=["card.png", "chat.jsonl"])
     ({'sample': ['roleplay']}, {'upload': ['card.png', 'chat.jsonl']})
-    >>> query_for("paste")
-    {}
+    >>> query_for("paste"), query_for("chat", chat="chat_1")
+    ({}, {'chat': ['chat_1']})
     """
     if kind == "sample" and sample:
         return {"sample": [sample]}
     if kind == "upload" and uploads:
         return {"upload": list(uploads)}
+    if kind == "chat" and chat:
+        return {"chat": [chat]}
     return {}
 
 
+#: What a link to a conversation pasted or uploaded in another session says (it names no sample).
+ELSEWHERE = ("The link's conversation was pasted or uploaded in another browser session (a reload or a shared link "
+             "starts a new one), so it is not here: paste or upload it again. A sample is shown meanwhile, with the "
+             "link's other choices.")
+
+
 def read_query(params: Mapping[str, Sequence[str]], uploaded: Sequence[str] = ()) -> QueryChoice:
-    """What the URL's ``sample`` / ``upload`` parameters ask for, given the files this session holds.
+    """What the URL's ``sample``, ``upload`` or ``chat`` parameters ask for, given the files this
+    session holds (``source``, which the Replay page wrote before the pages shared their
+    conversation, is read too: ``sample:roleplay``, ``chat:chat_1``, ``current``).
 
     >>> read_query({"sample": ["coding_agent"]})
-    QueryChoice(kind='sample', sample='coding_agent', uploads=(), note=None)
+    QueryChoice(kind='sample', sample='coding_agent', uploads=(), note=None, chat=None)
     >>> read_query({"upload": ["chat.jsonl"]}).note
     'The link names the upload chat.jsonl, which is not in this browser session: upload it again.'
     >>> read_query({"sample": ["nope"]}).note
     "There is no sample 'nope' (the link names it); samples: roleplay, coding_agent, support_chat."
+    >>> read_query({"source": ["current:support_chat"]}).sample, read_query({"source": ["chat:chat_1"]}).chat
+    ('support_chat', 'chat_1')
+    >>> read_query({"source": ["current"]}).note == ELSEWHERE
+    True
     """
+    params = {**params, **_former(params.get("source", ()))}
     samples = [name for name in params.get("sample", ()) if name]
     uploads = tuple(name for name in params.get("upload", ()) if name)
+    chats = [name for name in params.get("chat", ()) if name]
+    if params.get("elsewhere"):
+        return QueryChoice("sample", sample=sample_keys()[0], note=ELSEWHERE)
+    if chats:
+        return QueryChoice("chat", chat=chats[0])
     if uploads:
         missing = [name for name in uploads if name not in uploaded]
         if missing:
@@ -145,6 +190,60 @@ def read_query(params: Mapping[str, Sequence[str]], uploaded: Sequence[str] = ()
             note=f"There is no sample {samples[0]!r} (the link names it); samples: {', '.join(known)}.",
         )
     return QueryChoice()
+
+
+def _former(source: Sequence[str]) -> dict[str, list[str]]:
+    """The parameters the Replay page's former ``source=<kind>:<name>`` stands for."""
+    kind, _, name = (source[-1] if source else "").partition(":")
+    if kind in ("sample", "current") and name:
+        return {"sample": [name]}
+    if kind == "chat" and name:
+        return {"chat": [name]}
+    return {"elsewhere": ["1"]} if kind == "current" else {}
+
+
+# -- a stored chat ---------------------------------------------------------------------------
+
+
+def chat_conversation(chat: Any) -> Conversation:
+    """A stored chat (:class:`~contextfit.serving.store.Chat`) as a conversation: its messages and model,
+    the character, persona, lorebook, memory and tools its settings carry, and its other settings
+    (limits, strategy, declared facts...) as the settings the conversation suggests — the contextfit
+    bundle that :func:`~contextfit.serving.chat_json.conversation_chat` stored.
+
+    >>> from types import SimpleNamespace as S
+    >>> chat = S(model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}],
+    ...          settings={"persona": "Ann", "contextLimit": 900, "facts": ["ORD-7731"]})
+    >>> conversation = chat_conversation(chat)
+    >>> conversation.model, conversation.persona, conversation.settings
+    ('gpt-4o-mini', 'Ann', {'contextLimit': 900, 'facts': ['ORD-7731']})
+    """
+    settings = dict(chat.settings or {})
+    bundle: dict[str, Any] = {"contextfit": "conversation", "messages": list(chat.messages)}
+    bundle.update({part: settings.pop(part) for part in CONVERSATION_PARTS if part in settings})
+    if chat.model:
+        bundle["model"] = chat.model
+    return load_conversation({**bundle, "settings": settings})
+
+
+def choose_chat(chosen: str | None, ids: Sequence[str], titles: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The stored chat to show (``ids``: the chats with an audit) and a note: the one ``chosen`` (by
+    a link, the Audit page or an earlier visit), else the newest, saying so when the chosen one is
+    not stored.
+
+    >>> choose_chat("chat_gone", ["chat_a"], {"chat_a": "Router"})
+    ('chat_a', "Chat 'chat_gone' is not among the stored chats with an audit (deleted, never generated, or a link to another database): showing “Router” instead.")
+    >>> choose_chat("chat_a", ["chat_a"], {}), choose_chat(None, [], {})
+    (('chat_a', None), (None, None))
+    """
+    if chosen in ids:
+        return chosen, None
+    shown = ids[0] if ids else None
+    if chosen is None:
+        return shown, None
+    instead = f": showing “{titles.get(shown) or shown}” instead" if shown else ""
+    return shown, (f"Chat {str(chosen)[:80]!r} is not among the stored chats with an audit (deleted, never "
+                   f"generated, or a link to another database){instead}.")
 
 
 # -- single inputs ----------------------------------------------------------------------

@@ -12,6 +12,12 @@
   text beside tool calls, three or more parallel calls, legacy function calls
   on GPT-4o, OpenAI's hosted tool search, deferred tools) is counted with a
   margin or a measured estimate, and the plan says so, naming the blocks.
+
+And one about the prompt's length against what the model was measured to use:
+
+* ``EFFECTIVE_CONTEXT_EXCEEDED``: the prompt is longer than the model's
+  published effective context (:mod:`contextfit.tokens.effective`: the
+  benchmark, its figure and its source, from the catalog).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 from ..tokens import openai_tools, tool_defs
 from ..tokens.chat_counter import TokenCounter
+from ..tokens.effective import EffectiveContext
 from ..tokens.images import ImageRule, unknown_size
 from ..tokens.reasoning import REASONING
 from ..tokens.reasoning_items import BYTES_PER_TOKEN, encrypted_tokens, is_estimated
@@ -123,5 +130,24 @@ def tool_shape_diagnostic(counter: TokenCounter, tools: Sequence[Any], deferred:
             "marginTokens": margin,
             "message": f"No recorded API count covers these tool shapes, so they are counted on the high side"
             f"{' (' + '; '.join(how) + ')' if how else ''}: {listed}. This count is approximate.",
+        }
+    ]
+
+
+def effective_context_diagnostic(effective: EffectiveContext | None) -> list[dict]:
+    """``EFFECTIVE_CONTEXT_EXCEEDED`` when the prompt is longer than the model's published
+    effective context (the figure the note uses: :func:`~contextfit.tokens.effective.lowest`)."""
+    if effective is None or not effective.exceeded:
+        return []
+    figure = effective.figure
+    return [
+        {
+            "code": r.EFFECTIVE_CONTEXT_EXCEEDED,
+            "promptTokens": effective.prompt_tokens,
+            "effectiveTokens": figure.tokens,
+            "below": figure.below,
+            "benchmark": figure.benchmark,
+            "source": figure.source,
+            "message": effective.message(),
         }
     ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from itertools import repeat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +21,13 @@ from ..fitting import results as r
 from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, Filled, as_card, assemble, macro_values
 from ..tokens.chat_counter import TokenCounter, token_counter
-from ..errors import ContextfitError, InvalidSettings, TokenBudgetExceeded, UnsupportedOption
+from ..errors import InvalidSettings, TokenBudgetExceeded, UnsupportedOption
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
-from .diagnostics import image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
+from .diagnostics import effective_context_diagnostic, image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
 from ..inputs import messages as msg
 from ..inputs.messages import message_text, refuse_lone_surrogates
+from ..tokens.effective import EffectiveContext, effective_context
 from ..tokens.models import ModelInfo, get_model
 from .reasoning_rows import with_reasoning_rows
 from .settings import DEFAULT_USER_NAME, FIELDS, PlanSettings, settings_for
@@ -143,6 +144,12 @@ class PromptPlan:
     #: The point estimate of ``prompt_tokens`` (``None``: exact, the same number); ``prompt_tokens``,
     #: which the fit holds to the budget, is the upper end of an approximate profile's band.
     prompt_tokens_estimate: int | None = None
+    #: The prompt against the model's published effective context (``None``: the catalog has no figure
+    #: for the model); JSON ``effectiveContext``.
+    effective_context: EffectiveContext | None = field(default=None, compare=False)
+    #: Where each must-survive fact sits in what is sent, when a face asked for it
+    #: (:func:`contextfit.replays.placement.with_fact_placement`); JSON ``factPlacement``, absent when not asked.
+    fact_placement: Any = field(default=None, repr=False, compare=False)
 
     @property
     def excluded(self) -> list[PlanBlock]:
@@ -177,6 +184,8 @@ class PromptPlan:
             "providerMessages": self.provider_messages,
             "providerSystem": self.provider_system,
             "diagnostics": self.diagnostics,
+            "effectiveContext": None if self.effective_context is None else self.effective_context.to_dict(),
+            **({} if self.fact_placement is None else {"factPlacement": self.fact_placement.to_dict()}),
         }
 
 
@@ -377,6 +386,8 @@ def plan_prepared(
     guessed += reasoning_diagnostic(blocks)  # so does encrypted reasoning
     guessed += tool_shape_diagnostic(tokenizer, prepared.tools, prepared.deferred_tools,
                                      _sent_messages(traced, fit.kept, blocks))  # and unmeasured tool shapes
+    prompt_tokens = fit.tokens + tools
+    effective = effective_context(prepared.info.id, prepared.info.effective_context, prompt_tokens)
     return PromptPlan(
         model=prepared.info.id,
         strategy=fit.strategy,
@@ -384,16 +395,18 @@ def plan_prepared(
         provider_messages=prompt.messages,
         provider_system=prompt.system,
         template=prepared.template,
-        prompt_tokens=fit.tokens + tools,
+        prompt_tokens=prompt_tokens,
         tools_tokens=prepared.tools_tokens,
         budget=prepared.budget,
         context_limit=prepared.context_limit,
         response_reserve=prepared.response_reserve,
         tokenizer=TokenizerInfo(tokenizer.profile, tokenizer.approximate or bool(guessed)),
-        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent, *guessed],
+        diagnostics=[*prepared.diagnostics, *fit.diagnostics, *unsent, *guessed,
+                     *effective_context_diagnostic(effective)],
         fit=fit,
         tools_view=_tools_view(prepared),
         prompt_tokens_estimate=_point_estimates(prepared, fit.kept, blocks) if tokenizer.approximate else None,
+        effective_context=effective,
     )
 
 
@@ -577,31 +590,3 @@ def plan_prompt(messages: Any, settings: PlanSettings | None = None, **keywords:
     """
     messages, settings = settings_for(messages, settings, keywords)
     return plan_prepared(prepare(messages, settings), settings)
-
-
-def iter_strategies(
-    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
-) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
-    """``(strategy, plan)`` for each strategy, one at a time, so a page can draw
-    a plan while the next one is made. The blocks are assembled and counted
-    once; every strategy fits the same prepared blocks. A strategy that
-    cannot fit yields its ``TOKEN_BUDGET_EXCEEDED`` instead of a plan, and one given an option it
-    does not take (``stable_prefix`` for ``vector-recall``) its ``INVALID_SETTINGS``.
-    Arguments as :func:`plan_prompt` (the settings' own strategy is not used).
-    """
-    messages, settings = settings_for(messages, settings, keywords)
-    prepared = prepare(messages, settings)
-    for name in strategies:
-        try:
-            yield name, plan_prepared(prepared, settings, name)
-        except (TokenBudgetExceeded, UnsupportedOption) as exc:  # that strategy's own: the others are planned
-            yield name, exc
-
-
-def compare_strategies(
-    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
-) -> dict[str, PromptPlan | ContextfitError]:
-    """One plan per strategy for the same input (:func:`iter_strategies`, collected);
-    a strategy that cannot fit (``TOKEN_BUDGET_EXCEEDED``) maps to its error instead of a plan.
-    """
-    return dict(iter_strategies(messages, settings, strategies=strategies, **keywords))

@@ -308,10 +308,11 @@ class FitSession:
     def plans(
         self, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
     ) -> Iterator[tuple[Any, PromptPlan | ContextfitError]]:
-        """``(strategy, plan)`` for each strategy, one at a time, as
-        :func:`~contextfit.pipeline.plan.iter_strategies` yields them (a
-        strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``, one given an option it does not
-        take its ``INVALID_SETTINGS``)."""
+        """``(strategy, plan)`` for each strategy, one at a time, so a page can draw a plan
+        while the next one is made: the blocks are assembled and counted once, and every
+        strategy fits them (a strategy that cannot fit yields its ``TOKEN_BUDGET_EXCEEDED``,
+        one given an option it does not take its ``INVALID_SETTINGS``). Comparing strategies
+        on one input is ``dict(FitSession(conversation).plans(settings, strategies=...))``."""
         with self._lock:
             settings = self._settings(settings, keywords)
             planned = self._planned(settings)
@@ -439,3 +440,13 @@ def _own(message: Any, index: int) -> dict:
         )
     msg.refuse_lone_surrogates(message, f"messages[{index}]")
     return msg.clone(message)
+
+
+def compare_strategies(
+    messages: Any, settings: PlanSettings | None = None, *, strategies: Sequence[Any] = BUILTIN_STRATEGIES, **keywords: Any
+) -> dict[str, PromptPlan | ContextfitError]:
+    """Deprecated: ``dict(FitSession(messages).plans(settings, strategies=...))``, which it is.
+
+    Kept for callers of the former facade name ``contextfit.compare_strategies``.
+    """
+    return dict(FitSession(messages).plans(settings, strategies=strategies, **keywords))

@@ -33,6 +33,7 @@ from ..tokens.models import get_model
 from .facts import LOST, declared_facts
 from .losses import Reading, losses, turn_numbers
 from .must_survive import as_facts, default_facts
+from .placement import middle_risk, placed_facts
 from .recommend import (
     REQUEST, RETENTION, Outcome, Recommendation, check_priority, decide, has_question, plan_fact_states,
     relative_band,
@@ -99,6 +100,7 @@ def plan_outcomes(plans: Mapping[str, PromptPlan | ContextfitError],
             counts=plan.fit.counts(),
             prompt_tokens=plan.prompt_tokens, band=relative_band(plan), has_question=has_question(plan), facts=states,
             cost_request=request_cost(prices, plan.prompt_tokens, reply.tokens), cached_share=None, reply=reply,
+            risk=middle_risk(plan, placed_facts(plan, checked, states)),
         ))
     return tuple(out)
 

@@ -497,6 +497,20 @@ class FactFinder:
         self._memo[id(text)] = (text, result)
         return result
 
+    def position(self, index: int, text: str) -> int | None:
+        """Where the text or regex fact at ``index`` first stands in ``text`` (a character offset), or ``None``.
+
+        >>> finder = FactFinder(declared_facts(["ORD-7", "/ORD-[0-9]+/"]))
+        >>> finder.position(0, "was ORD-7 sent?"), finder.position(1, "was ORD-7 sent?"), finder.position(0, "no")
+        (4, 4, None)
+        """
+        fact = self.facts[index]
+        if fact.text is not None:
+            found = text.find(fact.text)
+            return None if found == -1 else found
+        key = self._keys[index]
+        return None if key is None else self.budget.search(key, text, fact.regex)
+
 
 def pinned_position(fact: Fact, ids: Sequence[str]) -> int | None:
     """The message position a fact is pinned to (``ids``: every message's id), or None.

@@ -45,6 +45,11 @@ from .losses import is_pinned, is_request, tool_names, turn_numbers
 
 __all__ = ["MustSurvive", "as_facts", "default_facts", "must_survive"]
 
+#: Which facts a report checks (a replay's ``factRule``, a plan's ``factPlacement.rule``): the caller's own...
+DECLARED = "declared"
+#: ... or, none declared, the facts the conversation marks (this module).
+DEFAULT_FACTS = "default-facts"
+
 #: How many user turns, from the latest, the refer-back rule reads.
 RECENT_TURNS = 3
 #: The most entities the refer-back rule lists, and the most quoted tool results.

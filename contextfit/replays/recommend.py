@@ -105,6 +105,9 @@ class Outcome:
     cached_share: float | None = None
     reply: Reply = field(default_factory=lambda: Reply(0, 0))
     totals: Totals | None = None
+    #: must-survive facts in the middle of a prompt past the model's published effective context, in words
+    #: (``placement.middle_risk``); said after what the strategy loses, never weighed in the ranking
+    risk: str | None = None
 
     @property
     def refusal(self) -> str | None:
@@ -172,6 +175,7 @@ class Outcome:
             "costPer1000Conversations": volume.per_1000,
             "costPerMonth": volume.per_month,
             "conversationsPerDay": volume.conversations_per_day,
+            "risk": self.risk,
         }
 
 
@@ -293,7 +297,7 @@ def _winner(best: Outcome, runner: Outcome | None, priority: str, basis: str, ou
         others = [o for o in outcomes if o is not best]
         why = _why_alone(others)
         trade = _figures(best, basis)
-        return f"Ship {best.label}{why}: it {keeps}{trade}; it {(best.losses or Losses()).words()}."
+        return f"Ship {best.label}{why}: it {keeps}{trade}; it {(best.losses or Losses()).words()}{_risk(best)}."
     clauses = [_keeps(best, basis, runner)]
     mine, theirs = best.cache(basis), runner.cache(basis)
     if _differs(mine, theirs, max(best.band, runner.band)) and percent(mine) != percent(theirs):
@@ -303,7 +307,12 @@ def _winner(best: Outcome, runner: Outcome | None, priority: str, basis: str, ou
     if cost:
         clauses.append(cost)
     said = ", ".join(clauses[:-1]) + " and " + clauses[-1]
-    return f"Ship {best.label}: it {said}; it {(best.losses or Losses()).words()}."
+    return f"Ship {best.label}: it {said}; it {(best.losses or Losses()).words()}{_risk(best)}."
+
+
+def _risk(o: Outcome) -> str:
+    """``; 2 must-survive facts sit in the middle of …``: the risk, in the same sentence, or nothing."""
+    return f"; {o.risk}" if o.risk else ""
 
 
 def _keeps(o: Outcome, basis: str, other: Outcome | None = None) -> str:
@@ -397,7 +406,7 @@ def _tie(tied: Sequence[Outcome], priority: str, basis: str) -> str:
         at = f", {money_short(cost)} per 1,000 conversations" if cost is not None else ""
         every = "all" if len(tied) > 2 else "both"
         return (f"Any of {names} will do: {every} send every block ({first.tokens(basis) or 0:,} tokens{at}); "
-                "they differ only once the conversation outgrows the budget.")
+                f"they differ only once the conversation outgrows the budget{_risk(first)}.")
     keeps = "each " + _keeps(first, basis).replace("keeps", "keep", 1)
     cost = first.volume(basis).per_1000
     at = f" at {money_short(cost)} per 1,000 conversations" if cost is not None else ""
@@ -454,7 +463,7 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
     states = []
     for index, fact in enumerate(facts):
         if fact.text is None and fact.regex is None:
-            wanted = str(fact.message) if not isinstance(fact.message, int) else _nth_id(inputs, fact.message)
+            wanted = str(fact.message) if not isinstance(fact.message, int) else nth_input_id(inputs, fact.message)
             if wanted not in ids:
                 continue
             states.append((fact.name, pinned_status(wanted, pairs, [block.message for block in summaries])))
@@ -464,7 +473,9 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
     return tuple(states)
 
 
-def _nth_id(inputs: Sequence[Any], position: int) -> str | None:
+def nth_input_id(inputs: Sequence[Any], position: int) -> str | None:
+    """The id of the message a fact pinned to message ``position`` (an index) names among a plan's
+    input blocks: the ``position``-th chat message (system or history), as :func:`plan_fact_states` reads it."""
     history = [block for block in inputs if block.kind == msg.HISTORY or block.kind == msg.SYSTEM]
     return history[position].id if 0 <= position < len(history) else None
 

@@ -70,16 +70,14 @@ from .facts import (
     entities, filled_facts, has_cjk, message_ids, pinned_position, pinned_status, shortened,
 )
 from .losses import Reading, losses
-from .must_survive import as_facts, default_facts
+from .must_survive import DECLARED, DEFAULT_FACTS, as_facts, default_facts
+from .placement import middle_risk, placed_facts
 from .recommend import (
     CONVERSATION, REQUEST, RETENTION, Outcome, Recommendation, Totals, check_priority, decide, has_question,
     plan_fact_states, relative_band,
 )
 from .volume import reply_of, request_cost
 
-DECLARED = "declared"
-#: No fact declared: the facts the conversation marks (``must_survive.py``).
-DEFAULT_FACTS = "default-facts"
 #: No fact declared, and the conversation marks none (or ``facts=ENTITY_RULE``): the entity rule, turn by turn.
 DEFAULT_ENTITIES = "default-entities"
 #: ``facts=ENTITY_RULE`` asks for the entity rule whatever the conversation marks.
@@ -582,6 +580,7 @@ def _outcomes(walker: _Walker, plan_variants: list[tuple[Variant, PlanSettings]]
             has_question=has_question(plan), facts=states, cost_request=cost,
             cached_share=row.cache_read / plan.prompt_tokens if plan.prompt_tokens else None,
             reply=reply, totals=conversation,
+            risk=middle_risk(plan, placed_facts(plan, walker.facts, states)) if walker.facts else None,
         ))
     return tuple(out)
 

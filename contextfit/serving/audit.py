@@ -19,7 +19,7 @@ from typing import Any
 
 from ..inputs import messages as msg
 from ..fitting import results as r
-from .camel import camel_dict, from_camel_dict
+from .json_names import camel_dict, from_camel_dict
 from ..errors import ContextfitError
 from ..pipeline.plan import PlanBlock, PromptPlan, TokenizerInfo
 from ..replays.facts import Fact, fact_report

@@ -48,7 +48,8 @@ from .providers import Provider, ProviderReply, ProviderRequest, get_provider
 from .usage import reported_prompt_tokens
 from ..pipeline.settings import DEFAULT_MODEL, PlanSettings
 from ..pipeline.settings import merge_settings, provider_options
-from ..replays.facts import Fact, declared_facts
+from ..replays.facts import Fact, declared_facts, filled_facts
+from ..replays.placement import with_fact_placement
 from .store import Chat, Store
 from .validation import check_messages
 
@@ -150,14 +151,22 @@ def preview(
     """The plan a generation would send, writing nothing.
 
     Starts from the stored chat when ``chat_id`` is given; ``messages``,
-    ``model`` and ``settings`` replace or override its own.
+    ``model`` and ``settings`` replace or override its own. The plan carries
+    where each must-survive fact sits in it (``factPlacement``): the ``facts``
+    setting's, else the facts the conversation marks.
     """
     chat = store.get_chat(chat_id) if chat_id is not None and messages is None else None
     if chat is not None:  # the stored chat as it is: its session refits only what was appended
         backend = get_provider(providers, provider) if provider is not None else None
-        return chat_sessions().plan(chat, resolve_request(chat, backend, model, settings).settings)
-    return plan_prompt(*preview_input(store, providers, chat_id=chat_id, messages=messages, provider=provider,
-                                      model=model, settings=settings))
+        request = resolve_request(chat, backend, model, settings)
+        plan = chat_sessions().plan(chat, request.settings)
+    else:
+        checked, request = preview_request(store, providers, chat_id=chat_id, messages=messages, provider=provider,
+                                           model=model, settings=settings)
+        plan = plan_prompt(checked, request.settings)
+    # declared facts as the prompt says them ({{char}} filled in), as the audit reads them
+    facts = filled_facts(request.facts, macro_names(request.settings)) if request.facts else None
+    return with_fact_placement(plan, facts, user_name=request.settings.user_name)
 
 
 def preview_input(store: Store, providers: Mapping[str, Provider], **request: Any) -> tuple[list[dict], PlanSettings]:

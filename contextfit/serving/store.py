@@ -38,7 +38,7 @@ from sqlalchemy.engine import Connection
 
 from . import schema_lock
 from .audit import COMPLETED, FAILED, PromptContextAudit, utc_now
-from .camel import camel_dict
+from .json_names import camel_dict
 from .database import check_files, create_database_engine, database_url, is_outage, transaction
 from .. import limits
 from ..errors import AuditNotFound, ChatNotFound, ChatTooLarge, GenerationInterrupted, StoreUnavailable

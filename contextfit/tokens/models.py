@@ -34,6 +34,7 @@ from typing import Any
 
 from contextfit import environment
 from contextfit.errors import InvalidModelFile, UnknownModel, shown
+from contextfit.tokens.effective import EffectiveLength, effective_lengths, lengths_problem
 from contextfit.tokens.prices import PRICE_FIELDS, Prices, price_problem
 from contextfit.tokens.profiles import PROFILES
 
@@ -82,10 +83,14 @@ class ModelInfo:
     #: The shortest prompt prefix the provider caches for this model, where it documents one per
     #: model (Anthropic); None: its provider's rule (``replays/prompt_cache.py``).
     cache_minimum: int | None = None
+    #: Published effective context lengths (``tokens/effective.py``): benchmark, tokens, source.
+    effective_context: tuple[EffectiveLength, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.aliases, (list, set, frozenset)):
             object.__setattr__(self, "aliases", tuple(self.aliases))
+        if isinstance(self.effective_context, (list, tuple)) and lengths_problem(self.effective_context) is None:
+            object.__setattr__(self, "effective_context", effective_lengths(self.effective_context))
         if isinstance(self.prices, Mapping):
             problem = price_problem(self.prices)
             if problem:
@@ -130,6 +135,8 @@ def _field_problem(name: str, value: Any, values: Mapping[str, Any]) -> str | No
         return None if ok else f"must be a list of non-empty strings; got {value!r}"
     if name in ("source", "notes"):
         return None if isinstance(value, str) else f"must be a string; got {value!r}"
+    if name == "effective_context":
+        return lengths_problem(value)
     if name == "cache_minimum":
         ok = value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
         return None if ok else f"must be a positive whole number of tokens; got {value!r}"
@@ -273,7 +280,7 @@ def _apply(catalog: _Catalog, entries: list[tuple[str, dict[str, Any]]], path: o
                     path=path, model=model_id, field=missing[0],
                 )
             values = {"id": model_id, "provider": "custom", "aliases": (), "source": str(path or ""), "notes": "",
-                      "prices": None, "cache_minimum": None}
+                      "prices": None, "cache_minimum": None, "effective_context": ()}
             values.update(table)
         if isinstance(values.get("prices"), dict) and isinstance(values["prices"].get("date"), datetime.date):
             values["prices"] = {**values["prices"], "date": values["prices"]["date"].isoformat()}  # TOML's bare date

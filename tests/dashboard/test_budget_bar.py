@@ -9,16 +9,17 @@ import pytest
 
 import contextfit
 from support.charts import BudgetBar
+
+from contextfit import FitSession
 from contextfit.dashboard import budget_bar, charts
 from contextfit.dashboard.bands import band_text
 from contextfit.inputs.samples import load_sample
 from contextfit.pipeline.settings import conversation_model
-from contextfit.pipeline.plan import compare_strategies
 
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    return compare_strategies(conversation, model=conversation_model(conversation), **settings)
+    return dict(FitSession(conversation).plans(model=conversation_model(conversation), **settings))
 
 
 def test_the_bar_shows_the_window_gauge_and_the_prompt_zoomed_in_by_shade():

@@ -7,18 +7,18 @@ import json
 import pytest
 
 import contextfit
+from contextfit import FitSession
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.dashboard import charts
 from contextfit.inputs.samples import load_sample
 from contextfit.pipeline.settings import conversation_model
-from contextfit.pipeline.plan import compare_strategies
 
 STRATEGIES = list(BUILTIN_STRATEGIES)
 
 
 def plans_for(key="support_chat", **settings):
     conversation = load_sample(key)
-    return compare_strategies(conversation, model=conversation_model(conversation), **settings)
+    return dict(FitSession(conversation).plans(model=conversation_model(conversation), **settings))
 
 
 def bars(figure):

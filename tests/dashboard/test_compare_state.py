@@ -1,6 +1,6 @@
-"""The Compare page's state and safety: settings that survive page switches and
-reruns, the URL, bounds that follow each other, no traceback from any widget,
-the default sample at work, the Squeeze button, and where a summary lands."""
+"""The shared settings (contextfit.dashboard.state) and the Compare page's safety: settings that
+survive page switches and reruns, the URL, bounds that follow each other, no traceback from any
+widget, the default sample at work, the Squeeze button, and where a summary lands."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
-from contextfit.dashboard import compare_state
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import compare_view, editor
+from contextfit.dashboard import state as compare_state
+from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.fitting.strategies import ContextStrategy
 from contextfit.inputs.samples import load_sample, sample_text
 from contextfit.tokens.models import list_models
@@ -32,7 +33,11 @@ def suggest(model):
 
 
 def settle(state, query=None, input_key=1):
-    return compare_state.settle(state, input_key=input_key, suggest=suggest, models=MODELS, names=STRATEGIES, query=query)
+    return compare_state.settle(state, conversation=input_key, suggest=suggest, models=MODELS, names=STRATEGIES, query=query)
+
+
+def plan_one(conversation, setup, name):
+    return contextfit.plan_prompt(conversation, setup.settings, context_strategy=name)
 
 
 # -- logic ------------------------------------------------------------------------------
@@ -50,7 +55,7 @@ def test_a_limit_at_or_below_the_reserve_lowers_the_reserve_with_a_note():
     assert compare_state.reserve_max(8000) == 7999 and compare_state.reserve_max(1) == 0
 
 
-def test_values_streamlit_dropped_come_back_from_the_kept_copies():
+def test_settings_are_kept_and_a_new_conversation_brings_its_defaults():
     state = {}
     settle(state)
     state.update(model="claude-sonnet-4", strategies=["manual"], summary_tokens=50, relevance_window=2, user_name="Ann")
@@ -58,11 +63,10 @@ def test_values_streamlit_dropped_come_back_from_the_kept_copies():
     state.update(limit=9000, reserve=1000)
     settle(state)
     state["overrides"] = {"m1": {"pinned": True}}
-    before = {key: state[key] for key in compare_state.KEPT}
-    for key in compare_state.KEPT:  # another page was shown: Streamlit forgot every widget's value
-        del state[key]
+    before = {key: state[key] for key in compare_state.KEPT if key in state}
+    compare_state.keep(state)  # the top of a run on another page: saved again, so Streamlit keeps them
     assert settle(state) == []
-    assert {key: state[key] for key in compare_state.KEPT} == before
+    assert {key: state[key] for key in compare_state.KEPT if key in state} == before
     assert state["overrides"] == {"m1": {"pinned": True}}
     settle(state, input_key=2)  # a new conversation: its defaults and no edits, the strategies stay
     assert state["overrides"] == {} and state["model"] == "gpt-4o" and state["limit"] == 128_000
@@ -74,7 +78,7 @@ def test_the_url_is_read_once_and_bad_values_are_ignored_with_a_note():
     query = {"model": "gpt-4o-mini", "limit": "9000", "reserve": "1000", "strategies": "manual,truncate"}
     assert settle(state, query) == []
     assert (state["model"], state["limit"], state["reserve"], state["strategies"]) == ("gpt-4o-mini", 9000, 1000, ["manual", "truncate"])
-    assert compare_state.query_of(state) == query
+    assert compare_state.link_of(state) == query
     state["limit"] = 7000
     settle(state, query)  # read once per session: the user's edit stays
     assert state["limit"] == 7000
@@ -83,10 +87,44 @@ def test_the_url_is_read_once_and_bad_values_are_ignored_with_a_note():
     state = {}
     notes = settle(state, bad)
     assert len(notes) == 3 and state["model"] == "gpt-4o" and state["limit"] == 128_000 and state["strategies"] == STRATEGIES
-    url = compare_state.read_query({"limit": "100", "reserve": "100"}, MODELS, STRATEGIES)
+    url = compare_state.read_link({"limit": "100", "reserve": "100"}, MODELS, STRATEGIES)
     assert (url.limit, url.reserve) == (100, None) and "below the limit" in url.notes[0]
-    url = compare_state.read_query({"limit": ["1", "<script>"], "reserve": "٣"}, MODELS, STRATEGIES)
+    url = compare_state.read_link({"limit": ["1", "<script>"], "reserve": "٣"}, MODELS, STRATEGIES)
     assert url.limit is None and url.reserve is None and len(url.notes) == 2
+
+
+def test_a_conversation_brings_its_facts_and_its_last_turn_and_a_link_its_own_once():
+    state = {}
+    query = {"facts": "ORD-7731", "stable": "0", "turn": "4", "limit": "3000"}
+    assert compare_state.settle(state, conversation="a", suggest=suggest, models=MODELS, names=STRATEGIES,
+                                facts="Mara", query=query) == []
+    # the link's choices win over the first conversation's own, once
+    assert (state["replay_facts"], state["replay_stable"], state["replay_turn"], state["limit"]) == ("ORD-7731", False, 4, 3000)
+    assert compare_state.link_of(state, replay=True) == {
+        "model": "gpt-4o", "limit": "3000", "reserve": "750", "strategies": ",".join(STRATEGIES),
+        "stable": "0", "facts": "ORD-7731", "turn": "4"}
+    state.update(replay_facts="typed", replay_turn=2)
+    settle(state, query, input_key="a")  # the same conversation: the user's own stay
+    assert (state["replay_facts"], state["replay_turn"]) == ("typed", 2)
+    compare_state.settle(state, conversation="b", suggest=suggest, models=MODELS, names=STRATEGIES, facts="Zenith")
+    assert state["replay_facts"] == "Zenith" and "replay_turn" not in state  # its facts, its last turn
+    assert state["replay_stable"] is False  # not the conversation's: it stays
+    assert "facts" not in compare_state.link_of({**state, "replay_facts": "x" * 1001}, replay=True)
+
+
+def test_keep_saves_every_setting_again_and_nothing_else():
+    class Recording(dict):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.set = []
+
+        def __setitem__(self, key, value):
+            self.set.append(key)
+            super().__setitem__(key, value)
+
+    state = Recording({"limit": 900, "replay_facts": "ORD", "paste": "[...]", "source_files": ["x"], "send-manual": True})
+    compare_state.keep(state)
+    assert state.set == ["limit", "replay_facts"] and state["limit"] == 900  # never an uploader's or a button's key
 
 
 def test_odd_widget_values_are_repaired():
@@ -101,37 +139,38 @@ def test_odd_widget_values_are_repaired():
 
 def test_the_default_sample_shows_every_strategy_at_work():
     conversation = load_sample("roleplay")
-    setup = dashboard.suggested_setup(conversation)
-    plans = {name: dashboard.plan_one(conversation, setup, name) for name in STRATEGIES}
+    setup = suggested_setup(conversation)
+    plans = {name: plan_one(conversation, setup, name) for name in STRATEGIES}
     assert len({plan.prompt_tokens for plan in plans.values()}) == len(STRATEGIES)
     assert plans["summarize"].summary is not None and plans["summarize"].summary.content.strip()
     reasons = {name: {block.reason for block in plan.blocks} for name, plan in plans.items()}
     assert "manual" in reasons["manual"] and "low_relevance" in reasons["vector-recall"]
     assert "compressed" in reasons["clear-tool-results"]
-    assert not compare_state.everything_fits(plans)
+    assert not compare_view.everything_fits(plans)
 
 
 def test_squeeze_makes_the_strategies_work_when_everything_fits():
     conversation = load_sample("roleplay")
-    roomy = dashboard.Setup("gpt-4o", 128_000, 16_384)
-    plans = {name: dashboard.plan_one(conversation, roomy, name) for name in STRATEGIES}
-    assert compare_state.everything_fits(plans)
-    limit = compare_state.squeeze_limit(plans["truncate"])
-    squeezed = dashboard.Setup("gpt-4o", limit, 16_384)
-    plans = {name: dashboard.plan_one(conversation, squeezed, name) for name in STRATEGIES}
-    assert not compare_state.everything_fits(plans)
+    roomy = Setup.of("gpt-4o", 128_000, 16_384)
+    plans = {name: plan_one(conversation, roomy, name) for name in STRATEGIES}
+    assert compare_view.everything_fits(plans)
+    limit = compare_view.squeeze_limit(plans["truncate"])
+    assert compare_view.fits_view(plans) == (compare_view.fits_note(plans), limit)
+    squeezed = Setup.of("gpt-4o", limit, 16_384)
+    plans = {name: plan_one(conversation, squeezed, name) for name in STRATEGIES}
+    assert not compare_view.everything_fits(plans) and compare_view.fits_view(plans) is None
     assert all(any(not block.included for block in plan.blocks) for plan in plans.values())
     assert len({plan.prompt_tokens for plan in plans.values()}) >= 3 and plans["summarize"].summary is not None
     alone = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
-    assert compare_state.squeeze_limit(alone) is None  # nothing could ever be dropped
+    assert compare_view.squeeze_limit(alone) is None  # nothing could ever be dropped
 
 
 def test_what_is_the_current_input_when_the_chat_ends_on_a_reply():
-    assert compare_state.current_input_note(contextfit.load_conversation(CHAT)).startswith(
+    assert compare_view.current_input_note(contextfit.load_conversation(CHAT)).startswith(
         "The chat ends on an assistant message: no user input is pending"
     )
-    assert compare_state.current_input_note(contextfit.load_conversation(CHAT[:-1])) is None
-    assert compare_state.current_input_note(load_sample("roleplay")) is None
+    assert compare_view.current_input_note(contextfit.load_conversation(CHAT[:-1])) is None
+    assert compare_view.current_input_note(load_sample("roleplay")) is None
 
 
 def summary_index(plan) -> int:
@@ -242,7 +281,7 @@ def test_no_strategy_and_a_model_switch_after_editing_the_limit():
 def test_an_edit_on_every_block_shows_no_traceback(edit):
     at = app().run()
     conversation = load_sample("roleplay")
-    rows = dashboard.editor_rows(conversation, dashboard.suggested_setup(conversation), {})
+    rows = editor.editor_rows(conversation, suggested_setup(conversation), {})
     at.session_state["overrides"] = {row["id"]: dict(edit) for row in rows}
     at.run()
     clean(at)
@@ -280,7 +319,7 @@ def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
     expected = {"model": "gpt-4o-mini", "limit": 2000, "reserve": 300, "strategies": ["summarize", "truncate"],
                 "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas"}
     metrics = [m.value for m in at.metric]
-    assert {key: at.query_params[key] for key in compare_state.URL_KEYS} == {
+    assert {key: at.query_params[key] for key in compare_state.SHARED} == {
         "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate"}
     for page in ("pages/models.py", "pages/audit.py", "pages/plugins.py"):
         at.switch_page(page).run()
@@ -357,12 +396,8 @@ def test_an_approximate_model_shows_each_strategys_band_under_its_count():
     metrics = [metric.value for metric in at.metric if metric.label == "Prompt tokens"]
     assert [band.rsplit("up to ", 1)[1].rstrip(")") for band in bands] == metrics  # the metric is the upper end
     at.sidebar.selectbox(key="model").set_value("gpt-4o-mini").run()
-    # exact vocabulary; the sample's text beside tool calls is an unmeasured shape, counted high and said
-    conversation = load_sample("roleplay")
-    setup = dashboard.suggested_setup(conversation, "gpt-4o-mini")
-    expected = []
-    for name in ("truncate", "manual"):
-        numbers = dashboard.headline(dashboard.plan_one(conversation, setup, name))
-        expected.append(f"tokenizer o200k_base · {numbers['band'] if numbers['approximate'] else 'exact'}")
+    # o200k_base: exact, but for the sample's tool-call turns, a shape no recorded count covers (counted high)
+    conversation, setup = load_sample("roleplay"), Setup.of("gpt-4o-mini", 2200, 400)
+    expected = [compare_view.column(name, plan_one(conversation, setup, name)).tokenizer for name in ("truncate", "manual")]
     assert [c.value for c in at.caption if c.value.startswith("tokenizer ")] == expected
-    assert all("approximate, up to " in band for band in expected)
+    assert all(text.startswith("tokenizer o200k_base · ") and "about " not in text for text in expected)

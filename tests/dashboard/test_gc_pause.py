@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from contextfit.dashboard.page_data import gc_paused
+from contextfit.dashboard.gc_pause import gc_paused
 
 
 @pytest.fixture(autouse=True)
@@ -67,4 +67,4 @@ def test_only_the_views_layer_pauses_the_collector():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr in {"disable", "enable", "freeze"} and getattr(node.value, "id", "") == "gc":
                 touching.add(path.relative_to(REPO).as_posix())
-    assert touching == {"contextfit/dashboard/page_data.py"}
+    assert touching == {"contextfit/dashboard/gc_pause.py"}

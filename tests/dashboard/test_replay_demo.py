@@ -15,8 +15,9 @@ from contextfit.inputs.samples import load_sample
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.replays.run import TurnResult, replay, totals_of
 from contextfit.inputs.samples import sample_text
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import exports, facts_box, replay_charts
 from contextfit.dashboard import replay as views
+from contextfit.dashboard.setup import ReplaySetup, suggested_setup
 from contextfit.dashboard.verdict import replay_verdict
 
 ALL = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
@@ -24,8 +25,8 @@ ALL = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results")
 
 def _sample_replay(key: str, model: str | None = None, limit: int | None = None, stable: bool = True):
     conversation = contextfit.load_conversation(sample_text(key))
-    suggested = dashboard.suggested_setup(conversation)
-    setup = views.ReplaySetup(model or suggested.model, limit or suggested.context_limit,
+    suggested = suggested_setup(conversation)
+    setup = ReplaySetup.of(model or suggested.model, limit or suggested.context_limit,
                               min(suggested.response_reserve, (limit or suggested.context_limit) - 1), ALL,
                               stable_prefix=stable)
     messages, settings = views.conversation_input(conversation, setup)
@@ -64,7 +65,7 @@ def test_ties_are_equal_within_float_rounding_and_all_equal_is_no_winner():
 
 def _page(sample: str = "coding_agent") -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    at.query_params["source"] = f"sample:{sample}"
+    at.query_params["sample"] = sample
     return at.switch_page("pages/replay.py").run()
 
 
@@ -74,8 +75,7 @@ def test_the_turn_bars_share_one_token_axis_and_say_what_their_colours_mean():
     assert not at.exception and not at.error
     bars = [html.proto.body for html in at.get("html") if 'class="contextfit-budget"' in html.proto.body]
     tops = {re.search(r'data-top="(\d+)"', body)[1] for body in bars}
-    # Compare's HTML bars, one per strategy and stable_prefix variant, on one token axis
-    assert len(bars) == len(BUILTIN_STRATEGIES) + len(views.STABLE_CAPABLE) and len(tops) == 1
+    assert len(bars) == len(BUILTIN_STRATEGIES) + 3 and len(tops) == 1  # Compare's HTML bars (3: stable_prefix), one axis
     assert any("contextfit-legend" in html.proto.body for html in at.get("html"))
 
 
@@ -84,12 +84,12 @@ def test_the_line_charts_list_every_strategy_at_a_turn_and_share_one_legend():
     # 8-name legend taller than its plot
     result = _sample_replay("support_chat")
     for metric in ("prompt", "cost", "cache", "retention"):
-        figure = views.lines_figure(result, metric)
+        figure = replay_charts.lines_figure(result, metric)
         assert figure.layout.hovermode == "x unified" and figure.layout.showlegend is False
-    legend = views.lines_legend_html(result)
+    legend = replay_charts.lines_legend_html(result)
     assert all(label in legend for label in result.turns) and legend.count("line-swatch") == len(result.turns)
     assert legend.count("3px dotted") == 3  # the stable_prefix variants are dotted, as their lines
-    lost = [trace for trace in views.lines_figure(result, "retention").data if trace.mode == "markers"]
+    lost = [trace for trace in replay_charts.lines_figure(result, "retention").data if trace.mode == "markers"]
     assert len(lost) >= 2 and all(trace.hovertemplate.startswith("× ") for trace in lost)
 
 
@@ -100,14 +100,15 @@ def test_a_link_whose_conversation_is_not_here_keeps_its_other_choices():
         at.query_params[key] = value
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert at.number_input(key="replay_limit").value == 3000
+    assert at.number_input(key="limit").value == 3000
     assert at.text_area(key="replay_facts").value == "ORD-7731"
-    assert any("with the link's other choices" in warning.value for warning in at.warning)
+    assert at.selectbox(key="source_sample_menu").value == "roleplay"  # a sample meanwhile
+    assert any("with the link's other choices" in info.value for info in at.info)
 
 
 def test_when_nothing_fits_the_page_says_so_once():
     at = _page("roleplay")
-    at.number_input(key="replay_limit").set_value(1).run()
+    at.number_input(key="limit").set_value(1).run()
     assert not at.exception
     table = at.dataframe[0].value
     assert set(table["cache hit rate"]) == {"—"} and set(table["retention"]) == {"—"}
@@ -115,7 +116,7 @@ def test_when_nothing_fits_the_page_says_so_once():
     assert any("budget 0 tokens" in caption.value or "budget 1 token ·" in caption.value for caption in at.caption)
     failed = [warning.value for warning in at.warning if "no turn could be fitted; at turn 1:" in warning.value]
     assert len(failed) == 1 and " and clear-tool-results+stable\\_prefix, no turn" in failed[0]  # listed as said
-    cost = views.lines_figure(_sample_replay("roleplay", limit=1), "cost")
+    cost = replay_charts.lines_figure(_sample_replay("roleplay", limit=1), "cost")
     assert all(value is None for trace in cost.data for value in trace.y)  # no $0 line drawn for what was not sent
     # the empty charts show no axes (-1 to 4 "US dollars"), the caption claims no highlight, and the
     # "One turn" view says once, naming the turn, what eight equal boxes said without it
@@ -147,24 +148,24 @@ def test_the_turn_shown_is_in_the_link_and_survives_a_page_switch():
     # the slider went back to the last turn after a switch to Compare and back, or a reload
     at = _page("support_chat")
     at.slider(key="replay_turn").set_value(4).run()
-    assert at.query_params["turn"] == "4"  # as the page writes it
+    assert at.query_params["turn"] == "4"  # AppTest gives a single value as a str
     at.switch_page("pages/compare.py").run()
     at.switch_page("pages/replay.py").run()
     assert not at.exception and at.slider(key="replay_turn").value == 4
     linked = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    linked.query_params["source"], linked.query_params["turn"] = "sample:support_chat", "3"
+    linked.query_params["sample"], linked.query_params["turn"] = "support_chat", "3"
     linked.switch_page("pages/replay.py").run()
     assert not linked.exception and linked.slider(key="replay_turn").value == 3
     far = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    far.query_params["source"], far.query_params["turn"] = "sample:support_chat", "999"
+    far.query_params["sample"], far.query_params["turn"] = "support_chat", "999"
     far.switch_page("pages/replay.py").run()  # past the last turn: the last
     assert not far.exception and far.slider(key="replay_turn").value == far.slider(key="replay_turn").max
 
 
 def test_presentation_mode_carries_over_from_compare():
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    at.session_state["was_presenting"] = True  # turned on on Compare
-    at.query_params["source"] = "sample:support_chat"
+    at.session_state["presentation"] = True  # turned on on Compare
+    at.query_params["sample"] = "support_chat"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
     assert any(".contextfit-lines-legend" in html.proto.body for html in at.get("html"))  # the larger CSS
@@ -180,7 +181,7 @@ def test_presentation_mode_carries_over_from_compare():
 def test_the_stored_chat_source_without_a_chat_says_how_to_make_one(tmp_path, monkeypatch):
     monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "empty.db"))  # a database of its own: no chat in it
     at = _page("support_chat")
-    at.sidebar.radio(key="replay_source").set_value("Stored chat").run()
+    at.sidebar.radio(key="source_radio").set_value("Stored chat").run()
     assert not at.exception
     assert any("“Send” button on Compare strategies" in info.value and "pick a sample" in info.value for info in at.info)
 
@@ -189,26 +190,28 @@ def test_the_turns_csv_writes_dollars_out():
     import csv
     import io
 
-    rows = list(csv.DictReader(io.StringIO(views.turns_csv(_sample_replay("support_chat")))))
+    rows = list(csv.DictReader(io.StringIO(exports.turns_csv(_sample_replay("support_chat")))))
     assert rows and not [row for row in rows if "e-" in row["total $"] or len(row["total $"]) > 16]
     assert float(rows[-1]["total $"]) > 0
 
 
-def test_replay_of_the_compare_conversation_starts_from_compare_s_model_and_limits():
+def test_compare_and_replay_share_their_conversation_model_and_limits():
     # Compare showed gpt-4o at 900 tokens; Replay opened at the sample's gpt-4o-mini and 1,100, saying nothing
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    at.session_state[views.CURRENT] = contextfit.load_conversation(sample_text("support_chat"))
-    at.session_state["kept:model"], at.session_state["kept:limit"], at.session_state["kept:reserve"] = "gpt-4o", 900, 100
-    at.switch_page("pages/replay.py").run()
-    assert not at.exception
-    assert (at.selectbox(key="replay_model").value, at.number_input(key="replay_limit").value,
-            at.number_input(key="replay_reserve").value) == ("gpt-4o", 900, 100)
-    assert any("as on Compare strategies" in info.value for info in at.info)
-    at.number_input(key="replay_limit").set_value(1500).run()  # changed here: it stays
-    assert at.number_input(key="replay_limit").value == 1500 and not at.exception
-    at.session_state["kept:limit"] = 1200  # changed on Compare: followed
+    at.query_params["sample"] = "support_chat"
     at.run()
-    assert at.number_input(key="replay_limit").value == 1200
+    at.selectbox(key="model").set_value("gpt-4o").run()
+    at.number_input(key="limit").set_value(900).run()
+    at.number_input(key="reserve").set_value(100).run()
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and at.selectbox(key="source_sample_menu").value == "support_chat"
+    assert (at.selectbox(key="model").value, at.number_input(key="limit").value,
+            at.number_input(key="reserve").value) == ("gpt-4o", 900, 100)
+    assert "budget 800 tokens" in next(c.value for c in at.caption if " · prompt cache: " in c.value)
+    at.number_input(key="limit").set_value(1500).run()  # changed here: Compare shows it too
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception and at.number_input(key="limit").value == 1500
+    assert any("1,400-token budget" in caption.value for caption in at.caption)
 
 
 def test_a_fact_pinned_to_a_message_the_chat_lacks_is_left_out_not_the_replay():
@@ -226,15 +229,15 @@ def test_when_no_strategy_fits_any_turn_the_verdict_and_charts_say_so():
     rows = views.totals_rows(result)
     assert all(row["first loss (turn)"] is None for row in rows)  # a turn that sent nothing lost nothing drawn
     for metric in ("cost", "retention"):
-        figure = views.lines_figure(result, metric)
+        figure = replay_charts.lines_figure(result, metric)
         assert [a.text for a in figure.layout.annotations] == [
             "No strategy could fit any turn:<br>nothing was sent (see the notes above)."]
-    assert not [trace for trace in views.lines_figure(result, "retention").data if trace.mode == "markers"]
+    assert not [trace for trace in replay_charts.lines_figure(result, "retention").data if trace.mode == "markers"]
 
 
 def test_one_strategy_reads_as_one():
     at = _page("support_chat")
-    at.multiselect(key="replay_strategies").set_value(["manual"]).run()
+    at.multiselect(key="strategies").set_value(["manual"]).run()
     at.checkbox(key="replay_stable").uncheck().run()
     assert not at.exception
     assert not [c for c in at.caption if c.value.startswith("Best value")]
@@ -249,7 +252,7 @@ def test_the_turn_is_in_the_link_from_the_first_load():
 def _entity_rule_replay(key: str):
     """A sample's replay under the entity rule, turn by turn (its own facts, found by default, hold from the first)."""
     conversation = load_sample(key)
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     return replay(conversation, model=setup.model, context_limit=setup.context_limit,
                   response_reserve=setup.response_reserve, strategies=ALL, facts="entities")
 
@@ -270,11 +273,11 @@ def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
 
 def test_a_limit_past_the_model_s_window_is_said():
     at = _page("support_chat")
-    at.selectbox(key="replay_model").select("gpt-4o").run()
-    at.number_input(key="replay_limit").set_value(1_000_000).run()
+    at.selectbox(key="model").select("gpt-4o").run()
+    at.number_input(key="limit").set_value(1_000_000).run()
     assert not at.exception
     assert any("is more than gpt-4o takes (128,000)" in w.value for w in at.warning)
-    at.number_input(key="replay_limit").set_value(128_000).run()
+    at.number_input(key="limit").set_value(128_000).run()
     assert not [w for w in at.warning if "is more than" in w.value]
 
 
@@ -305,7 +308,7 @@ def test_usable_facts_keeps_and_refuses_as_checking_one_at_a_time_did():
             {"text": "ORD-7731", "message": 1}, "a" * 90, "a" * 91]
     for _ in range(300):
         facts = tuple(rng.choice(pool) for _ in range(rng.randint(0, 9)))
-        kept, errors = views.usable_facts(facts)
+        kept, errors = facts_box.usable_facts(facts)
         assert (list(kept), [str(error) for error in errors]) == _one_at_a_time(facts), facts
 
 
@@ -314,28 +317,30 @@ def test_a_reload_of_compares_sample_opens_it_without_a_warning():
     # uploaded ... in another session" and fell back to a sample without saying it was the same one
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()  # Compare first: its sample
     at.switch_page("pages/replay.py").run()
-    assert at.radio(key="replay_source").value == "Current conversation"
-    at.number_input(key="replay_limit").set_value(3000).run()
+    assert at.radio(key="source_radio").value == "Sample"
+    at.number_input(key="limit").set_value(3000).run()
     link = dict(at.query_params)
-    assert link["source"] == "current:roleplay" and link["limit"] == "3000"
-    reloaded = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)  # a new session: Compare has not run
+    assert link["sample"] == "roleplay" and link["limit"] == "3000"
+    reloaded = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)  # a new session
     for key, value in link.items():
         reloaded.query_params[key] = value
     reloaded.switch_page("pages/replay.py").run()
     assert not reloaded.exception and not _link_notes(reloaded)
-    assert reloaded.radio(key="replay_source").value == "Sample"
-    assert reloaded.selectbox(key="replay_sample").value == "roleplay"
-    assert reloaded.number_input(key="replay_limit").value == 3000
+    assert reloaded.radio(key="source_radio").value == "Sample"
+    assert reloaded.selectbox(key="source_sample_menu").value == "roleplay"
+    assert reloaded.number_input(key="limit").value == 3000
 
 
-def test_a_link_to_compares_sample_shows_it_where_compare_shows_another():
+def test_a_link_to_compares_sample_opens_it_on_both_pages():
+    # Replay's former link to Compare's conversation, a sample: the sample, on Compare too
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
     at.query_params["source"] = "current:coding_agent"
-    at.run()  # Compare shows its default sample, the role-play
+    at.run()
+    assert not at.exception and at.selectbox(key="source_sample_menu").value == "coding_agent"
     at.switch_page("pages/replay.py").run()
     assert not at.exception and not _link_notes(at)
-    assert at.radio(key="replay_source").value == "Sample"
-    assert at.selectbox(key="replay_sample").value == "coding_agent"
+    assert at.radio(key="source_radio").value == "Sample"
+    assert at.selectbox(key="source_sample_menu").value == "coding_agent"
 
 
 def _link_notes(at: AppTest) -> list[str]:
@@ -357,13 +362,13 @@ def test_an_emptied_number_box_goes_back_to_the_suggestion_on_both_pages():
     at.number_input(key="summary_tokens").set_value(None).run()  # the options go back to their defaults
     assert not at.exception and at.number_input(key="summary_tokens").value == 0
     at.switch_page("pages/replay.py").run()
-    at.number_input(key="replay_limit").set_value(3000).run()
-    at.number_input(key="replay_limit").set_value(None).run()
+    at.number_input(key="limit").set_value(3000).run()
+    at.number_input(key="limit").set_value(None).run()
     assert not at.exception and not at.error
-    assert at.number_input(key="replay_limit").value == 2200 and at.number_input(key="replay_reserve").value == 400
+    assert at.number_input(key="limit").value == 2200 and at.number_input(key="reserve").value == 400
     assert any("context limit box was emptied: back to 2,200" in w.value for w in at.warning)
-    at.number_input(key="replay_reserve").set_value(None).run()
-    assert not at.exception and at.number_input(key="replay_reserve").value == 400
+    at.number_input(key="reserve").set_value(None).run()
+    assert not at.exception and at.number_input(key="reserve").value == 400
 
 
 def test_facts_too_long_for_the_link_are_said_to_stay_out_of_it():
@@ -380,10 +385,10 @@ def test_facts_too_long_for_the_link_are_said_to_stay_out_of_it():
 def test_a_strategy_keeps_its_line_colour_whichever_others_are_replayed():
     # taking summarize out turned vector-recall orange and manual green
     def colours(strategies):
-        setup = views.ReplaySetup("gpt-4o", 2200, 400, strategies, stable_prefix=True)
+        setup = ReplaySetup.of("gpt-4o", 2200, 400, strategies, stable_prefix=True)
         messages, settings = views.conversation_input(contextfit.load_conversation(sample_text("roleplay")), setup)
         result = views.run(messages, settings, setup)
-        return {trace.name: trace.line.color for trace in views.lines_figure(result, "prompt").data}
+        return {trace.name: trace.line.color for trace in replay_charts.lines_figure(result, "prompt").data}
 
     every, fewer = colours(ALL), colours(("vector-recall", "manual", "truncate"))
     assert {name: every[name] for name in fewer} == fewer
@@ -394,7 +399,7 @@ def test_a_strategy_keeps_its_line_colour_whichever_others_are_replayed():
 def test_a_reserve_lowered_for_a_tiny_limit_comes_back_with_the_limit():
     # limit 1 lowered the reserve to 0; putting the limit back left it at 0, unsaid (Compare and Replay)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=180).run()
-    for page, limit, reserve in ((None, "limit", "reserve"), ("pages/replay.py", "replay_limit", "replay_reserve")):
+    for page, limit, reserve in ((None, "limit", "reserve"), ("pages/replay.py", "limit", "reserve")):
         if page:
             at.switch_page(page).run()
         at.number_input(key=limit).set_value(2200).run()

@@ -1,4 +1,4 @@
-"""The Replay page: its logic (contextfit.dashboard.replay) and the page through AppTest."""
+"""The Replay page: its logic (contextfit.dashboard.replay, facts_box, replay_charts) and the page through AppTest."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.inputs.samples import SAMPLES, sample_text
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import exports, facts_box, replay_charts, sources, state
 from contextfit.dashboard import replay as views
+from contextfit.dashboard.audit_view import send_with_echo
+from contextfit.dashboard.markdown import plain
+from contextfit.dashboard.setup import ReplaySetup, Setup, suggested_setup
 
 CHAT = [
     {"role": "system", "content": "You are a support agent."},
@@ -26,15 +29,19 @@ def app() -> AppTest:
     return AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
 
 
+def pasted(at: AppTest, messages: list[dict]) -> AppTest:
+    """``at`` with ``messages`` pasted as the sidebar's conversation (before its first run)."""
+    at.session_state["source.kind"], at.session_state["source.paste"] = "paste", json.dumps(messages)
+    return at
+
+
 def replay_page_of(messages: list[dict]) -> AppTest:
-    """The Replay page run once on ``messages`` as the Compare page's conversation."""
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(messages))
-    return at.switch_page("pages/replay.py").run()
+    """The Replay page run once on ``messages`` pasted as the sidebar's conversation."""
+    return pasted(app(), messages).switch_page("pages/replay.py").run()
 
 
 def _result(**choices):
-    setup = views.ReplaySetup("gpt-4o", 400, 100, ("truncate", "summarize"), **choices)
+    setup = ReplaySetup.of("gpt-4o", 400, 100, ("truncate", "summarize"), **choices)
     messages, settings = views.conversation_input(CHAT, setup)
     return setup, messages, settings, views.run(messages, settings, setup)
 
@@ -45,11 +52,11 @@ def test_views_draw_every_strategy_and_mark_the_losses():
     rows = views.totals_rows(result)
     assert [row["strategy"] for row in rows] == list(result.totals)
     assert any("cheapest" in row["verdict"] for row in rows)
-    cost = views.lines_figure(result, "cost")
-    truncate = views.series(result, "truncate")
+    cost = replay_charts.lines_figure(result, "cost")
+    truncate = replay_charts.series(result, "truncate")
     assert list(cost.data[0].y) == pytest.approx(truncate["cost"])
     assert truncate["cost"][-1] == pytest.approx(result.totals["truncate"].total_cost)
-    retention = views.lines_figure(result, "retention")
+    retention = replay_charts.lines_figure(result, "retention")
     markers = [trace for trace in retention.data if trace.mode == "markers"]
     lost_turns = [turn.turn for turn in result.turns["truncate"] if turn.lost]
     assert lost_turns and list(markers[0].x) == lost_turns and "ORD-7731" in markers[0].text[0]
@@ -65,14 +72,24 @@ def test_turn_plans_are_the_compare_view_of_that_turn():
         assert [b.reason for b in plan.blocks] == [b.reason for b in expected.blocks]
 
 
-def test_current_conversation_is_read_defensively():
-    read = contextfit.load_conversation
-    conversation = read(json.dumps(CHAT))
-    assert views.current_conversation({"conversation": conversation}, read) is conversation
-    assert len(views.current_conversation({"paste": json.dumps(CHAT)}, read).messages) == 5
-    assert views.current_conversation({"paste": "{not json"}, read) is None
-    assert views.current_conversation({"conversation": "a string, not a conversation"}, read) is None
-    assert views.current_conversation({}, read) is None
+@pytest.mark.parametrize("sample", [None, "roleplay", "coding_agent"])
+def test_a_stored_chat_replays_as_the_api_reads_it(tmp_path, sample):
+    # a stored chat is read as the conversation it was stored from (its card, lorebook, persona, memory and
+    # tools come back from its settings): the replay is the one the API's stored-chat input makes
+    from contextfit.serving.generation import preview_input
+    from contextfit.serving.store import open_store
+
+    conversation = contextfit.load_conversation(sample_text(sample) if sample else json.dumps(CHAT))
+    store = str(tmp_path / "chats.db")
+    chat_id = send_with_echo(conversation, Setup.of("gpt-4o", 1500, 300), "summarize", store=store)
+    opened = open_store(store)
+    chat = opened.get_chat(chat_id)
+    setup = ReplaySetup.of("gpt-4o", 1500, 300, ("truncate", "summarize", "manual"))
+    shown = views.run(*views.conversation_input(sources.chat_conversation(chat), setup), setup)
+    messages, settings = preview_input(opened, {}, chat_id=chat_id, model="gpt-4o",
+                                       settings={"contextLimit": 1500, "responseReserve": 300})
+    assert shown.to_dict() == views.run(messages, settings, setup).to_dict()
+    assert suggested_setup(sources.chat_conversation(chat)).context_limit == 1500  # the chat's own limits
 
 
 def test_the_page_replays_the_first_sample():
@@ -80,12 +97,12 @@ def test_the_page_replays_the_first_sample():
     at.switch_page("pages/replay.py").run()
     assert not at.exception and not at.error
     assert at.title[0].value == "Replay"
-    assert at.radio(key="replay_source").value == "Current conversation"
+    assert at.radio(key="source_radio").value == "Sample"  # the sidebar's conversation, as on Compare
     conversation = contextfit.load_conversation(sample_text(SAMPLES[0].key))
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     expected = contextfit.replay(conversation, model=setup.model, context_limit=setup.context_limit,
                                  response_reserve=setup.response_reserve,
-                                 strategies=views.ReplaySetup(setup.model, 1, 0).strategy_entries())
+                                 strategies=ReplaySetup.of(setup.model, 1, 0).strategy_entries())
     table = at.dataframe[0].value
     assert list(table["strategy"]) == list(expected.totals)
     assert list(table["tokens sent"]) == [totals.tokens_sent for totals in expected.totals.values()]
@@ -95,60 +112,59 @@ def test_the_page_replays_the_first_sample():
 def test_the_audit_page_opens_a_replay_of_its_chat(tmp_path, monkeypatch):
     monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
     conversation = contextfit.load_conversation(json.dumps(CHAT))
-    setup = dashboard.Setup(model="gpt-4o", context_limit=400, response_reserve=100)
-    chat_id = dashboard.send_with_echo(conversation, setup, "truncate", store=str(tmp_path / "chats.db"))
+    setup = Setup.of("gpt-4o", 400, 100)
+    chat_id = send_with_echo(conversation, setup, "truncate", store=str(tmp_path / "chats.db"))
     at = app().run()
     at.switch_page("pages/audit.py").run()
     at.button(key="audit-replay").click().run()
     assert not at.exception and not at.error
     assert at.title[0].value == "Replay"
-    assert at.selectbox(key="replay_chat_choice").value == chat_id
+    assert at.selectbox(key="source_chat_menu").value == chat_id
     assert at.dataframe[0].value["strategy"][0] == "truncate"
     # the "what if" starts from the chat's own model and limits (it started at gpt-4o, 32,000 and 4,000)
-    assert (at.selectbox(key="replay_model").value, at.number_input(key="replay_limit").value,
-            at.number_input(key="replay_reserve").value) == ("gpt-4o", 400, 100)
+    assert (at.selectbox(key="model").value, at.number_input(key="limit").value,
+            at.number_input(key="reserve").value) == ("gpt-4o", 400, 100)
 
 
 def test_a_stored_chat_is_replayed_with_its_own_model_limits_and_facts(tmp_path, monkeypatch):
     from contextfit.serving.store import open_store
 
     monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
-    setup = dashboard.Setup(model="gpt-4o-mini", context_limit=600, response_reserve=50)
-    chat_id = dashboard.send_with_echo(contextfit.load_conversation(json.dumps(CHAT)), setup, "truncate",
-                                       store=str(tmp_path / "chats.db"))
+    setup = Setup.of("gpt-4o-mini", 600, 50)
+    chat_id = send_with_echo(contextfit.load_conversation(json.dumps(CHAT)), setup, "truncate",
+                             store=str(tmp_path / "chats.db"))
     store = open_store(str(tmp_path / "chats.db"))
     facts = ["ORD-7731", {"text": "courier", "message": 2}]
     chat = store.update_chat(chat_id, settings={**store.get_chat(chat_id).settings, "facts": facts})
     store.close()
-    assert views.facts_from_text(views.facts_to_text(facts)) == tuple(facts)
+    assert facts_box.facts_from_text(facts_box.facts_to_text(facts)) == tuple(facts)
     at = app()
-    at.session_state["replay_chat"] = chat.id  # as the Audit page's "Replay under other settings" leaves it
+    at.session_state["source.kind"], at.session_state["source.chat"] = "chat", chat.id  # as a link opens it
     at.switch_page("pages/replay.py").run()
     assert not at.exception and not at.error
-    assert (at.selectbox(key="replay_model").value, at.number_input(key="replay_limit").value,
-            at.number_input(key="replay_reserve").value) == ("gpt-4o-mini", 600, 50)
+    assert (at.selectbox(key="model").value, at.number_input(key="limit").value,
+            at.number_input(key="reserve").value) == ("gpt-4o-mini", 600, 50)
     assert at.text_area(key="replay_facts").value == 'ORD-7731\n{"text": "courier", "message": 2}'
     assert "declared" in _turns(at) and "gpt-4o-mini" in _turns(at)
     # what the user then changes stays while the chat does
-    at.number_input(key="replay_limit").set_value(900).run()
-    assert at.number_input(key="replay_limit").value == 900 and "ORD-7731" in at.text_area(key="replay_facts").value
+    at.number_input(key="limit").set_value(900).run()
+    assert at.number_input(key="limit").value == 900 and "ORD-7731" in at.text_area(key="replay_facts").value
 
 
 def _turns(at) -> str:
     return next(caption.value for caption in at.caption if " · prompt cache: " in caption.value)
 
 
-def test_the_replay_offers_the_compare_pages_conversation_and_keeps_it():
-    # Compare shows the support chat; Replay's "Current conversation" is that chat, and stays it
-    # when the page reruns (before, the radio never offered it: the page looked for keys Compare never wrote)
+def test_the_replay_shows_the_compare_pages_conversation_and_keeps_it():
+    # Compare shows the support chat: Replay replays that chat, and stays on it when the page reruns
     at = app().run()
     at.selectbox(key="source_sample_menu").select("support_chat").run()
     at.switch_page("pages/replay.py").run()
     assert not at.exception and not at.error
-    assert at.radio(key="replay_source").value == "Current conversation"
+    assert at.selectbox(key="source_sample_menu").value == "support_chat"
     assert _turns(at).startswith("21 turns")
     at.slider(key="replay_turn").set_value(1).run()
-    assert at.radio(key="replay_source").value == "Current conversation" and _turns(at).startswith("21 turns")
+    assert at.selectbox(key="source_sample_menu").value == "support_chat" and _turns(at).startswith("21 turns")
 
 
 def test_the_replay_offers_a_pasted_conversation():
@@ -156,8 +172,8 @@ def test_the_replay_offers_a_pasted_conversation():
     at.radio(key="source_radio").set_value("Paste").run()
     at.text_area(key="paste").input(json.dumps(CHAT)).run()
     at.switch_page("pages/replay.py").run()
-    at.slider(key="replay_turn").set_value(1).run()  # a rerun: Streamlit has dropped the paste box's value by now
-    assert at.radio(key="replay_source").value == "Current conversation"
+    at.slider(key="replay_turn").set_value(1).run()
+    assert at.radio(key="source_radio").value == "Paste" and at.text_area(key="paste").value == json.dumps(CHAT)
     assert _turns(at).startswith("2 turns")
 
 
@@ -165,26 +181,26 @@ def test_a_new_conversation_brings_its_own_model_and_limits():
     # the support sample asks for gpt-4o-mini at 1,100 tokens; before, the first sample's 2,200 stayed
     at = app()
     at.switch_page("pages/replay.py").run()
-    at.selectbox(key="replay_sample").select("support_chat").run()
-    expected = dashboard.suggested_setup(contextfit.load_conversation(sample_text("support_chat")))
-    assert at.selectbox(key="replay_model").value == expected.model
-    assert at.number_input(key="replay_limit").value == expected.context_limit
-    assert at.number_input(key="replay_reserve").value == expected.response_reserve
-    at.number_input(key="replay_limit").set_value(3000).run()  # the user's own edit stays while the chat does
+    at.selectbox(key="source_sample_menu").select("support_chat").run()
+    expected = suggested_setup(contextfit.load_conversation(sample_text("support_chat")))
+    assert at.selectbox(key="model").value == expected.model
+    assert at.number_input(key="limit").value == expected.context_limit
+    assert at.number_input(key="reserve").value == expected.response_reserve
+    at.number_input(key="limit").set_value(3000).run()  # the user's own edit stays while the chat does
     at.text_area(key="replay_facts").input("ORD-7731").run()
-    assert at.number_input(key="replay_limit").value == 3000
+    assert at.number_input(key="limit").value == 3000
 
 
 def test_the_replay_choices_survive_a_visit_to_another_page():
     at = app()
     at.switch_page("pages/replay.py").run()
-    at.selectbox(key="replay_sample").select("support_chat").run()
-    at.number_input(key="replay_limit").set_value(3000).run()
+    at.selectbox(key="source_sample_menu").select("support_chat").run()
+    at.number_input(key="limit").set_value(3000).run()
     at.text_area(key="replay_facts").input("ORD-7731").run()
     at.switch_page("pages/models.py").run()
     at.switch_page("pages/replay.py").run()
-    assert at.selectbox(key="replay_sample").value == "support_chat"
-    assert at.number_input(key="replay_limit").value == 3000
+    assert at.selectbox(key="source_sample_menu").value == "support_chat"
+    assert at.number_input(key="limit").value == 3000
     assert at.text_area(key="replay_facts").value == "ORD-7731"
     assert _turns(at).startswith("21 turns") and "declared" in _turns(at)
 
@@ -192,19 +208,19 @@ def test_the_replay_choices_survive_a_visit_to_another_page():
 def test_charts_with_nothing_to_draw_say_why():
     # a model without prices has no cost; declared facts no message holds are never in force:
     # before, the cost and retention charts were drawn empty, with no word of why
-    setup = views.ReplaySetup("gemini-2.0-flash", 600, 100, ("truncate",), stable_prefix=False, facts=("never said",))
+    setup = ReplaySetup.of("gemini-2.0-flash", 600, 100, ("truncate",), stable_prefix=False, facts=("never said",))
     messages, settings = views.conversation_input(CHAT, setup)
     result = views.run(messages, settings, setup)
     assert result.prices is None
-    cost = views.lines_figure(result, "cost")
+    cost = replay_charts.lines_figure(result, "cost")
     assert [a.text for a in cost.layout.annotations] == ["No prices for gemini-2.0-flash<br>in the catalog: no cost."]
-    retention = views.lines_figure(result, "retention")
+    retention = replay_charts.lines_figure(result, "retention")
     assert [a.text for a in retention.layout.annotations] == ["No fact in force at any turn."]
-    assert not views.lines_figure(result, "prompt").layout.annotations
+    assert not replay_charts.lines_figure(result, "prompt").layout.annotations
 
 
 def test_declared_facts_no_turn_checks_are_named():
-    setup = views.ReplaySetup("gpt-4o", 600, 100, ("truncate",), stable_prefix=False,
+    setup = ReplaySetup.of("gpt-4o", 600, 100, ("truncate",), stable_prefix=False,
                               facts=("/usr/bin/", "never said", "/ORD-[0-9]+/"))
     messages, settings = views.conversation_input(CHAT, setup)
     notes = views.fact_notes(views.run(messages, settings, setup))
@@ -257,8 +273,8 @@ def test_a_line_that_looks_like_json_but_is_not_is_said_to_be_read_as_text():
 
 def test_the_verdict_table_and_the_lost_facts_read_as_typed():
     at = replay_page_of(CHAT)
-    at.number_input(key="replay_limit").set_value(600).run()
-    at.number_input(key="replay_reserve").set_value(100).run()
+    at.number_input(key="limit").set_value(600).run()
+    at.number_input(key="reserve").set_value(100).run()
     at.text_area(key="replay_facts").input("/is la*te*/").run()
     assert not at.exception and not at.error
     table = at.dataframe[0].value
@@ -266,13 +282,11 @@ def test_the_verdict_table_and_the_lost_facts_read_as_typed():
     assert str(table["first drop (turn)"].dtype) == "Int64" and str(table["first loss (turn)"].dtype) == "Int64"
     assert table["first loss (turn)"].tolist()[0] == 2
     # the fact's name as typed, not read as Markdown (its asterisks made "te" italic)
-    assert any("lost: " + dashboard.plain("/is la*te*/") in caption.value for caption in at.caption)
+    assert any("lost: " + plain("/is la*te*/") in caption.value for caption in at.caption)
 
 
 def test_a_one_turn_chat_reads_as_one_turn():
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(CHAT[:2]))
-    at.switch_page("pages/replay.py").run()
+    at = replay_page_of(CHAT[:2])
     assert not at.exception and not at.error
     assert _turns(at).startswith("1 turn ·")  # not "1 turns"
     assert len(at.get("plotly_chart")) >= 4 and not at.slider  # no slider for a single turn
@@ -287,7 +301,7 @@ def test_moving_the_turn_slider_draws_the_same_replay_again_and_an_edit_replays(
     at.slider(key="replay_turn").set_value(1).run()
     assert not at.exception and len(runs) == 1  # another turn of the replay it has
     assert any(metric.label == "Prompt tokens" for metric in at.metric)
-    at.number_input(key="replay_limit").set_value(600).run()
+    at.number_input(key="limit").set_value(600).run()
     assert len(runs) == 2  # a new budget: a new replay
     at.text_area(key="replay_facts").input("ORD-7731").run()
     assert len(runs) == 3 and not at.exception
@@ -296,7 +310,7 @@ def test_moving_the_turn_slider_draws_the_same_replay_again_and_an_edit_replays(
 @pytest.mark.parametrize("model, approximate", [("claude-sonnet-4", True), ("gpt-4o", False)])
 def test_the_page_says_when_the_counts_are_approximate(model, approximate):
     at = replay_page_of(CHAT)
-    at.selectbox(key="replay_model").select(model).run()
+    at.selectbox(key="model").select(model).run()
     assert not at.exception
     said = [info.value for info in at.info if "are approximate" in info.value]
     assert len(said) == (1 if approximate else 0)
@@ -308,25 +322,25 @@ def test_a_link_opens_the_same_replay_and_the_page_keeps_its_link():
     # a reload started over from the defaults: the page kept nothing in its URL
     at = app()
     at.switch_page("pages/replay.py").run()
-    at.selectbox(key="replay_sample").select("support_chat").run()
-    at.number_input(key="replay_limit").set_value(3000).run()
-    at.multiselect(key="replay_strategies").set_value(["truncate", "summarize"]).run()
+    at.selectbox(key="source_sample_menu").select("support_chat").run()
+    at.number_input(key="limit").set_value(3000).run()
+    at.multiselect(key="strategies").set_value(["truncate", "summarize"]).run()
     at.checkbox(key="replay_stable").uncheck().run()
     at.text_area(key="replay_facts").input("ORD-7731\n/zenith/i").run()
     assert not at.exception
     link = {key: at.query_params[key][0] if isinstance(at.query_params[key], list) else at.query_params[key]
-            for key in views.LINK_KEYS if key in at.query_params}
-    assert link == {"source": "sample:support_chat", "model": at.selectbox(key="replay_model").value, "limit": "3000",
-                    "reserve": str(at.number_input(key="replay_reserve").value), "strategies": "truncate,summarize",
+            for key in ("sample", *state.LINK_KEYS) if key in at.query_params}
+    assert link == {"sample": "support_chat", "model": at.selectbox(key="model").value, "limit": "3000",
+                    "reserve": str(at.number_input(key="reserve").value), "strategies": "truncate,summarize",
                     "stable": "0", "facts": "ORD-7731\n/zenith/i", "turn": str(at.slider(key="replay_turn").value)}
     reloaded = app()  # a new session with that URL
     for key, value in link.items():
         reloaded.query_params[key] = value
     reloaded.switch_page("pages/replay.py").run()
     assert not reloaded.exception and not [w for w in reloaded.warning if "from the link" in w.value]
-    assert reloaded.selectbox(key="replay_sample").value == "support_chat"
-    assert reloaded.number_input(key="replay_limit").value == 3000
-    assert reloaded.multiselect(key="replay_strategies").value == ["truncate", "summarize"]
+    assert reloaded.selectbox(key="source_sample_menu").value == "support_chat"
+    assert reloaded.number_input(key="limit").value == 3000
+    assert reloaded.multiselect(key="strategies").value == ["truncate", "summarize"]
     assert reloaded.checkbox(key="replay_stable").value is False
     assert reloaded.text_area(key="replay_facts").value == "ORD-7731\n/zenith/i"
     assert list(reloaded.dataframe[0].value["strategy"]) == ["truncate", "summarize"]
@@ -334,15 +348,16 @@ def test_a_link_opens_the_same_replay_and_the_page_keeps_its_link():
 
 def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
     at = app()
-    for key, value in {"source": "sample:gone", "limit": "-5", "strategies": "nope,truncate", "stable": "x"}.items():
+    for key, value in {"sample": "gone", "limit": "-5", "strategies": "nope,truncate", "stable": "x"}.items():
         at.query_params[key] = value
     at.switch_page("pages/replay.py").run()
     assert not at.exception
     warnings = [warning.value for warning in at.warning]
-    assert any("source='sample:gone'" in text for text in warnings)
+    assert [info.value for info in at.info if "gone" in info.value] == [
+        "There is no sample 'gone' (the link names it); samples: roleplay, coding\\_agent, support\\_chat."]
     assert any("limit='-5'" in text for text in warnings) and any("'nope'" in text for text in warnings)
     assert any("stable='x'" in text for text in warnings)
-    assert at.multiselect(key="replay_strategies").value == ["truncate"]
+    assert at.multiselect(key="strategies").value == ["truncate"]
     assert at.dataframe[0].value["strategy"][0] == "truncate"
 
 
@@ -367,12 +382,12 @@ def test_the_turns_csv_holds_every_turn_of_every_strategy_as_numbers():
     formula = '=HYPERLINK("http://example.com")'
     chat = [CHAT[0], {"role": "user", "content": f"My code is {formula} today."}, {"role": "assistant", "content": "Ok."},
             *CHAT[1:]]
-    setup = views.ReplaySetup("gpt-4o", 500, 100, ("truncate", "summarize"), stable_prefix=False,
+    setup = ReplaySetup.of("gpt-4o", 500, 100, ("truncate", "summarize"), stable_prefix=False,
                               facts=(formula, "ORD-7731"))
     messages, settings = views.conversation_input(chat, setup)
     result = views.run(messages, settings, setup)
-    rows = list(csv.DictReader(io.StringIO(views.turns_csv(result))))
-    assert tuple(rows[0]) == views.TURN_COLUMNS
+    rows = list(csv.DictReader(io.StringIO(exports.turns_csv(result))))
+    assert tuple(rows[0]) == exports.TURN_COLUMNS
     turns = [turn for each in result.turns.values() for turn in each]
     assert [(row["strategy"], int(row["turn"])) for row in rows] == [(turn.strategy, turn.turn) for turn in turns]
     for row, turn in zip(rows, turns):
@@ -381,17 +396,17 @@ def test_the_turns_csv_holds_every_turn_of_every_strategy_as_numbers():
         assert row["lost facts"] == "; ".join(turn.lost).replace("=", "'=", 1 if turn.lost[:1] == [formula] else 0)
     assert any(row["lost facts"].startswith("'=HYPERLINK") for row in rows)  # lost: quoted, never a formula
     assert not any(value.startswith("=") for row in rows for value in row.values())
-    assert json.loads(views.replay_json(result)) == json.loads(json.dumps(result.to_dict()))
+    assert json.loads(exports.replay_json(result)) == json.loads(json.dumps(result.to_dict()))
 
 
 def test_the_turns_csv_of_a_model_without_prices_and_of_a_failed_turn_leaves_cells_empty():
     import csv
     import io
 
-    setup = views.ReplaySetup("gpt-4o", 60, 10, ("truncate",), stable_prefix=False)
+    setup = ReplaySetup.of("gpt-4o", 60, 10, ("truncate",), stable_prefix=False)
     messages, settings = views.conversation_input(CHAT, setup)
     result = views.run(messages, settings, setup)
-    rows = list(csv.DictReader(io.StringIO(views.turns_csv(result))))
+    rows = list(csv.DictReader(io.StringIO(exports.turns_csv(result))))
     failed = [row for row in rows if row["error"]]
     assert failed and all(row["prompt tokens"] == "" and row["total $"] == "" for row in failed)
     assert failed[0]["error"] == "TOKEN_BUDGET_EXCEEDED"
@@ -409,9 +424,8 @@ def test_the_page_offers_the_replay_for_download():
 def test_a_long_replay_reads_its_large_numbers_with_separators():
     from support.synthetic import synthetic_turns
 
-    at = app()
-    at.session_state[views.CURRENT] = contextfit.load_conversation(json.dumps(synthetic_turns(1000)))
-    at.session_state["replay_strategies"] = ["truncate"]
+    at = pasted(app(), synthetic_turns(1000))
+    at.session_state["strategies"] = ["truncate"]
     at.switch_page("pages/replay.py").run()
     assert not at.exception
     assert _turns(at).startswith("1,000 turns ·")  # the caption read "1000 turns"
@@ -422,22 +436,22 @@ def test_a_long_replay_reads_its_large_numbers_with_separators():
 def test_a_reserve_at_or_above_the_limit_is_lowered_and_said_as_on_compare():
     # the engine's refusal named response_reserve and context_limit, words the page does not show
     at = replay_page_of(CHAT)
-    at.number_input(key="replay_reserve").set_value(4000).run()
-    at.number_input(key="replay_limit").set_value(1000).run()
+    at.number_input(key="reserve").set_value(4000).run()
+    at.number_input(key="limit").set_value(1000).run()
     assert not at.exception and not at.error
     assert any("Response reserve lowered from 4,000 to 250" in warning.value for warning in at.warning)
-    assert at.number_input(key="replay_reserve").value == 250 and "budget 750 tokens" in _turns(at)
-    at.number_input(key="replay_limit").set_value(1).run()  # the widget's extreme: no prompt can be built
+    assert at.number_input(key="reserve").value == 250 and "budget 750 tokens" in _turns(at)
+    at.number_input(key="limit").set_value(1).run()  # the widget's extreme: no prompt can be built
     assert not at.exception
     assert [error.value.split(": ", 2)[:2] for error in at.error] == [  # once for every plan, naming the turn
         [f"No strategy can fit turn {at.slider(key='replay_turn').value}", "TOKEN_BUDGET_EXCEEDED"]]
-    assert at.number_input(key="replay_reserve").value == 0
+    assert at.number_input(key="reserve").value == 0
     assert any("no turn could be fitted" in warning.value for warning in at.warning)
 
 
 def test_the_verdict_says_when_strategies_tie_or_only_one_was_replayed():
     # it read "Cheapest: — · best retention: — · best cache: —", as if nothing had been replayed
-    setup = views.ReplaySetup("gpt-4o", 100_000, 1_000, ("truncate", "summarize"), stable_prefix=False,
+    setup = ReplaySetup.of("gpt-4o", 100_000, 1_000, ("truncate", "summarize"), stable_prefix=False,
                               facts=("ORD-7731",))
     messages, settings = views.conversation_input(CHAT, setup)
     result = views.run(messages, settings, setup)  # room for everything: every strategy sends the same
@@ -445,7 +459,7 @@ def test_the_verdict_says_when_strategies_tie_or_only_one_was_replayed():
     assert views.verdict_text(result) == (f"Cheapest: all equal ({cost}) · best retention: all equal (100.0%) · "
                                           "best cache: all equal (0.0%)")
     at = replay_page_of(CHAT)
-    at.multiselect(key="replay_strategies").set_value(["truncate"]).run()
+    at.multiselect(key="strategies").set_value(["truncate"]).run()
     at.checkbox(key="replay_stable").uncheck().run()
     assert not at.exception
     assert any(markdown.value == "Only truncate was replayed: choose more strategies in the sidebar to compare it "
@@ -456,7 +470,7 @@ def test_the_turn_axis_reads_whole_turns_with_separators():
     # two turns read "1, 1.5, 2"; a long chat's read "1000"
     setup, messages, settings, result = _result()
     for metric in ("prompt", "cost", "cache", "retention"):
-        axis = views.lines_figure(result, metric).layout.xaxis
+        axis = replay_charts.lines_figure(result, metric).layout.xaxis
         assert axis.tickformat == ",d" and axis.dtick == 1
 
 
@@ -466,14 +480,21 @@ def test_small_costs_read_as_dollars_with_four_figures_each():
         "$0.00002500", "$0.04560", "$0.04579", "$0.003800", "$0", "$1,234.50"]
 
 
-def test_a_reload_of_an_uploaded_conversation_says_to_upload_it_again():
-    # it said only "pasted" and "paste it there again" to someone who had uploaded a file
+def test_a_link_the_page_wrote_before_the_pages_shared_their_conversation_still_opens():
+    # Replay's links named their conversation "source=sample:…", "source=chat:…" or "source=current"
+    at = app()
+    at.query_params["source"], at.query_params["limit"] = "sample:support_chat", "3000"
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and at.selectbox(key="source_sample_menu").value == "support_chat"
+    assert at.number_input(key="limit").value == 3000 and "source" not in at.query_params
+    # a pasted or uploaded conversation is not in a new session: said, with a sample meanwhile
+    # (it said only "pasted" and "paste it there again" to someone who had uploaded a file)
     at = app()
     at.query_params["source"] = "current"
     at.switch_page("pages/replay.py").run()
-    assert not at.exception
-    assert any("pasted or uploaded on Compare strategies" in warning.value and "paste or upload it there again"
-               in warning.value for warning in at.warning)
+    assert not at.exception and at.radio(key="source_radio").value == "Sample"
+    assert any("pasted or uploaded in another browser session" in info.value and "paste or upload it again"
+               in info.value for info in at.info)
 
 
 def test_an_empty_retention_chart_under_the_entity_rule_says_what_to_do():
@@ -482,10 +503,10 @@ def test_an_empty_retention_chart_under_the_entity_rule_says_what_to_do():
     chat = [{"role": "system", "content": "be kind."}]
     for line, reply in (("hello there", "hi!"), ("how are you today?", "fine, thanks."), ("nice weather", "indeed.")):
         chat += [{"role": "user", "content": line}, {"role": "assistant", "content": reply}]
-    setup = views.ReplaySetup("gpt-4o", 4000, 500, ("truncate",), stable_prefix=False)
+    setup = ReplaySetup.of("gpt-4o", 4000, 500, ("truncate",), stable_prefix=False)
     messages, settings = views.conversation_input(chat, setup)
     result = views.run(messages, settings, setup)
     assert result.fact_rule == "default-entities"
-    retention = views.lines_figure(result, "retention")
+    retention = replay_charts.lines_figure(result, "retention")
     assert [a.text for a in retention.layout.annotations] == [
         "No fact in force at any turn:<br>type the facts to follow<br>in the sidebar (Must-survive facts)."]

@@ -16,7 +16,9 @@ from contextfit.fitting.registry import ContextStrategyRegistry
 from contextfit.errors import TokenBudgetExceeded
 from contextfit.inputs.samples import SAMPLES, load_sample
 from contextfit.dashboard import breakdown, diff, report, verdict
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import editor
+from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.tokens.models import get_model
 
 STRATEGIES = tuple(BUILTIN_STRATEGIES)
@@ -24,11 +26,11 @@ STRATEGIES = tuple(BUILTIN_STRATEGIES)
 
 def plans_for(key="support_chat", model=None, **settings):
     conversation = load_sample(key)
-    setup = dashboard.suggested_setup(conversation, model)
+    setup = suggested_setup(conversation, model)
     if settings:
-        setup = dashboard.Setup(setup.model, settings.get("context_limit", setup.context_limit),
-                                settings.get("response_reserve", setup.response_reserve))
-    return dict(dashboard.iter_plans(conversation, setup))
+        setup = Setup.of(setup.model, settings.get("context_limit", setup.context_limit),
+                         settings.get("response_reserve", setup.response_reserve))
+    return dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
 
 
 # -- verdict ----------------------------------------------------------------------------
@@ -148,7 +150,7 @@ def test_the_request_that_showed_437_tokens_in_blocks_of_86_now_adds_up():
     """
     conversation = contextfit.load_conversation(
         shared_path("pydantic-ai", "openai_chat", "test_complex_agent_run.request.json").read_bytes())
-    plan = dashboard.plan_one(conversation, dashboard.suggested_setup(conversation), "truncate")
+    plan = session_for(conversation).plan("truncate", suggested_setup(conversation).settings)
     rows = breakdown.by_kind(plan)
     assert plan.prompt_tokens == 451
     assert rows == {"tool definitions": plan.tools_tokens, "history": 104, "chat overhead": 451 - 104 - plan.tools_tokens}
@@ -177,16 +179,16 @@ def test_the_diff_names_every_block_treated_differently_and_why():
 
 def test_the_edit_table_gets_each_blocks_fate_per_strategy():
     conversation = load_sample("support_chat")
-    setup = dashboard.suggested_setup(conversation)
-    plans = dict(dashboard.iter_plans(conversation, setup))
+    setup = suggested_setup(conversation)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
     plans["broken"] = TokenBudgetExceeded(900, 100, "too big")
-    rows = diff.fate_columns(dashboard.editor_rows(conversation, setup, plans), plans)
+    rows = diff.fate_columns(editor.editor_rows(conversation, setup, plans), plans)
     manual = {b.id: b for b in plans["manual"].blocks}
     for row in rows:
         assert row["fate: manual"] == diff.fate_text(manual[row["id"]])
         assert row["fate: broken"] == "—"
     assert any(row["fate: manual"] == "excluded: manual" for row in rows)
-    assert set(dashboard.EDITABLE.values()) <= set(rows[0])  # the editable columns are untouched
+    assert set(editor.EDITABLE.values()) <= set(rows[0])  # the editable columns are untouched
 
 
 # -- report -----------------------------------------------------------------------------

@@ -74,7 +74,10 @@ def test_the_retention_bench_runs_small(tmp_path):
     printed = run_bench("bench.retention", "--lengths", "20", "--seeds", "1", "--no-held-out", "--no-real",
                         "--out", str(tmp_path))
     assert "| fact-ledger | 15% |" in printed and "published for naive truncation: 14.3%" in printed
+    assert "| strategy | start | middle | end | not sent |" in printed
     saved = json.loads((tmp_path / "retention.json").read_text())
+    placed = saved["placement"]["fact-ledger"]
+    assert placed["prompts"] == 1 and sum(placed[where] for where in ("start", "middle", "end", "notSent")) > 0
     assert {row["strategy"] for row in saved["rows"]} >= {"truncate", "summarize", "fact-ledger"}
 
 

@@ -10,19 +10,17 @@ from support.browser import ARTIFACTS, READY, dashboard_server, load, script_run
 from playwright.sync_api import expect  # installed: support.browser skipped this module otherwise
 
 import contextfit
-from contextfit.dashboard import page_data as dashboard
-from contextfit.dashboard import replay as views
+from contextfit.dashboard.setup import ReplaySetup, suggested_setup
 from contextfit.inputs.samples import SAMPLES, sample_text
-from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
 
 def test_replay_page_draws_lines_verdict_and_a_turn(page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     conversation = contextfit.load_conversation(sample_text(SAMPLES[0].key))
-    setup = dashboard.suggested_setup(conversation)
+    setup = suggested_setup(conversation)
     expected = contextfit.replay(conversation, model=setup.model, context_limit=setup.context_limit,
                                  response_reserve=setup.response_reserve,
-                                 strategies=views.ReplaySetup(setup.model, 1, 0).strategy_entries())
+                                 strategies=ReplaySetup.of(setup.model, 1, 0).strategy_entries())
     load(page, server + "/replay")
     assert page.locator("h1").first.inner_text().startswith("Replay")
     charts = page.locator('[data-testid="stPlotlyChart"]')
@@ -78,7 +76,7 @@ def test_a_page_opened_by_its_address_on_a_fresh_server_is_drawn_in_the_app(brow
 def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):
     # the page kept nothing in its URL: a reload started over at the sample's defaults
     load(page, server + "/replay")
-    limit = page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")
+    limit = page.locator('[data-testid="stSidebar"]').get_by_role("spinbutton", name="Context limit")
     with script_run(page):
         limit.fill("3000")
         limit.press("Enter")
@@ -86,13 +84,13 @@ def test_a_reload_in_the_middle_of_a_demo_keeps_the_replay(page, server):
     page.reload()
     page.wait_for_selector(READY)
     # the field can show its minimum for a moment while the new session's first run draws it
-    expect(page.locator('[data-testid="stSidebar"]').get_by_label("Context limit")).to_have_value("3000")
+    expect(page.locator('[data-testid="stSidebar"]').get_by_role("spinbutton", name="Context limit")).to_have_value("3000")
     page.wait_for_selector(READY)
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
 def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):
-    # all eight lines: the retention chart's axis title ("share of the facts in force", 180 pixels)
+    # every line: the retention chart's axis title ("share of the facts in force", 180 pixels)
     # ran over its title into the row above;
     # at 800 pixels the download buttons' columns cut their labels to "Turns (…" and "Replay …"
     page.set_viewport_size({"width": 1280, "height": 1400})  # wider, the legend takes fewer rows
@@ -114,7 +112,7 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):
     legend = page.locator(".contextfit-lines-legend")
     expect(legend).to_be_visible()
     assert legend.evaluate("element => element.scrollWidth <= element.clientWidth + 1")
-    assert legend.locator(".line-swatch").count() == len(BUILTIN_STRATEGIES) + 3  # and three stable_prefix variants
+    assert legend.locator(".line-swatch").count() == len(ReplaySetup.of("gpt-4o", 1, 0).strategy_entries())
     for label in ("Turns (CSV)", "Replay (JSON)"):
         text = page.locator('[data-testid="stDownloadButton"] button').filter(has_text=label).first.locator(
             '[data-testid="stMarkdownContainer"]')
@@ -122,9 +120,44 @@ def test_the_charts_titles_and_the_download_labels_fit_in_a_demo(page, server):
         assert text.evaluate("element => element.scrollWidth <= element.clientWidth"), label
     # the files name the conversation (a demo's second replay saved over the first's "replay-gpt-4o-turns.csv")
     from contextfit.inputs.samples import SAMPLES
-    from contextfit.dashboard.page_data import file_stem
+    from contextfit.dashboard.exports import file_stem
 
     with page.expect_download() as info:
         page.locator('[data-testid="stDownloadButton"] button').filter(has_text="Turns (CSV)").first.click()
     named = {f"replay-{file_stem(sample.key)}-gpt-4o-turns.csv" for sample in SAMPLES}
     assert info.value.suggested_filename in named, info.value.suggested_filename
+
+
+def test_compare_and_replay_share_their_sidebar_through_a_switch_and_a_reload(page, server):
+    # a demo sets the limit on Compare, types a fact on Replay, reloads, and goes back: nothing is lost
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    limit = sidebar.get_by_role("spinbutton", name="Context limit")
+    with script_run(page):
+        limit.fill("1800")
+        limit.press("Enter")
+    page.wait_for_function("() => location.search.includes('limit=1800')")
+    with script_run(page):
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Replay").click()
+    page.locator("h1").filter(has_text="Replay").wait_for()
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")  # the same widget, drawn by app.py
+    facts = sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)
+    facts.fill("Mara Quill")
+    with script_run(page):
+        facts.press("Control+Enter")
+    page.wait_for_function("() => location.search.includes('facts=Mara')")
+    assert "sample=roleplay" in page.url and "limit=1800" in page.url
+    page.reload()  # a new browser session: the address brings the settings back
+    page.wait_for_selector(READY)
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")
+    expect(sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)).to_have_value("Mara Quill")
+    with script_run(page):
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Compare").click()
+    page.locator("h1").filter(has_text="Compare strategies").wait_for()
+    expect(sidebar.get_by_role("spinbutton", name="Context limit")).to_have_value("1800")
+    expect(page.locator('[data-testid="stCaptionContainer"]').filter(has_text="-token budget").first).to_contain_text(
+        "1,400-token budget")  # the role-play sample's 400 reserve under the shared 1,800 limit
+    with script_run(page):
+        page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Replay").click()
+    page.locator("h1").filter(has_text="Replay").wait_for()
+    expect(sidebar.get_by_role("textbox", name="Must-survive facts", exact=True)).to_have_value("Mara Quill")
+    assert page.locator('[data-testid="stException"]').count() == 0

@@ -21,7 +21,7 @@ def _download_report(page, target):
     # named after the conversation (the sample the page opened: ?sample= in its address)
     from urllib.parse import parse_qs, urlparse
 
-    from contextfit.dashboard.page_data import file_stem
+    from contextfit.dashboard.exports import file_stem
 
     sample = parse_qs(urlparse(page.url).query).get("sample", ["coding_agent"])[0]
     assert info.value.suggested_filename == f"contextfit-{file_stem(sample)}.html", info.value.suggested_filename

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from support.paths import REPO
 
-SOURCES = ["contextfit", "app.py", "app_server.py", "pages", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
+SOURCES = ["contextfit", "app.py", "app_server.py", "pages", "widgets", ".streamlit", "setup.py", "pyproject.toml", "README.md"]
 
 
 def _setuptools_is_new_enough() -> bool:
@@ -74,6 +74,7 @@ def test_the_installed_package_is_not_the_checkout(installed, tmp_path):
     assert all(Path(path).resolve().is_relative_to(venv) for path in where), where
     app = Path(where[1])
     assert (app.parent / "pages" / "compare.py").is_file() and (app.parent / ".streamlit" / "config.toml").is_file()
+    assert (app.parent / "widgets" / "source.py").is_file()  # the sidebar's widgets, beside app.py
 
 
 def _free_port() -> int:

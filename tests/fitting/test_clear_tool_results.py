@@ -49,10 +49,11 @@ def test_it_is_a_builtin_the_dashboard_compares_by_default():
 
 def test_the_coding_agent_sample_shows_it_at_work():
     from contextfit.inputs.samples import load_sample
-    from contextfit.dashboard import page_data as dashboard
+    from contextfit.dashboard.sessions import session_for
+    from contextfit.dashboard.setup import suggested_setup
 
     sample = load_sample("coding_agent")
-    plans = dashboard.plan_all(sample, dashboard.suggested_setup(sample))
+    plans = dict(session_for(sample).plans(suggested_setup(sample).settings))
     clearing, truncate = plans["clear-tool-results"], plans["truncate"]
     compressed = [b for b in clearing.blocks if b.reason == r.COMPRESSED]
     assert compressed and all(b.role == "tool" and "[tool result cleared:" in b.content for b in compressed)

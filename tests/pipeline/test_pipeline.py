@@ -10,9 +10,9 @@ from support.paths import SHARED_FIXTURES, shared_params, shared_path
 from support.conversations import groups
 
 import contextfit
+from contextfit import FitSession
 from contextfit.pipeline.assembly import fill_macros
 from contextfit.inputs.formats import load_conversation_file
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.tokens.models import get_model
 
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
@@ -152,7 +152,7 @@ def test_settings_are_checked():
 
 def test_compare_strategies_returns_a_plan_or_the_error_per_strategy():
     chat = [{"role": "system", "content": "s " * 300}, {"role": "user", "content": "hi"}]
-    plans = compare_strategies(chat, model="gpt-4o", context_limit=400, response_reserve=200)
+    plans = dict(FitSession(chat).plans(model="gpt-4o", context_limit=400, response_reserve=200))
     assert list(plans) == STRATEGIES
     assert all(p.code == "TOKEN_BUDGET_EXCEEDED" for p in plans.values())
 
@@ -296,7 +296,7 @@ def test_plan_prompt_rejects_unknown_keywords_and_names_the_accepted_ones():
     with pytest.raises(contextfit.errors.InvalidSettings, match="context_limt"):
         contextfit.plan_prompt(chat, model="gpt-4o", context_limt=500)
     with pytest.raises(contextfit.errors.InvalidSettings, match="context_limt"):
-        compare_strategies(chat, model="gpt-4o", context_limt=500)
+        dict(FitSession(chat).plans(model="gpt-4o", context_limt=500))
     # Strategy options are keywords too.
     assert contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="summarize", summary_tokens=50).strategy == "summarize"
 

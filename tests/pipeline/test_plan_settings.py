@@ -17,9 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 import contextfit
+from contextfit import FitSession
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 from contextfit.pipeline.settings import PlanSettings
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard.setup import suggested_setup
+from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard import audit_view
 from contextfit.serving.api import create_app
 from contextfit.serving.chat_json import conversation_chat
 from contextfit.cli import main
@@ -27,7 +30,6 @@ from contextfit.serving.store import open_store
 
 from support.api import LOCAL
 from contextfit.inputs.formats import load_conversation_file
-from contextfit.pipeline.plan import compare_strategies
 
 STRATEGIES = list(BUILTIN_STRATEGIES)
 ROLEPLAY = Path(contextfit.__file__).parent / "data" / "samples" / "roleplay.json"
@@ -85,14 +87,14 @@ def test_keywords_on_top_of_a_settings_object_win():
 
 
 def test_compare_strategies_is_the_generator_the_dashboard_draws(bundle):
-    conversation = load_conversation_file(bundle)
-    setup = dashboard.suggested_setup(conversation)
-    drawn = list(dashboard.iter_plans(conversation, setup))
-    compared = compare_strategies(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
-    assert [name for name, _ in drawn] == list(compared) == STRATEGIES
+    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
+    setup = suggested_setup(conversation)
+    drawn = list(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
+    compared = dict(FitSession(conversation).plans(setup.settings, strategies=setup.strategies))
+    assert [name for name, _ in drawn] == list(compared) == list(contextfit.pipeline.plan.BUILTIN_STRATEGIES)
     assert [same(plan) for _, plan in drawn] == [same(plan) for plan in compared.values()]
-    one_by_one = {name: same(contextfit.plan_prompt(conversation, dashboard.plan_settings(setup), context_strategy=name))
-                  for name in STRATEGIES}  # fmt: skip
+    one_by_one = {name: same(contextfit.plan_prompt(conversation, setup.settings, context_strategy=name))
+                  for name in compared}  # fmt: skip
     assert one_by_one == {name: same(plan) for name, plan in compared.items()}
 
 
@@ -105,7 +107,7 @@ def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strateg
     assert main(["fit", str(bundle), "--strategy", strategy, "--json"], out=out) == 0
     from_cli = json.loads(out.getvalue())[strategy]
 
-    from_dashboard = dashboard.plan_one(conversation, dashboard.suggested_setup(conversation), strategy).to_dict()
+    from_dashboard = session_for(conversation).plan(strategy, suggested_setup(conversation).settings).to_dict()
 
     messages, settings = conversation_chat(conversation)
     with TestClient(create_app(open_store(":memory:")), base_url=LOCAL) as client:
@@ -116,7 +118,9 @@ def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strateg
     assert response.status_code == 200, response.text
     from_api = response.json()
 
-    assert from_cli == from_dashboard == from_api
+    assert from_cli == from_api  # where the facts land too: the bundle's facts, or the default ones
+    assert from_cli["factPlacement"]["facts"]
+    assert {key: value for key, value in from_cli.items() if key != "factPlacement"} == from_dashboard
     assert from_cli["strategy"] == strategy and from_cli["contextLimit"] == 1500
     summary = [block for block in from_cli["blocks"] if block["reason"] == "summary"]
     if strategy == "summarize":  # the suggested summary size was used, not the default
@@ -126,11 +130,11 @@ def test_the_cli_the_api_preview_and_the_dashboard_plan_the_same(bundle, strateg
 
 
 def test_sending_from_the_dashboard_audits_the_plan_the_dashboard_shows(bundle, tmp_path):
-    conversation = load_conversation_file(bundle)
-    setup = dashboard.suggested_setup(conversation)
-    shown = dashboard.plan_one(conversation, setup, "summarize")
+    conversation = contextfit.inputs.formats.load_conversation_file(bundle)
+    setup = suggested_setup(conversation)
+    shown = session_for(conversation).plan("summarize", setup.settings)
     store = open_store(str(tmp_path / "sent.db"))
-    chat_id = dashboard.send_with_echo(conversation, setup, "summarize", store=store)
+    chat_id = audit_view.send_with_echo(conversation, setup, "summarize", store=store)
     audit = store.get_audit(chat_id)
     assert [(b.id, b.tokens, b.reason) for b in audit.blocks] == [(b.id, b.tokens, b.reason) for b in shown.blocks]
     assert audit.provider_messages == shown.provider_messages
@@ -159,7 +163,7 @@ def test_an_unknown_setting_is_refused_through_every_door():
     with pytest.raises(contextfit.errors.InvalidSettings, match=r"Unknown setting 'contextlimit' \(did you mean 'contextLimit'\?\)"):
         PlanSettings.from_json({"contextlimit": 500}, model="gpt-4o")
     with pytest.raises(contextfit.errors.InvalidSettings, match="unknown keyword 'contextStrategy'.*'context_strategy'"):
-        compare_strategies(chat, model="gpt-4o", contextStrategy="summarize")
+        dict(FitSession(chat).plans(model="gpt-4o", contextStrategy="summarize"))
     with pytest.raises(TypeError):
         PlanSettings(model="gpt-4o", context_limt=500)  # the object itself has only its fields
 

@@ -15,7 +15,6 @@ from support.sessions import fit_or_refusal, outcome
 import contextfit
 from contextfit.pipeline import session as session_module
 from contextfit.pipeline.session import FitSession
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.pipeline.settings import PlanSettings
 
 
@@ -104,7 +103,7 @@ def test_a_session_plans_like_plan_prompt_after_appends_and_edits(chat, keywords
     for step, where, message in [("append", 0, {"role": "user", "content": "hi {{char}}"}), *steps]:
         _apply(session, mirror, step, where, message)
         warm = dict(session.plans(strategies=strategies, **keywords))
-        cold = dict(compare_strategies(copy.deepcopy(mirror), strategies=strategies, **keywords))
+        cold = dict(dict(FitSession(copy.deepcopy(mirror)).plans(strategies=strategies, **keywords)))
         assert {name: _plan_outcome(plan) for name, plan in warm.items()} == \
             {name: _plan_outcome(plan) for name, plan in cold.items()}
         one = strategies[0]
@@ -232,6 +231,7 @@ def test_an_append_refits_from_the_last_analysis_without_reading_the_others(monk
 
 
 def test_chat_sessions_notice_another_process_write(database):
+    from contextfit.replays.placement import with_fact_placement
     from contextfit.serving.generation import preview
     from contextfit.serving.sessions import chat_sessions
     from contextfit.serving.store import open_store
@@ -249,7 +249,8 @@ def test_chat_sessions_notice_another_process_write(database):
         assert chat_sessions().session_for(here.get_chat(chat.id)) is session and len(session) == 6
         fresh = contextfit.plan_prompt(here.get_chat(chat.id).messages, model="gpt-4o", context_limit=2000,
                                        response_reserve=100)
-        assert second.to_dict() == fresh.to_dict()
+        # the preview also says where the default must-survive facts land (``factPlacement``)
+        assert second.to_dict() == with_fact_placement(fresh).to_dict()
     finally:
         here.close()
         there.close()
@@ -298,17 +299,19 @@ def test_clear_caches_forgets_the_api_sessions():
 
 
 def test_the_dashboard_plans_through_one_session_per_conversation():
-    from contextfit.dashboard import page_data as dashboard
+    from contextfit.dashboard import sessions as dashboard
+    from contextfit.dashboard.sessions import session_for
+    from contextfit.dashboard.setup import Setup
 
     conversation = contextfit.load_conversation(
         '{"messages": [' + ",".join(f'{{"role": "user", "content": "turn {i} alpha beta"}}' for i in range(40)) + "]}")
-    setup = dashboard.Setup(model="gpt-4o", context_limit=300, response_reserve=50)
-    plans = dashboard.plan_all(conversation, setup)
-    assert dashboard.session_for(conversation) is dashboard.session_for(conversation)
-    fresh = compare_strategies(conversation, dashboard.plan_settings(setup))
+    setup = Setup.of(model="gpt-4o", context_limit=300, response_reserve=50)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
+    assert session_for(conversation) is session_for(conversation)
+    fresh = dict(FitSession(conversation).plans(setup.settings))
     assert {k: v.to_dict() for k, v in plans.items()} == {k: v.to_dict() for k, v in fresh.items()}
-    assert dashboard.plan_one(conversation, setup, "manual").to_dict() == fresh["manual"].to_dict()
-    sessions = [dashboard.session_for(contextfit.load_conversation('{"messages": []}'))
+    assert session_for(conversation).plan("manual", setup.settings).to_dict() == fresh["manual"].to_dict()
+    sessions = [session_for(contextfit.load_conversation('{"messages": []}'))
                 for _ in range(dashboard.SESSIONS_KEPT + 2)]
     assert len(dashboard._sessions) == dashboard.SESSIONS_KEPT and sessions[-1] in dashboard._sessions
 

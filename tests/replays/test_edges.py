@@ -12,12 +12,13 @@ from fastapi.testclient import TestClient
 from streamlit.testing.v1 import AppTest
 
 import contextfit
+from contextfit import FitSession
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard import audit_view
 from contextfit.dashboard import replay as views
+from contextfit.dashboard.setup import ReplaySetup, Setup
 from contextfit.cli import main
-from contextfit.pipeline.plan import compare_strategies
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_regex_facts_stopped_for_the_same_reason_make_one_note():
 def _many_facts_result(count: int):
     chat = [{"role": "user", "content": " ".join(f"k{i:04d}" for i in range(0, count, 2)) + " " + "pad " * 300},
             {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
-    setup = views.ReplaySetup("gpt-4o", 300, 50, ("truncate",), stable_prefix=False,
+    setup = ReplaySetup.of("gpt-4o", 300, 50, ("truncate",), stable_prefix=False,
                               facts=tuple(f"k{i:04d}" for i in range(count)))
     messages, settings = views.conversation_input(chat, setup)
     return views.run(messages, settings, setup)
@@ -145,24 +146,25 @@ def test_a_reload_of_a_replay_of_the_pasted_conversation_says_the_conversation_i
     at.query_params["limit"] = "3000"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert at.radio(key="replay_source").value == "Sample"
-    assert any("pasted" in warning.value and "Compare strategies" in warning.value for warning in at.warning)
+    assert at.radio(key="source_radio").value == "Sample"
+    assert any("pasted or uploaded in another browser session" in info.value for info in at.info)
+    assert at.number_input(key="limit").value == 3000  # the link's other choices
 
 
 def test_a_link_to_a_chat_that_is_not_stored_says_so_before_showing_another(tmp_path, monkeypatch):
     # it replayed the first stored chat instead, under the link's address, with no word
     monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
-    setup = dashboard.Setup(model="gpt-4o", context_limit=400, response_reserve=100)
-    shown = dashboard.send_with_echo(contextfit.load_conversation(json.dumps(ROUTER)), setup, "truncate",
+    setup = Setup.of(model="gpt-4o", context_limit=400, response_reserve=100)
+    shown = audit_view.send_with_echo(contextfit.load_conversation(json.dumps(ROUTER)), setup, "truncate",
                                      store=str(tmp_path / "chats.db"))
     at = _page()
     at.query_params["source"] = "chat:chat_deleted"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert at.selectbox(key="replay_chat_choice").value == shown
-    assert any("chat_deleted" in warning.value and "not" in warning.value for warning in at.warning)
-    at.number_input(key="replay_limit").set_value(900).run()  # said once
-    assert not any("chat_deleted" in warning.value for warning in at.warning)
+    assert at.selectbox(key="source_chat_menu").value == shown
+    assert any("chat\\_deleted" in warning.value and "not" in warning.value for warning in at.warning)  # as typed
+    at.number_input(key="limit").set_value(900).run()  # said once
+    assert not any("chat\\_deleted" in warning.value for warning in at.warning)
 
 
 def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
@@ -171,7 +173,7 @@ def test_a_link_to_a_chat_when_none_is_stored_names_it(tmp_path, monkeypatch):
     at.query_params["source"] = "chat:chat_deleted"
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert any("chat_deleted" in warning.value for warning in at.warning)
+    assert any("chat\\_deleted" in warning.value for warning in at.warning)
     assert any("No stored chat yet" in info.value for info in at.info)
 
 
@@ -310,8 +312,7 @@ def test_tools_over_the_budget_fail_every_turn_and_the_replay_is_still_returned(
     assert answer.status_code == 200, answer.text
     assert answer.json()["totals"]["truncate"]["failedTurns"] == 2
     # Compare still names the error for each strategy
-    plans = compare_strategies(conversation, model="gpt-4o", context_limit=300, response_reserve=100,
-                                          strategies=["truncate", "manual"])
+    plans = dict(FitSession(conversation).plans(model="gpt-4o", context_limit=300, response_reserve=100, strategies=["truncate", "manual"]))
     assert all(isinstance(plan, contextfit.TokenBudgetExceeded) for plan in plans.values())
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 from support.paths import shared_path
 
+from contextfit import FitSession
 from contextfit.errors import InvalidSettings
 from contextfit.inputs.formats import load_conversation_file
 from contextfit.inputs.samples import load_sample
-from contextfit.pipeline.plan import PlanBlock, compare_strategies
+from contextfit.pipeline.plan import PlanBlock
 from contextfit.pipeline.settings import PlanSettings
 from contextfit.replays.answer import recommend, recommendation_for
 from contextfit.replays.losses import Losses, losses
@@ -116,7 +117,7 @@ def _agent_chat():
 
 def test_an_agent_mid_loop_whose_question_every_strategy_drops_gets_no_recommendation():
     # the chat ends on tool results: the question is not the current input, so nothing protects it
-    plans = compare_strategies(_agent_chat(), model="gpt-4o", context_limit=400, response_reserve=100)
+    plans = dict(FitSession(_agent_chat()).plans(model="gpt-4o", context_limit=400, response_reserve=100))
     assert not plans["truncate"].blocks[1].included and plans["summarize"].blocks[1].reason == "summarized"
     answer = recommend(plans)
     assert answer.strategy is None
@@ -159,7 +160,7 @@ def test_recommendation_for_is_the_latest_request_priced_with_the_one_before():
 
 
 def test_the_lost_lines_of_the_roleplay_sample_say_turns_lore_and_memories():
-    plans = compare_strategies(ROLEPLAY, PlanSettings.from_keywords(model="gpt-4o"))
+    plans = dict(FitSession(ROLEPLAY).plans(PlanSettings.from_keywords(model="gpt-4o")))
     lines = {name: losses(plan).line() for name, plan in plans.items()}
     assert lines["truncate"] == "Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2."
     assert lines["summarize"] == ("Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories "

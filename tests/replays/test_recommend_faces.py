@@ -15,14 +15,15 @@ from support.paths import REPO, shared_path
 from fastapi.testclient import TestClient
 
 import contextfit
+from contextfit import FitSession
 from contextfit.cli import main
 from contextfit.errors import InvalidSettings
 from contextfit.inputs.samples import SAMPLES, load_sample
-from contextfit.pipeline.plan import compare_strategies
 from contextfit.replays.answer import recommendation_for
 from contextfit.replays.run import replay, variants
 from contextfit.dashboard import charts, report, verdict
-from contextfit.dashboard import page_data as dashboard
+from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard.setup import ReplaySetup, Setup, suggested_setup
 from contextfit.dashboard import replay as views
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
@@ -40,8 +41,8 @@ def run(*args: str) -> tuple[int, str]:
 def _compare(key: str):
     """Compare's conversation, setup and plans for a sample, as the page makes them."""
     conversation = load_sample(key)
-    setup = dashboard.suggested_setup(conversation)
-    return conversation, setup, dashboard.plan_all(conversation, setup)
+    setup = suggested_setup(conversation)
+    return conversation, setup, dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
 
 
 # -- the CLI
@@ -50,7 +51,7 @@ def _compare(key: str):
 @pytest.mark.parametrize("key", [sample.key for sample in SAMPLES])
 def test_fit_recommend_prints_the_sentence_compare_makes(key):
     conversation, setup, _ = _compare(key)
-    compare = recommendation_for(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
+    compare = recommendation_for(conversation, setup.settings, strategies=setup.strategies)
     status, out = run("fit", str(SAMPLE_FILES / f"{key}.json"), "--recommend", "--model", setup.model,
                       "--limit", str(setup.context_limit), "--reserve", str(setup.response_reserve))
     assert status == 0 and out.splitlines()[0] == compare.sentence
@@ -123,7 +124,7 @@ def test_an_agent_run_that_ends_on_tool_results_gets_one_answer_from_compare_and
     compare = recommendation_for(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
     replayed = replay(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
     assert compare.sentence == replayed.recommendation.sentence
-    plans = compare_strategies(conversation, model="gpt-4o", context_limit=limit, response_reserve=50)
+    plans = dict(FitSession(conversation).plans(model="gpt-4o", context_limit=limit, response_reserve=50))
     for name, plan in plans.items():  # the evidence is Compare's plan of the whole conversation
         assert replayed.recommendation.outcome(name).prompt_tokens == plan.prompt_tokens
 
@@ -135,7 +136,7 @@ def test_stable_prefix_for_a_strategy_that_ignores_it_is_refused_on_every_face(t
     with pytest.raises(InvalidSettings, match=r"strategies\[1\]\.options\.stable_prefix: manual does not take"):
         variants(["truncate", {"strategy": "manual", "options": {"stable_prefix": True}}])
     assert variants([{"strategy": "summarize", "options": {"stable_prefix": True}}])[0].label == "summarize+stable_prefix"
-    plans = compare_strategies([{"role": "user", "content": "Hi"}], model="gpt-4o", stable_prefix=True)
+    plans = dict(FitSession([{"role": "user", "content": "Hi"}]).plans(model="gpt-4o", stable_prefix=True))
     refused = {name for name, plan in plans.items() if isinstance(plan, InvalidSettings)}
     assert {"vector-recall", "manual"} <= refused and not refused & {"truncate", "summarize", "clear-tool-results"}
     assert refused == {name for name in plans if not getattr(contextfit.registry.get(name), "takes_stable_prefix", 0)}
@@ -187,9 +188,9 @@ def test_the_verdict_and_the_replay_count_a_cleared_tool_result_alike():
     conversation, setup, plans = _compare("roleplay")
     rows = {row.strategy: row for row in verdict.verdict_rows(plans)}
     assert (rows["clear-tool-results"].summarized, rows["clear-tool-results"].compressed) == (0, 1)
-    result = views.run(*views.conversation_input(conversation, views.ReplaySetup(
+    result = views.run(*views.conversation_input(conversation, ReplaySetup.of(
         setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False)),
-        views.ReplaySetup(setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False))
+        ReplaySetup.of(setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False))
     for name, row in rows.items():
         last = result.turns[name][-1]
         assert (last.dropped, last.summarized, last.compressed) == (row.dropped, row.summarized, row.compressed), name
@@ -199,13 +200,13 @@ def test_replay_with_compares_pins_and_exclusions_gives_compares_numbers():
     conversation = load_sample("roleplay")
     edits = {"m18": {"manualExcluded": False}, "lorebook:3": {"pinned": True}, "m3": {"manualExcluded": True},
              "memory:1": {"relevance": 0.95}}
-    suggested = dashboard.suggested_setup(conversation)
-    setup = dashboard.Setup(suggested.model, suggested.context_limit, suggested.response_reserve, overrides=edits)
-    plans = dashboard.plan_all(conversation, setup)
-    chosen = views.ReplaySetup(setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False,
+    suggested = suggested_setup(conversation)
+    setup = Setup.of(suggested.model, suggested.context_limit, suggested.response_reserve, overrides=edits)
+    plans = dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies))
+    chosen = ReplaySetup.of(setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False,
                                overrides=edits)
     result = views.run(*views.conversation_input(conversation, chosen), chosen)
-    plain = views.ReplaySetup(setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False)
+    plain = ReplaySetup.of(setup.model, setup.context_limit, setup.response_reserve, stable_prefix=False)
     without = views.run(*views.conversation_input(conversation, plain), plain)
     differs = False
     for name, plan in plans.items():
@@ -221,7 +222,7 @@ def test_replay_with_compares_pins_and_exclusions_gives_compares_numbers():
 def test_the_report_opens_on_the_recommendation_and_can_be_reproduced():
     conversation, setup, plans = _compare("roleplay")
     edits = {"m3": {"pinned": True}, "m18": {"manualExcluded": False}}
-    answer = recommendation_for(conversation, dashboard.plan_settings(setup), strategies=setup.strategies)
+    answer = recommendation_for(conversation, setup.settings, strategies=setup.strategies)
     text = report.comparison_html(plans, source_name="roleplay", recommendation=answer, overrides=edits,
                                   settings={"model": setup.model, "context limit": setup.context_limit,
                                             "response reserve": setup.response_reserve, "summary tokens": None})

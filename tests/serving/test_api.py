@@ -125,6 +125,28 @@ def test_preview_runs_the_same_stages_and_writes_nothing(client, store):
     assert {"persona", "character", "memory"} <= kinds and inline.json()["template"] == "anthropic"
 
 
+def test_the_preview_says_where_facts_land_and_the_effective_context(client):
+    filler = " ".join(["word"] * 100)
+    messages = [{"role": "system", "content": "The vault code is 7731."},
+                *({"role": "user" if i % 2 == 0 else "assistant", "content": filler} for i in range(90)),
+                {"role": "user", "content": "And the vault code?"}]
+    messages[45] = {"role": "user", "content": f"Ann's courier is Ilse Brandt. {filler}"}
+    declared = client.post("/api/v2/context-preview", json={"messages": messages, "settings": {
+        "facts": ["7731", "{{user}}'s courier"], "userName": "Ann"}}).json()
+    placement = declared["factPlacement"]
+    assert placement["rule"] == "declared" and placement["promptTokens"] == declared["promptTokens"]
+    # {{user}} is read as the prompt fills it in, as the audit reads it
+    assert [(fact["name"], fact["where"]) for fact in placement["facts"]] == [("7731", "start"),
+                                                                            ("{{user}}'s courier", "middle")]
+    assert declared["effectiveContext"]["tokens"] == 8000 and declared["effectiveContext"]["exceeded"] is True
+    assert "EFFECTIVE_CONTEXT_EXCEEDED" in [d["code"] for d in declared["diagnostics"]]
+    # none declared: the facts the conversation marks; a model without a published figure: null
+    marked = client.post("/api/v2/context-preview", json={"messages": messages[-3:], "model": "claude-sonnet-4"}).json()
+    assert marked["factPlacement"]["rule"] == "default-facts" and marked["effectiveContext"] is None
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["PromptPlan"]["properties"]
+    assert {"factPlacement", "effectiveContext"} <= set(schema)
+
+
 def test_validation_errors_are_clear_422s(client):
     assert error(client.post("/api/v2/chats", json={"settings": {"contextlimit": 1}}), 422) == "INVALID_REQUEST"
     message = client.post("/api/v2/chats", json={"settings": {"contextlimit": 1}}).json()["error"]["message"]

@@ -20,7 +20,7 @@ from contextfit.tokens import approximate_rules
 from contextfit.tokens.chat_counter import token_counter
 from contextfit.tokens.profiles import PROFILES
 from contextfit.tokens.tokenizers import get_tokenizer
-from contextfit.dashboard import bands, charts, page_data as dashboard
+from contextfit.dashboard import audit_view, bands, charts, compare_view
 from contextfit import cli
 
 SAMPLE = REPO / "contextfit" / "data" / "samples" / "support_chat.json"
@@ -148,16 +148,16 @@ def test_the_budget_chart_hover_and_the_headline_say_it():
     figure = charts.budget_figure(plan)
     fates = [trace for trace in figure.data if trace.name in charts.FATES]
     assert fates and all(f"prompt: {text}" in trace.hovertemplate for trace in fates)
-    assert dashboard.headline(plan)["band"] == text
+    assert compare_view.headline(plan)["band"] == text
     exact = charts.budget_figure(plan_for("gpt-4o"))
     assert all("exact" in trace.hovertemplate for trace in exact.data if trace.name in charts.FATES)
 
 
 def test_the_audit_table_shows_the_estimate_for_an_approximate_audit():
     plan = plan_for("claude-sonnet-4", context_limit=1_100, response_reserve=300)
-    rows = dashboard.audit_rows(audit_from_plan(plan, chat_id="c", provider="echo"))
+    rows = audit_view.audit_rows(audit_from_plan(plan, chat_id="c", provider="echo"))
     assert [row["estimate"] for row in rows] == [block.tokens_estimate for block in plan.blocks]
-    assert "estimate" not in dashboard.audit_rows(audit_from_plan(plan_for("gpt-4o"), chat_id="c", provider="echo"))[0]
+    assert "estimate" not in audit_view.audit_rows(audit_from_plan(plan_for("gpt-4o"), chat_id="c", provider="echo"))[0]
 
 
 def test_an_image_of_unknown_size_makes_an_exact_plan_approximate_at_its_upper_end():

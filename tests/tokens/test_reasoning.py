@@ -22,8 +22,8 @@ from contextfit.inputs.formats import load_conversation
 from contextfit.serving.audit import audit_from_plan
 from contextfit.tokens import reasoning
 from contextfit.tokens.sent import sent_counter
-from contextfit.dashboard import charts, page_data as dashboard
-from contextfit.pipeline.plan import compare_strategies
+from contextfit.dashboard import charts, editor, exports
+from contextfit.dashboard.setup import suggested_setup
 from contextfit.tokens.models import get_model
 
 SETTINGS = settings(max_examples=examples(80), suppress_health_check=[HealthCheck.too_slow])
@@ -136,7 +136,7 @@ def test_openai_reasoning_items_count_only_in_the_current_turn():
 
 def test_reasoning_rows_reach_the_csv_the_audit_and_the_chart():
     plan = contextfit.plan_prompt(claude_chat(2), model="claude-sonnet-4")
-    table = list(csv.DictReader(io.StringIO(dashboard.blocks_csv(plan))))
+    table = list(csv.DictReader(io.StringIO(exports.blocks_csv(plan))))
     assert [row["reason"] for row in table if row["kind"] == "reasoning"] == [r.NOT_SENT, r.NOT_SENT, r.CURRENT_INPUT]
     audit = audit_from_plan(plan, chat_id="c", provider="echo")
     assert [b.kind for b in audit.blocks].count("reasoning") == 3
@@ -147,7 +147,7 @@ def test_reasoning_rows_reach_the_csv_the_audit_and_the_chart():
     assert all(trace.x[0] >= 0 for trace in figure.data)  # the overhead bar is not negative
     # reasoning rows are not editable blocks
     conversation = contextfit.load_conversation(json.dumps(claude_chat(2)))
-    editable = dashboard.editor_rows(conversation, dashboard.suggested_setup(conversation), {"truncate": plan})
+    editable = editor.editor_rows(conversation, suggested_setup(conversation), {"truncate": plan})
     assert editable and not any(row["id"].endswith(":reasoning") for row in editable)
 
 
@@ -243,8 +243,7 @@ def _grown_like_fresh(messages, model, limit, pieces, edits):
         warm = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
                 for name, plan in session.plans(strategies=strategies, **keywords)}
         cold = {name: plan.to_dict() if isinstance(plan, contextfit.PromptPlan) else plan.code
-                for name, plan in compare_strategies(copy.deepcopy(mirror), strategies=strategies,
-                                                                **keywords).items()}
+                for name, plan in dict(contextfit.FitSession(copy.deepcopy(mirror)).plans(strategies=strategies, **keywords)).items()}
         assert warm == cold, f"after {done} messages"
 
 

@@ -15,7 +15,7 @@ import contextfit
 from contextfit.tokens import images
 from contextfit.serving.audit import audit_from_plan
 from contextfit.dashboard.charts import budget_figure
-from contextfit.dashboard.page_data import blocks_csv
+from contextfit.dashboard.exports import blocks_csv
 from contextfit.inputs.formats import load_conversation
 from contextfit.tokens.tool_defs import tool_costs
 

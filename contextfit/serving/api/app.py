@@ -40,7 +40,7 @@ from ..cancellation import request_cancel, until_stopped
 from ..generation import GenerationResult, RunningGenerations, check_chat_settings, generate, preview
 from ..liveness import Reaper, lease_seconds
 from ..providers import Provider, default_providers
-from ..replaying import replay_chat
+from ..replay_endpoint import replay_chat
 from ...replays.recommend import RETENTION
 from ...pipeline.settings import unknown_setting_message
 from ..store import Store

@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..audit import AuditBlock, PromptContextAudit
-from ..camel import camel_case
+from ..json_names import camel_case
 from ...jsonpath import lone_surrogate, too_deep
 from ...inputs.messages import ROLES
 from ...pipeline.plan import TokenizerInfo
@@ -274,6 +274,12 @@ class PromptPlan(_Open):
     blocks: list[PlanBlock]  # type: ignore[valid-type]
     providerMessages: list[dict[str, Any]]
     diagnostics: list[dict[str, Any]]
+    effectiveContext: dict[str, Any] | None = Field(
+        None, description="The model's published effective context (benchmark, tokens, source, exceeded, every "
+        "figure the catalog holds); null when the catalog has none for the model.")
+    factPlacement: dict[str, Any] | None = Field(
+        None, description="Where each must-survive fact sits in what is sent: start, middle or end of the prompt "
+        "by the token offset of its first occurrence (rule, promptTokens, counts, facts).")
 
 
 class Cancelled(BaseModel):
