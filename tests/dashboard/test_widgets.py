@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 # Opens one page first, in an interpreter of its own (no conftest fixture): a server's first run,
