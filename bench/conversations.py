@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from contextfit.inputs.formats import load_conversation_file
-from tests.support.synthetic import Conversation, synthetic, synthetic_turns
+from tests.support.synthetic import Conversation, synthetic, synthetic_turns, user_requests
 
 __all__ = ["FIXTURES", "Conversation", "fixture", "fixture_paths", "fixtures", "from_source", "stitched", "synthetic",
-           "synthetic_turns"]
+           "synthetic_turns", "user_requests"]
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(os.environ.get("CONTEXTFIT_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
@@ -113,15 +113,13 @@ def stitched(turns: int, root: Path = FIXTURES) -> Conversation | None:
     chats = [chat for path in fixture_paths(root) for chat in _records(path)]
     if not chats:
         return None
-    from contextfit.replays.run import request_positions
-
     messages: list[dict] = [{"role": "system", "content": "You are a helpful assistant. Use the tools when they help."}]
     for number in range(100_000):
         joined = [m for m in chats[number % len(chats)] if m.get("role") not in ("system", "developer")]
         messages += _own_links(joined, f"j{number}-")
-        if len(request_positions(messages)) >= turns:
+        if len(user_requests(messages)) >= turns:
             break
-    cut = request_positions(messages)[turns - 1]
+    cut = user_requests(messages)[turns - 1]
     return Conversation(f"fixtures-stitched-{turns}", messages[: cut + 1], {"kind": "stitched", "turns": turns})
 
 

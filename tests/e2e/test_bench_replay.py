@@ -23,10 +23,12 @@ def test_the_replay_bench_reports_cold_and_warm_ratios():
     assert sum(1 for m in messages if m["role"] == "user") >= 12 and messages[-1]["role"] == "user"
     text, result = replay_bench("--turns", "12", "--runs", "1", "--fresh-runs", "0", "--limit", "6000",
                                 "--strategies", "truncate,summarize")
-    assert result["turns"] == 12 and len(result["runs"]) == 1
+    assert result["user_turns"] == 12 and len(result["runs"]) == 1
     run = result["runs"][0]
     assert run["ratio_cold"] == run["replay_cold"] / run["cold_fit"] > 0
-    assert "cold ratio" in text and "target <= 3x" in text and "24 fits" in text
+    assert result["user_turns"] == 12 and result["turns"] >= 12  # each tool round the model answers is a request
+    assert "cold ratio" in text and "target <= 3x" in text and f"{2 * result['turns']} fits" in text
+    assert f"12 turns, {result['turns']} requests" in text
     # what the tokenizers counted: the cold fit counts every message once; the replay too, and its summaries
     cold, replayed = run["tokenized_cold_fit"], run["tokenized_replay"]
     assert cold["texts"] > 0 and cold["chars"] > 0

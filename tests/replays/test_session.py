@@ -4,7 +4,7 @@ planning that prefix from scratch gives, for every strategy (stable_prefix too).
 from __future__ import annotations
 
 import pytest
-from support.conversations import WORDS, conversations
+from support.conversations import WORDS, chats_with_long_results, conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.depth import examples
@@ -32,6 +32,16 @@ def test_replay_matches_planning_every_prefix_from_scratch(data, chat, budget, m
     if not request_positions(chat):
         chat = [*chat, {"role": "user", "content": "Any news on " + " ".join(WORDS[:3]) + "?"}]
     check_against_fresh_plans(chat, model, budget + 100, 100)
+
+
+@settings(max_examples=examples(25), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(chats_with_long_results(max_turns=16), st.integers(300, 1500))
+def test_a_replay_with_capped_results_matches_planning_every_prefix(chat, budget):
+    """The capped copies and their analysis are carried from request to request: each request must
+    still be what planning that prefix from scratch with the cap gives."""
+    if not request_positions(chat):
+        chat = [*chat, {"role": "user", "content": "Any news?"}]
+    check_against_fresh_plans(chat, "gpt-4o", budget + 100, 100)
 
 
 def test_replay_matches_fresh_plans_when_earlier_reasoning_is_dropped():

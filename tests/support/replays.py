@@ -16,7 +16,10 @@ VARIANTS = ["truncate", "summarize", "clear-tool-results", "vector-recall", "man
             # options of the refits that carry truncate's walk (tests/fitting/test_carried_refits.py)
             {"strategy": "summarize", "options": {"summary_tokens": 30, "summary_scan_chars": 300}},
             {"strategy": "vector-recall", "options": {"relevance_window": 2}},
-            {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_at_least": 20, "exclude_tools": ["lookup"]}}]
+            {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_at_least": 20, "exclude_tools": ["lookup"]}},
+            # capped results, carried from request to request (fitting/result_cap.py)
+            {"strategy": "truncate", "options": {"tool_result_cap": 40}},
+            {"strategy": "clear-tool-results", "options": {"tool_result_cap": 60}}]
 
 
 def _common(a: list, b: list) -> int:
@@ -60,11 +63,15 @@ def check_against_fresh_plans(chat: list[dict], model: str, limit: int, reserve:
                 elif plan.provider_system is not None or previous.provider_system is not None:
                     shared = 0
                 assert turn.shared_tokens == min(shared, plan.prompt_tokens - counter.base_tokens)
-            # the default entity rule, the slow way: the whole earlier text, every sent block
-            earlier = "\n".join(msg.message_text(m) for m in chat[:position])
-            in_force = [e for e in entities(msg.message_text(chat[position])) if contains_word(earlier, e)]
+            # the default entity rule, the slow way: the whole earlier text, every sent block; a tool
+            # round's request reads its turn's user message
+            anchor = next((p for p in range(position, -1, -1) if chat[p].get("role") == "user" and not any(
+                isinstance(part, dict) and str(part.get("type", "")).endswith("tool_result")
+                for part in (chat[p]["content"] if isinstance(chat[p].get("content"), list) else ()))), position)
+            earlier = "\n".join(msg.message_text(m) for m in chat[:anchor])
+            in_force = [e for e in entities(msg.message_text(chat[anchor])) if contains_word(earlier, e)]
             assert [fact.name for fact in turn.facts] == in_force
-            current = msg.explicit_id(chat[position]) or f"m{position}"
+            current = msg.explicit_id(chat[anchor]) or f"m{anchor}"
             plain = "\n".join(msg.message_text(b) for b in plan.fit.kept if msg.kind_of(b) != msg.SUMMARY
                               and not (msg.message_id(b, -1) == current and msg.role_of(b) == "user"))
             summary = "\n".join(msg.message_text(b) for b in plan.fit.kept if msg.kind_of(b) == msg.SUMMARY)

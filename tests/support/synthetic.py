@@ -175,19 +175,25 @@ def synthetic(n: int, seed: int = 6) -> Conversation:
     return Conversation(f"synthetic-{n}", list(_synthetic(n, seed)), {"kind": "synthetic", "size": n, "seed": seed})
 
 
+def user_requests(messages: list[dict]) -> list[int]:
+    """The positions of a chat's user messages that are requests (its tool rounds left out)."""
+    from contextfit.replays.run import model_calls
+
+    return [call.position for call in model_calls(messages) if call.trigger == "user"]
+
+
 def synthetic_turns(turns: int) -> list[dict]:
-    """The synthetic chat cut just after its ``turns``-th request (user message).
+    """The synthetic chat cut just after its ``turns``-th user message (a replay also makes a request
+    of each tool round the model answers).
 
     >>> chat = synthetic_turns(3)
-    >>> sum(m["role"] == "user" for m in chat) >= 3, chat[-1]["role"]
-    (True, 'user')
+    >>> len(user_requests(chat)), chat[-1]["role"]
+    (3, 'user')
     """
-    from contextfit.replays.run import request_positions
-
     size = max(4, turns * 2)
     while True:
         messages = synthetic(size).messages
-        requests = request_positions(messages)
+        requests = user_requests(messages)
         if len(requests) >= turns:
             return messages[: requests[turns - 1] + 1]
         size = int(size * 1.25) + 8
