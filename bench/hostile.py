@@ -30,6 +30,7 @@ import sys
 import time
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
 
 def _png_bomb(chunks: int) -> bytes:

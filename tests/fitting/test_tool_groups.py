@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conversations import groups
+from support.conversations import groups
 
 import contextfit
 from contextfit.fitting.analysis import build_view

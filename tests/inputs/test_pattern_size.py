@@ -17,6 +17,7 @@ import pytest
 import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from support.depth import examples
 
 from contextfit.inputs.lorebook.matching import RegexLimits
 from contextfit.inputs.lorebook.pattern_size import BYTES_PER_UNIT, pattern_units, without_captures
@@ -133,7 +134,7 @@ def _patterns(depth: int = 3) -> st.SearchStrategy[str]:
     return st.lists(sequence, min_size=1, max_size=3).map("|".join)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=_patterns(), prefix=st.sampled_from(["", "(?i)", "(?x)", "(?fi)", "(?s)"]))
 def test_any_pattern_compiles_within_its_estimate(pattern: str, prefix: str) -> None:
     assume(pattern_units(prefix + pattern) <= 20_000)  # larger ones are refused, and slow to compile here
@@ -161,7 +162,7 @@ def test_groups_nothing_reads_back_stop_capturing(pattern: str, expected: str) -
     assert without_captures(pattern) == expected
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=_patterns(2), prefix=st.sampled_from(["", "(?i)", "(?x)", "(?s)"]),
        text=st.text(alphabet="ab(){}[]ß\n é1_", max_size=30))
 def test_a_pattern_without_captures_matches_where_the_pattern_does(pattern: str, prefix: str, text: str) -> None:

@@ -10,8 +10,8 @@ import re
 
 import pytest
 import yaml
-from api_support import LOCAL
-from conftest import shared_path
+from support.api import LOCAL
+from support.paths import shared_path
 from fastapi.testclient import TestClient
 
 import contextfit
@@ -21,8 +21,6 @@ from contextfit.replays.run import model_calls, replay
 from contextfit.serving.api import create_app
 from contextfit.serving.providers import EchoProvider
 from contextfit.tokens import models
-
-pytest_plugins = ["api_fixtures"]
 
 
 def cassette(name: str) -> dict:

@@ -256,7 +256,7 @@ def test_deepseek_counts_a_million_control_or_format_characters_exactly(label: s
 OPEN_ALPHABET = ALPHABET + "\x00\x01\ue000\u2060\u0378日本カ\u3041" + "0123456789"
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), suppress_health_check=[HealthCheck.too_slow])
 @given(vocabulary=st.sampled_from(BPE_VOCABULARIES), text=st.text(alphabet=OPEN_ALPHABET, max_size=40),
        minimum=st.sampled_from([2, 3, 5]))
 def test_any_text_encodes_as_the_open_vocabulary_with_every_long_run_cut_out(vocabulary: str, text: str, minimum: int) -> None:
@@ -271,7 +271,7 @@ def test_any_text_encodes_as_the_open_vocabulary_with_every_long_run_cut_out(voc
         long_blanks.LONG_BLANK_RUN = original
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
 @given(vocabulary=st.sampled_from(["mistral-v7", "mistral-v3"]),
        text=st.text(alphabet=ALPHABET + "\u2581▁ab cd", max_size=60), size=st.integers(1, 8))
 def test_a_sentencepiece_text_in_parts_encodes_as_the_reference(vocabulary: str, text: str, size: int) -> None:
