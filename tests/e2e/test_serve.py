@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from support.api import API_KEY, FakeProvider
+from support.servers import free_port
 
 from contextfit.cli import main
 from contextfit.serving.api.serving import STALLED_SECONDS
@@ -25,12 +26,6 @@ from contextfit.serving.api import serving
 HEADER_SECONDS = 2
 MAX_CONNECTIONS = 3
 WAIT = 30  # seconds a test waits for an event before it calls the server stuck
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Served:

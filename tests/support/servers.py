@@ -1,7 +1,7 @@
 """Real ``contextfit serve`` processes and fresh databases for the multi-process tests and the load bench.
 
 ``bench/load.py`` and ``bench/hostile_serving.py`` import them from here
-(``tests.support.servers``); they import no other test helper.
+(``tests.support.servers``), so this module imports no other test helper.
 """
 
 from __future__ import annotations
