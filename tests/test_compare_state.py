@@ -75,18 +75,22 @@ def test_settings_are_kept_and_a_new_conversation_brings_its_defaults():
 
 def test_the_url_is_read_once_and_bad_values_are_ignored_with_a_note():
     state = {}
-    query = {"model": "gpt-4o-mini", "limit": "9000", "reserve": "1000", "strategies": "manual,truncate"}
+    query = {"model": "gpt-4o-mini", "limit": "9000", "reserve": "1000", "strategies": "manual,truncate",
+             "priority": "cache", "per_day": "250"}
     assert settle(state, query) == []
     assert (state["model"], state["limit"], state["reserve"], state["strategies"]) == ("gpt-4o-mini", 9000, 1000, ["manual", "truncate"])
+    assert (state["priority"], state["conversations_per_day"]) == ("cache", 250)
     assert compare_state.link_of(state) == query
     state["limit"] = 7000
     settle(state, query)  # read once per session: the user's edit stays
     assert state["limit"] == 7000
 
-    bad = {"model": "gpt-9", "limit": "1e9", "reserve": "12", "strategies": "nope"}
+    bad = {"model": "gpt-9", "limit": "1e9", "reserve": "12", "strategies": "nope", "priority": "speed", "per_day": "0"}
     state = {}
     notes = settle(state, bad)
-    assert len(notes) == 3 and state["model"] == "gpt-4o" and state["limit"] == 128_000 and state["strategies"] == STRATEGIES
+    assert len(notes) == 5 and state["model"] == "gpt-4o" and state["limit"] == 128_000 and state["strategies"] == STRATEGIES
+    assert (state["priority"], state["conversations_per_day"]) == ("retention", 1_000)  # the defaults
+    assert notes[3] == "Ignored priority='speed' from the link: one of retention, cost, cache is expected."
     url = compare_state.read_link({"limit": "100", "reserve": "100"}, MODELS, STRATEGIES)
     assert (url.limit, url.reserve) == (100, None) and "below the limit" in url.notes[0]
     url = compare_state.read_link({"limit": ["1", "<script>"], "reserve": "٣"}, MODELS, STRATEGIES)
@@ -102,7 +106,7 @@ def test_a_conversation_brings_its_facts_and_its_last_turn_and_a_link_its_own_on
     assert (state["replay_facts"], state["replay_stable"], state["replay_turn"], state["limit"]) == ("ORD-7731", False, 4, 3000)
     assert compare_state.link_of(state, replay=True) == {
         "model": "gpt-4o", "limit": "3000", "reserve": "750", "strategies": ",".join(STRATEGIES),
-        "stable": "0", "facts": "ORD-7731", "turn": "4"}
+        "priority": "retention", "per_day": "1000", "stable": "0", "facts": "ORD-7731", "turn": "4"}
     state.update(replay_facts="typed", replay_turn=2)
     settle(state, query, input_key="a")  # the same conversation: the user's own stay
     assert (state["replay_facts"], state["replay_turn"]) == ("typed", 2)
@@ -128,8 +132,13 @@ def test_keep_saves_every_setting_again_and_nothing_else():
 
 
 def test_odd_widget_values_are_repaired():
-    state = {"summary_tokens": -5, "relevance_window": 10**12, "user_name": "x" * 5000, "strategies": ["gone", "manual"]}
+    state = {"summary_tokens": -5, "relevance_window": 10**12, "user_name": "x" * 5000, "strategies": ["gone", "manual"],
+             "priority": "fastest", "conversations_per_day": -3}
     settle(state)
+    assert (state["priority"], state["conversations_per_day"]) == ("retention", 1)
+    state["conversations_per_day"] = None  # the box emptied: its default
+    settle(state)
+    assert state["conversations_per_day"] == 1_000
     assert state["summary_tokens"] == 0 and state["relevance_window"] == compare_state.MAX_RELEVANCE_WINDOW
     assert len(state["user_name"]) == compare_state.MAX_USER_NAME and state["strategies"] == ["manual"]
     state["user_name"] = "Ann\ud800"
@@ -314,13 +323,17 @@ def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
     at.sidebar.number_input(key="summary_tokens").set_value(64).run()
     at.sidebar.number_input(key="relevance_window").set_value(3).run()
     at.sidebar.text_input(key="user_name").set_value("Tomas").run()
+    at.sidebar.radio(key="priority").set_value("cost").run()
+    at.sidebar.number_input(key="conversations_per_day").set_value(250).run()
     at.session_state["overrides"] = {"m1": {"pinned": True}}
     at.run()
     expected = {"model": "gpt-4o-mini", "limit": 2000, "reserve": 300, "strategies": ["summarize", "truncate"],
-                "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas"}
+                "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas", "priority": "cost",
+                "conversations_per_day": 250}
     metrics = [m.value for m in at.metric]
-    assert {key: at.query_params[key] for key in compare_state.SHARED} == {
-        "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate"}
+    assert {key: at.query_params[key] for key in compare_state.LINK_KEYS if key in at.query_params} == {
+        "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate",
+        "priority": "cost", "per_day": "250"}
     for page in ("pages/models.py", "pages/audit.py", "pages/plugins.py"):
         at.switch_page(page).run()
         clean(at)

@@ -1,7 +1,8 @@
 """What ``app.py`` draws around the pages, and what the pages read from it.
 
 Compare and Replay share one sidebar — the conversation (:mod:`widgets.source`)
-and the model, limits and strategies (:mod:`widgets.settings`) — drawn once per
+and the model, limits, strategies, priority and conversations a day
+(:mod:`widgets.settings`) — drawn once per
 run by ``app.py`` before it runs the page, the way Streamlit documents widgets
 that several pages share; a page reads what was chosen with :func:`shared`
 and adds its own widgets below. Everything here draws: the rules are in
@@ -20,6 +21,8 @@ import streamlit as st
 from contextfit.dashboard import presentation, state
 from contextfit.dashboard.setup import Setup
 from contextfit.dashboard.sources import QUERY_KEYS, Source
+from contextfit.replays.recommend import RETENTION
+from contextfit.replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
 
 from . import settings, source
 
@@ -31,13 +34,18 @@ Note = tuple[str, str]
 @dataclass(frozen=True, slots=True)
 class Sidebar:
     """What the shared sidebar chose in this run: the conversation (``None``: nothing to show yet,
-    the notes say why), the model, limits and strategies (``None`` without a conversation), and
-    what the page says about them above its content."""
+    the notes say why), the model, limits and strategies (``None`` without a conversation), what
+    the page says about them above its content, and the priority and conversations a day the
+    recommendation and its costs at volume follow."""
 
     source: Source | None
     setup: Setup | None
     notes: tuple[Note, ...] = ()
     replay: bool = False
+    #: what the recommendation favours: ``retention``, ``cost`` or ``cache`` (``replays.recommend.PRIORITIES``)
+    priority: str = RETENTION
+    #: the conversations a day the costs at volume (a month's) are shown for
+    conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY
 
 
 _run = threading.local()  # this run's sidebar: each session's script runs in a thread of its own
@@ -50,7 +58,7 @@ def draw_sidebar(replay: bool = False) -> None:
     with st.sidebar:
         chosen = source.conversation_source(notes)
         setup = settings.draw(chosen, notes) if chosen is not None else None
-    _run.sidebar = Sidebar(chosen, setup, tuple(notes), replay)
+    _run.sidebar = Sidebar(chosen, setup, tuple(notes), replay, *settings.decision())
     write_link()
 
 

@@ -20,6 +20,8 @@ from contextfit.dashboard.markdown import plain
 from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.dashboard.sources import Source
 from contextfit.fitting.registry import registry
+from contextfit.replays.recommend import PRIORITIES, PRIORITY_WORDS, RETENTION
+from contextfit.replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
 from contextfit.tokens.models import list_models
 
 
@@ -41,11 +43,24 @@ def draw(source: Source, notes: list[tuple[str, str]]) -> Setup:
                               "is the limit minus this, so it stays below the limit.")
     strategies = st.multiselect("Strategies", registry.names(), key=state.STRATEGIES,
                                 help="Each one fits the same conversation; they are shown side by side.")
-    # ── Priority (retention / cost / cache) ─────────────────────────────────────────────────────
-    # The place of the control that says what matters most when the strategies are ranked. A later
-    # change draws it here (key state.PRIORITY, kept and linked like the settings above, see
-    # contextfit/dashboard/state.py) and adds it to the Setup below, so Compare and Replay read it.
+    st.header("Decision")
+    st.radio("Priority", PRIORITIES, format_func=PRIORITY_WORDS.__getitem__, key=state.PRIORITY,
+             help="What the recommendation favours when it ranks the strategies: the share of the must-survive "
+             "facts kept (then cost), the cost per conversation (then what is kept), or the prompt tokens read "
+             "from the provider's cache (then cost).")
+    st.number_input("Conversations per day", min_value=1, max_value=state.MAX_PER_DAY, value=None, step=100,
+                    key=state.PER_DAY, help=f"The volume a month's cost is shown for ({DAYS_PER_MONTH} days); "
+                    f"empty: {DEFAULT_CONVERSATIONS_PER_DAY:,}.")
     return Setup.of(model, limit, reserve, strategies)
+
+
+def decision() -> tuple[str, int]:
+    """The priority and the conversations a day the sidebar chose (their defaults before it draws them)."""
+    session = st.session_state
+    priority = session.get(state.PRIORITY)
+    per_day = session.get(state.PER_DAY)
+    return (priority if priority in PRIORITIES else RETENTION,
+            per_day if isinstance(per_day, int) and per_day >= 1 else DEFAULT_CONVERSATIONS_PER_DAY)
 
 
 def strategy_options() -> dict[str, Any]:

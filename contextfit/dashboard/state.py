@@ -1,7 +1,8 @@
 """The dashboard's settings in the browser session — without Streamlit, so it is tested here.
 
-One model, context limit, response reserve and set of strategies serve the
-Compare and Replay pages (the sidebar ``app.py`` draws for both); each page
+One model, context limit, response reserve, set of strategies, priority and
+number of conversations a day serve the Compare and Replay pages (the
+sidebar ``app.py`` draws for both); each page
 adds a few of its own (Compare's strategy options, Replay's facts,
 ``stable_prefix`` and turn). They live in ``st.session_state`` (any mutable
 mapping here) under the keys of the widgets that show them:
@@ -27,14 +28,17 @@ from typing import Any
 from ..jsonpath import replace_lone_surrogates
 from ..limits import MAX_MESSAGES
 from ..pipeline.plan import BUILTIN_STRATEGIES
+from ..replays.recommend import PRIORITIES, RETENTION
+from ..replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
 
 # -- the settings, by the widget keys that show them ------------------------------------------
 
 MODEL, LIMIT, RESERVE, STRATEGIES = "model", "limit", "reserve", "strategies"
-#: The sidebar's settings, shared by Compare and Replay. A "priority" setting (retention / cost /
-#: cache) joins them here: its key, its URL parameter in :func:`read_link` and :func:`link_of`, and
-#: its widget in the sidebar (``widgets/settings.py``, where its place is marked).
-SHARED = (MODEL, LIMIT, RESERVE, STRATEGIES)
+#: What the recommendation favours (``retention``, ``cost`` or ``cache``) and the conversations a day its costs
+#: at volume are shown for; the pages read them as ``widgets.shared().priority`` and ``.conversations_per_day``.
+PRIORITY, PER_DAY = "priority", "conversations_per_day"
+#: The sidebar's settings, shared by Compare and Replay.
+SHARED = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, PER_DAY)
 SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION = "summary_tokens", "relevance_window", "user_name", "presentation"
 #: The Compare page's own: its "Strategy options" and presentation mode (which Replay follows).
 COMPARE = (SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION)
@@ -51,11 +55,13 @@ MAX_SUMMARY_TOKENS = 1_000_000
 MAX_RELEVANCE_WINDOW = MAX_MESSAGES
 MAX_USER_NAME = 200
 MAX_TURN = 10_000_000
-DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, USER_NAME: "User", STABLE: True}
+MAX_PER_DAY = 1_000_000_000
+DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, USER_NAME: "User", STABLE: True,
+                            PRIORITY: RETENTION, PER_DAY: DEFAULT_CONVERSATIONS_PER_DAY}
 #: Characters of facts a link carries (longer facts stay out of it, said by :func:`unlinked_facts`).
 LINKED_FACTS = 1000
 #: The URL parameters of the settings (the conversation's are ``sample``, ``upload`` and ``chat``).
-LINK_KEYS = (MODEL, LIMIT, RESERVE, STRATEGIES, "stable", "facts", "turn")
+LINK_KEYS = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, "per_day", "stable", "facts", "turn")
 
 # Session keys no widget owns.
 _CONVERSATION, _LIMITS_FOR, _LINK_READ, _PENDING = "settings.conversation", "settings.limits_for", "settings.link_read", "settings.pending"
@@ -88,6 +94,8 @@ class Link:
     stable: bool | None = None
     facts: str | None = None
     turn: int | None = None
+    priority: str | None = None
+    per_day: int | None = None
     notes: tuple[str, ...] = field(default=())
 
 
@@ -115,9 +123,10 @@ def read_link(params: Mapping[str, Any], models: Sequence[str], names: Sequence[
     """The settings a URL asks for; a value that is not valid is ignored with a note.
 
     >>> link = read_link({"model": "gpt-4o", "limit": "8000", "reserve": "-1", "strategies": "truncate,nope",
-    ...                   "stable": "0", "turn": "4"}, ["gpt-4o"], ["truncate", "summarize"])
-    >>> link.model, link.limit, link.reserve, link.strategies, link.stable, link.turn
-    ('gpt-4o', 8000, None, ('truncate',), False, 4)
+    ...                   "stable": "0", "turn": "4", "priority": "cost", "per_day": "2,500"}, ["gpt-4o"],
+    ...                  ["truncate", "summarize"])
+    >>> link.model, link.limit, link.reserve, link.strategies, link.stable, link.turn, link.priority, link.per_day
+    ('gpt-4o', 8000, None, ('truncate',), False, 4, 'cost', 2500)
     >>> link.notes
     ("Ignored reserve='-1' from the link: a whole number of tokens from 0 is expected.", "Ignored the unknown strategy 'nope' from the link.")
     """
@@ -151,8 +160,17 @@ def read_link(params: Mapping[str, Any], models: Sequence[str], names: Sequence[
     turn = None if turn_text is None else _whole(turn_text, 1, MAX_TURN)
     if turn_text is not None and turn is None:
         notes.append(f"Ignored turn={turn_text[:60]!r} from the link: a turn number from 1 is expected.")
+    priority = query_value(params, PRIORITY)
+    if priority is not None and priority not in PRIORITIES:
+        notes.append(f"Ignored priority={priority[:60]!r} from the link: one of {', '.join(PRIORITIES)} is expected.")
+        priority = None
+    per_day_text = query_value(params, "per_day")
+    per_day = None if per_day_text is None else _whole(per_day_text, 1, MAX_PER_DAY)
+    if per_day_text is not None and per_day is None:
+        notes.append(f"Ignored per_day={per_day_text[:60]!r} from the link: a whole number of conversations a day "
+                     "from 1 is expected.")
     return Link(model, limit, reserve, strategies, None if stable not in ("0", "1") else stable == "1",
-                query_value(params, "facts"), turn, tuple(notes))
+                query_value(params, "facts"), turn, priority, per_day, tuple(notes))
 
 
 def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
@@ -160,14 +178,16 @@ def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
     adds the Replay page's own (facts too long for an address stay out: :func:`unlinked_facts`).
 
     >>> state = {"model": "gpt-4o", "limit": 8000, "reserve": 1000, "strategies": ["truncate", "manual"],
+    ...          "priority": "cost", "conversations_per_day": 250,
     ...          "replay_stable": False, "replay_facts": "ORD-7731", "replay_turn": 4}
     >>> link_of(state)
-    {'model': 'gpt-4o', 'limit': '8000', 'reserve': '1000', 'strategies': 'truncate,manual'}
+    {'model': 'gpt-4o', 'limit': '8000', 'reserve': '1000', 'strategies': 'truncate,manual', 'priority': 'cost', 'per_day': '250'}
     >>> link_of(state, replay=True)["stable"], link_of(state, replay=True)["facts"], link_of(state, replay=True)["turn"]
     ('0', 'ORD-7731', '4')
     """
     link = {MODEL: state.get(MODEL), LIMIT: _text(state.get(LIMIT)), RESERVE: _text(state.get(RESERVE)),
-            STRATEGIES: ",".join(state.get(STRATEGIES) or ())}
+            STRATEGIES: ",".join(state.get(STRATEGIES) or ()), PRIORITY: state.get(PRIORITY),
+            "per_day": _text(state.get(PER_DAY))}
     if replay:
         facts = state.get(FACTS) or None
         link.update(stable="1" if state.get(STABLE, True) else "0", turn=_text(state.get(TURN)),
@@ -325,7 +345,8 @@ def settle(
         state.pop(TURN, None)
         state[MODEL] = pending.model if pending is not None and pending.model else suggest(None).model
     if pending is not None:  # the link's choices, for the first conversation of the session
-        for key, value in ((STABLE, pending.stable), (FACTS, pending.facts), (TURN, pending.turn)):
+        for key, value in ((STABLE, pending.stable), (FACTS, pending.facts), (TURN, pending.turn),
+                           (PRIORITY, pending.priority), (PER_DAY, pending.per_day)):
             if value is not None:
                 state[key] = value
     if state.get(MODEL) not in models:
@@ -375,6 +396,9 @@ def _options(state: MutableMapping[str, Any]) -> list[str]:
         notes.append("A broken character (a lone surrogate) in the user name was replaced by \ufffd.")
     state[USER_NAME] = name
     state[STABLE] = bool(state[STABLE])
+    if state[PRIORITY] not in PRIORITIES:
+        state[PRIORITY] = RETENTION
+    state[PER_DAY] = _whole_in(state[PER_DAY], 1, MAX_PER_DAY, DEFAULT_CONVERSATIONS_PER_DAY)
     state[FACTS] = str(state.get(FACTS) or "")
     return notes
 
