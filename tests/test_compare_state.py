@@ -8,13 +8,14 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from budget_support import EVERY_STRATEGY, chart_count
+from budget_support import EVERY_STRATEGY, chart_count, prompt_tokens
 from conftest import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.dashboard import compare_view, editor
 from contextfit.dashboard import state as compare_state
+from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.fitting.strategies import ContextStrategy
 from contextfit.inputs.samples import load_sample, sample_text
@@ -106,7 +107,7 @@ def test_a_conversation_brings_its_facts_and_its_last_turn_and_a_link_its_own_on
     assert (state["replay_facts"], state["replay_stable"], state["replay_turn"], state["limit"]) == ("ORD-7731", False, 4, 3000)
     assert compare_state.link_of(state, replay=True) == {
         "model": "gpt-4o", "limit": "3000", "reserve": "750", "strategies": ",".join(STRATEGIES),
-        "priority": "retention", "per_day": "1000", "stable": "0", "facts": "ORD-7731", "turn": "4"}
+        "stable": "0", "facts": "ORD-7731", "turn": "4"}
     state.update(replay_facts="typed", replay_turn=2)
     settle(state, query, input_key="a")  # the same conversation: the user's own stay
     assert (state["replay_facts"], state["replay_turn"]) == ("typed", 2)
@@ -163,15 +164,18 @@ def test_squeeze_makes_the_strategies_work_when_everything_fits():
     roomy = Setup.of("gpt-4o", 128_000, 16_384)
     plans = {name: plan_one(conversation, roomy, name) for name in STRATEGIES}
     assert compare_view.everything_fits(plans)
-    limit = compare_view.squeeze_limit(plans["truncate"])
-    assert compare_view.fits_view(plans) == (compare_view.fits_note(plans), limit)
-    squeezed = Setup.of("gpt-4o", limit, 16_384)
+    replan = compare_view.replanner(session_for(conversation), Setup(roomy.settings, tuple(STRATEGIES)))
+    note, squeeze = compare_view.fits_view(plans, replan)
+    assert note == compare_view.fits_note(plans) and squeeze.limit < 128_000
+    # the reserve keeps its share of the window (16,384 of 128,000): not 16,384 of a window of a few thousand
+    assert squeeze.reserve == pytest.approx(squeeze.limit * 16_384 / 128_000, abs=1)
+    squeezed = Setup.of("gpt-4o", squeeze.limit, squeeze.reserve)
     plans = {name: plan_one(conversation, squeezed, name) for name in STRATEGIES}
-    assert not compare_view.everything_fits(plans) and compare_view.fits_view(plans) is None
+    assert not compare_view.everything_fits(plans) and compare_view.fits_view(plans, replan) is None
     assert all(any(not block.included for block in plan.blocks) for plan in plans.values())
     assert len({plan.prompt_tokens for plan in plans.values()}) >= 3 and plans["summarize"].summary is not None
-    alone = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
-    assert compare_view.squeeze_limit(alone) is None  # nothing could ever be dropped
+    alone = {"truncate": contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")}
+    assert compare_view.fits_view(alone, replan)[1] is None  # nothing could ever be dropped
 
 
 def test_what_is_the_current_input_when_the_chat_ends_on_a_reply():
@@ -330,7 +334,7 @@ def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
     expected = {"model": "gpt-4o-mini", "limit": 2000, "reserve": 300, "strategies": ["summarize", "truncate"],
                 "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas", "priority": "cost",
                 "conversations_per_day": 250}
-    metrics = [m.value for m in at.metric]
+    metrics = prompt_tokens(at)
     assert {key: at.query_params[key] for key in compare_state.LINK_KEYS if key in at.query_params} == {
         "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate",
         "priority": "cost", "per_day": "250"}
@@ -341,7 +345,7 @@ def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
         clean(at)
         assert {key: at.session_state[key] for key in expected} == expected, page
         assert at.session_state["overrides"] == {"m1": {"pinned": True}}
-        assert [m.value for m in at.metric] == metrics
+        assert prompt_tokens(at) == metrics
     at.run()  # and a plain rerun
     assert {key: at.session_state[key] for key in expected} == expected
 
@@ -380,17 +384,19 @@ def test_a_shared_link_reopens_the_comparison_and_bad_values_get_one_line():
 def test_the_first_load_shows_the_strategies_at_work_and_squeeze_when_everything_fits():
     at = app().run()
     clean(at)
-    tokens = [m.value for m in at.metric][:5]
+    tokens = prompt_tokens(at)[:5]
     assert len(set(tokens)) == 5
     assert not any(b.key == "squeeze" for b in at.button)
     at.sidebar.number_input(key="limit").set_value(128_000).run()
     assert at.info[0].value.startswith("Everything fits")
-    assert len({m.value for m in at.metric}) == 2  # all alike but manual, which drops the aside marked by hand
+    assert len(set(prompt_tokens(at))) == 2  # all alike but manual, which drops the aside marked by hand
     at.button(key="squeeze").click().run()
     clean(at)
-    assert at.sidebar.number_input(key="limit").value < 128_000
+    limit, reserve = at.sidebar.number_input(key="limit").value, at.sidebar.number_input(key="reserve").value
+    assert limit < 128_000 and reserve < limit / 4  # the reserve scaled with the window, not 16,384 of it
+    assert reserve == pytest.approx(limit / 8, abs=2)  # 400 of 128,000 would leave a reply 5 tokens: an eighth
     assert not any(b.key == "squeeze" for b in at.button)
-    assert len({m.value for m in at.metric}) >= 3
+    assert len(set(prompt_tokens(at))) >= 3
 
 
 def test_a_chat_ending_on_a_reply_says_what_the_current_input_is():
@@ -406,8 +412,8 @@ def test_an_approximate_model_shows_each_strategys_band_under_its_count():
     clean(at)
     bands = [caption.value for caption in at.caption if caption.value.startswith("tokenizer ")]
     assert len(bands) == 2 and all("(approximate, up to " in band and "about " in band for band in bands)
-    metrics = [metric.value for metric in at.metric if metric.label == "Prompt tokens"]
-    assert [band.rsplit("up to ", 1)[1].rstrip(")") for band in bands] == metrics  # the metric is the upper end
+    shown = prompt_tokens(at)
+    assert [band.rsplit("up to ", 1)[1].rstrip(")") for band in bands] == shown  # the count shown is the upper end
     at.sidebar.selectbox(key="model").set_value("gpt-4o-mini").run()
     # o200k_base: exact, but for the sample's tool-call turns, a shape no recorded count covers (counted high)
     conversation, setup = load_sample("roleplay"), Setup.of("gpt-4o-mini", 2200, 400)

@@ -171,7 +171,8 @@ def app() -> AppTest:
 def test_first_load_compares_a_sample_under_every_builtin_strategy():
     at = app().run()
     assert not at.exception and not at.error
-    assert [s.value for s in at.subheader][: len(STRATEGIES) + 1] == ["Verdict", *STRATEGIES]
+    assert [s.value for s in at.subheader][: len(STRATEGIES) + 2] == [*STRATEGIES, "Fate of every block, strategy by strategy",
+                                                                      "Verdict"]
     assert chart_count(at) == (0, len(STRATEGIES), len(STRATEGIES), 1)  # every chart in HTML: no plotly chart to compile or mount anew
     bars, block_charts_drawn = budget_bars(at), block_charts(at)  # one of each per strategy
     assert [bar.strategy for bar in bars] == [chart.strategy for chart in block_charts_drawn] == list(STRATEGIES)

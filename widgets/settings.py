@@ -15,14 +15,18 @@ from typing import Any
 import streamlit as st
 
 from contextfit.dashboard import state
+from contextfit.dashboard.fact_list import fact_list
 from contextfit.dashboard.facts_box import facts_to_text
 from contextfit.dashboard.markdown import plain
 from contextfit.dashboard.setup import Setup, suggested_setup
+from contextfit.dashboard.strategy_lines import strategies_help
 from contextfit.dashboard.sources import Source
 from contextfit.fitting.registry import registry
 from contextfit.replays.recommend import PRIORITIES, PRIORITY_WORDS, RETENTION
 from contextfit.replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
 from contextfit.tokens.models import list_models
+
+from .chosen import shared
 
 
 def draw(source: Source, notes: list[tuple[str, str]]) -> Setup:
@@ -42,7 +46,7 @@ def draw(source: Source, notes: list[tuple[str, str]]) -> Setup:
                               step=128, key=state.RESERVE, help="Room kept free for the answer; the prompt's budget "
                               "is the limit minus this, so it stays below the limit.")
     strategies = st.multiselect("Strategies", registry.names(), key=state.STRATEGIES,
-                                help="Each one fits the same conversation; they are shown side by side.")
+                                help=strategies_help(registry.names()))
     st.header("Decision")
     st.radio("Priority", PRIORITIES, format_func=PRIORITY_WORDS.__getitem__, key=state.PRIORITY,
              help="What the recommendation favours when it ranks the strategies: the share of the must-survive "
@@ -81,7 +85,9 @@ def strategy_options() -> dict[str, Any]:
 
 def replay_options() -> tuple[bool, str]:
     """Draw the Replay page's own settings (in the sidebar, below the shared ones): whether the
-    ``stable_prefix`` variants are replayed too, and the must-survive facts box's text."""
+    ``stable_prefix`` variants are replayed too, and the must-survive facts to follow, as the facts
+    box's lines — the box's own when it holds any, else the shared list as the user edited it on
+    Compare ("" while it is not edited: the replay then finds the same defaults itself)."""
     with st.sidebar:
         stable = st.checkbox("Also with stable_prefix", key=state.STABLE,
                              help="truncate, summarize and clear-tool-results cutting down to 70% of the budget, "
@@ -93,4 +99,13 @@ def replay_options() -> tuple[bool, str]:
                              "message shares with an earlier one).")
         if (unlinked := state.unlinked_facts(facts)):
             st.caption(unlinked)
-    return stable, facts
+    return stable, facts if facts.strip() else shared_facts()
+
+
+def shared_facts() -> str:
+    """The must-survive list Compare shows, as the user edited it, in facts-box lines ("" unedited)."""
+    sidebar, session = shared(), st.session_state
+    if sidebar.source is None or sidebar.setup is None or not session.get(state.MUST_SURVIVE):
+        return ""
+    settings = sidebar.setup.settings.replace(overrides=session.get(state.OVERRIDES) or None)
+    return fact_list(sidebar.source.conversation, settings, session[state.MUST_SURVIVE]).text()

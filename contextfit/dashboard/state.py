@@ -48,6 +48,10 @@ REPLAY = (STABLE, FACTS, TURN)
 KEPT = SHARED + COMPARE + REPLAY
 #: The Compare page's edits of the blocks (no widget holds them) and its edit table's version.
 OVERRIDES, EDITOR_VERSION = "overrides", "editor_version"
+#: The must-survive facts Compare and Replay follow: the user's edits of the conversation's own list
+#: (``{"off": names no longer followed, "added": lines typed}``, :mod:`contextfit.dashboard.fact_list`;
+#: no widget holds them) and the version of the table that edits them.
+MUST_SURVIVE, FACTS_VERSION = "must_survive", "must_survive_version"
 
 #: Bounds of the widgets: the engine has no upper bound, a browser's number field has (2**53).
 MAX_LIMIT = 100_000_000
@@ -61,7 +65,8 @@ DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, USER_NAME: "
 #: Characters of facts a link carries (longer facts stay out of it, said by :func:`unlinked_facts`).
 LINKED_FACTS = 1000
 #: The URL parameters of the settings (the conversation's are ``sample``, ``upload`` and ``chat``).
-LINK_KEYS = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, "per_day", "stable", "facts", "turn")
+LINK_KEYS = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, "per_day", "unfollow", "follow", "present", "stable", "facts",
+             "turn")
 
 # Session keys no widget owns.
 _CONVERSATION, _LIMITS_FOR, _LINK_READ, _PENDING = "settings.conversation", "settings.limits_for", "settings.link_read", "settings.pending"
@@ -96,6 +101,10 @@ class Link:
     turn: int | None = None
     priority: str | None = None
     per_day: int | None = None
+    #: the must-survive facts' edits: names no longer followed, lines added
+    unfollow: tuple[str, ...] | None = None
+    follow: tuple[str, ...] | None = None
+    present: bool | None = None
     notes: tuple[str, ...] = field(default=())
 
 
@@ -169,8 +178,18 @@ def read_link(params: Mapping[str, Any], models: Sequence[str], names: Sequence[
     if per_day_text is not None and per_day is None:
         notes.append(f"Ignored per_day={per_day_text[:60]!r} from the link: a whole number of conversations a day "
                      "from 1 is expected.")
+    unfollow, follow = (_lines(query_value(params, key)) for key in ("unfollow", "follow"))
+    present = query_value(params, "present")
+    if present not in (None, "0", "1"):
+        notes.append(f"Ignored present={present[:60]!r} from the link: 0 or 1 is expected.")
     return Link(model, limit, reserve, strategies, None if stable not in ("0", "1") else stable == "1",
-                query_value(params, "facts"), turn, priority, per_day, tuple(notes))
+                query_value(params, "facts"), turn, priority, per_day, unfollow, follow,
+                None if present not in ("0", "1") else present == "1", tuple(notes))
+
+
+def _lines(text: str | None) -> tuple[str, ...] | None:
+    """A link's list of facts, one a line (``None``: not given)."""
+    return None if text is None else tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
 def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
@@ -186,8 +205,17 @@ def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
     ('0', 'ORD-7731', '4')
     """
     link = {MODEL: state.get(MODEL), LIMIT: _text(state.get(LIMIT)), RESERVE: _text(state.get(RESERVE)),
-            STRATEGIES: ",".join(state.get(STRATEGIES) or ()), PRIORITY: state.get(PRIORITY),
-            "per_day": _text(state.get(PER_DAY))}
+            STRATEGIES: ",".join(state.get(STRATEGIES) or ())}
+    # the priority and the volume when they are not the defaults (a link without them opens the defaults)
+    if state.get(PRIORITY, RETENTION) != RETENTION:
+        link[PRIORITY] = state.get(PRIORITY)
+    if state.get(PER_DAY, DEFAULT_CONVERSATIONS_PER_DAY) != DEFAULT_CONVERSATIONS_PER_DAY:
+        link["per_day"] = _text(state.get(PER_DAY))
+    edits = state.get(MUST_SURVIVE) or {}
+    for key, names in (("unfollow", edits.get("off")), ("follow", edits.get("added"))):
+        text = "\n".join(names or ())
+        link[key] = text if len(text) <= LINKED_FACTS else None
+    link["present"] = "1" if state.get(PRESENTATION) else None  # a reload keeps the room's view
     if replay:
         facts = state.get(FACTS) or None
         link.update(stable="1" if state.get(STABLE, True) else "0", turn=_text(state.get(TURN)),
@@ -201,17 +229,17 @@ def _text(number: Any) -> str | None:
 
 def unlinked_facts(facts: str | None) -> str | None:
     """What the page says when the facts are too long for its address (:func:`link_of` leaves
-    them out): a reload or a shared link would open the replay without them, unsaid.
+    them out): a reload or a shared link would open the page without them, unsaid.
 
     >>> unlinked_facts("ORD-7731") is None
     True
     >>> print(unlinked_facts("x" * 3000))
-    These facts (3,000 characters) are too long for the page's address (1,000 at most): a reload or a shared link opens the replay without them. Keep them elsewhere to paste them again.
+    These facts (3,000 characters) are too long for the page's address (1,000 at most): a reload or a shared link opens the page without them. Keep them elsewhere to paste them again.
     """
     if not facts or len(facts) <= LINKED_FACTS:
         return None
     return (f"These facts ({len(facts):,} characters) are too long for the page's address ({LINKED_FACTS:,} at "
-            "most): a reload or a shared link opens the replay without them. Keep them elsewhere to paste them again.")
+            "most): a reload or a shared link opens the page without them. Keep them elsewhere to paste them again.")
 
 
 def write_link(params: MutableMapping[str, Any], wanted: Mapping[str, Any], owned: Sequence[str]) -> None:
@@ -341,14 +369,18 @@ def settle(
         state[_CONVERSATION] = conversation
         state[OVERRIDES] = {}
         state[EDITOR_VERSION] = state.get(EDITOR_VERSION, 0) + 1
+        state[MUST_SURVIVE] = {"off": [], "added": []}
+        state[FACTS_VERSION] = state.get(FACTS_VERSION, 0) + 1
         state[FACTS] = facts
         state.pop(TURN, None)
         state[MODEL] = pending.model if pending is not None and pending.model else suggest(None).model
     if pending is not None:  # the link's choices, for the first conversation of the session
         for key, value in ((STABLE, pending.stable), (FACTS, pending.facts), (TURN, pending.turn),
-                           (PRIORITY, pending.priority), (PER_DAY, pending.per_day)):
+                           (PRIORITY, pending.priority), (PER_DAY, pending.per_day), (PRESENTATION, pending.present)):
             if value is not None:
                 state[key] = value
+        if pending.unfollow is not None or pending.follow is not None:
+            state[MUST_SURVIVE] = {"off": list(pending.unfollow or ()), "added": list(pending.follow or ())}
     if state.get(MODEL) not in models:
         state[MODEL] = suggest(None).model if suggest(None).model in models else models[0]
     chosen = state.get(STRATEGIES)
