@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "make bench" + (f" ARGS={shlex.quote(' '.join(argv if argv is not None else sys.argv[1:]))}"
                               if (argv if argv is not None else sys.argv[1:]) else "")
     text = report.markdown(options, cases, info, found, command)
-    text += "\n\n" + clearing.markdown(options.use_fixtures)  # what clear-tool-results keeps (issue 15)
+    text += "\n\n" + clearing.markdown(options.use_fixtures)  # what clear-tool-results keeps
     data = to_json(options, cases, info, found)
     for case_data, case in zip(data["cases"], cases):
         for row_data, row in zip(case_data["rows"], case.rows):

@@ -1,4 +1,4 @@
-"""``clear-tool-results`` against ``truncate`` on tool-heavy chats (issue 15).
+"""``clear-tool-results`` against ``truncate`` on tool-heavy chats.
 
 Not a timing: for each chat and budget, what each strategy keeps — prompt
 tokens, messages sent, how many of them are cleared results, tool calls sent

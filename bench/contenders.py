@@ -368,8 +368,8 @@ def _litellm_outcome(state: Any, result: Any) -> Outcome:
 # -- the line-up ----------------------------------------------------------------
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual")
-#: The main tables time clear-tool-results too (issue 15); the fast-engine and
-#: overhead benches keep issue 19's and issue 6's four.
+#: The main tables time clear-tool-results too; the fast-engine and overhead
+#: benches keep their targets' four.
 TIMED_STRATEGIES = (*STRATEGIES, "clear-tool-results")
 
 

@@ -270,15 +270,18 @@ def stitched(turns: int, root: Path = FIXTURES) -> Conversation | None:
     chats = [chat for path in fixture_paths(root) for chat in _records(path)]
     if not chats:
         return None
-    from contextfit.replays.run import request_positions
+    from contextfit.replays.run import model_calls
+
+    def user_requests(chat: list[dict]) -> list[int]:  # the tool rounds a replay also makes requests of left out
+        return [call.position for call in model_calls(chat) if call.trigger == "user"]
 
     messages: list[dict] = [{"role": "system", "content": "You are a helpful assistant. Use the tools when they help."}]
     for number in range(100_000):
         joined = [m for m in chats[number % len(chats)] if m.get("role") not in ("system", "developer")]
         messages += _own_links(joined, f"j{number}-")
-        if len(request_positions(messages)) >= turns:
+        if len(user_requests(messages)) >= turns:
             break
-    cut = request_positions(messages)[turns - 1]
+    cut = user_requests(messages)[turns - 1]
     return Conversation(f"fixtures-stitched-{turns}", messages[: cut + 1], {"kind": "stitched", "turns": turns})
 
 

@@ -13,7 +13,7 @@ the run is over, for three actions in a row:
   message but the last come from the caches the cold upload filled.
 * *reserve change*: the response reserve changed (a refit, every count cached).
 
-Two more measurements (issue 14), each with the load average beside it:
+Two more measurements, each with the load average beside it:
 
 * ``--first-paint``: a fresh server process and a fresh browser for every
   run, alternately the Compare page (its default sample) and a trivial
@@ -35,7 +35,8 @@ Two more measurements (issue 14), each with the load average beside it:
 runs of the two trees alternating, so before and after are measured in one
 run under the same load. A *chart* is a plotly chart drawn or an HTML budget
 bar or block chart (``contextfit.dashboard.budget_bar``, ``block_chart``), so the
-counts of trees that draw them either way compare (eleven on Compare).
+counts of trees that draw them either way compare (two per strategy and the
+fate matrix on Compare).
 
 Needs chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the
 dev requirements (playwright). Writes ``bench/results/dashboard.json`` and
@@ -67,8 +68,10 @@ ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
-STRATEGIES = 5
-CHARTS = 2 * STRATEGIES + 1  # a budget bar and a block chart per strategy, and the fate matrix
+#: The fewest charts Compare draws for its sample: a budget bar and a block chart per strategy and the fate
+#: matrix, for the five built-ins of the oldest trees measured. The timed actions wait for as many charts as
+#: the page drew for its sample (:func:`_charts_on`): every strategy the tree has.
+CHARTS = 11
 #: Any chart of the Compare page: plotly, or an HTML budget bar or block chart.
 CHART = "[data-testid=stPlotlyChart], .contextfit-budget, .contextfit-blocks, .contextfit-matrix"
 #: A chart drawn: a plotly chart's SVG (a tree that draws them), or an HTML chart.
@@ -125,30 +128,35 @@ def _start(port: int, folder: Path, script: str = "app.py", tree: Path = ROOT) -
             time.sleep(0.2)
 
 
-def _timed(page, started: float, action) -> dict[str, float]:
-    """Run ``action`` and wait until the run it starts is over; return when
-    every chart was drawn and when the page was idle, in seconds after ``started``."""
+def _charts_on(page) -> int:
+    """How many charts the page has drawn so far (its sample's: one pair per strategy and the matrix)."""
+    return max(CHARTS, page.evaluate("Math.max(0, ...window.__marks.map(m => m[1]))"))
+
+
+def _timed(page, started: float, action, charts: int = CHARTS) -> dict[str, float]:
+    """Run ``action`` and wait until the run it starts is over; return when all
+    ``charts`` were drawn and when the page was idle, in seconds after ``started``."""
     page.evaluate("window.__marks.splice(0)")
     action()
     page.wait_for_function(
         f"""() => window.__marks.some(m => m[2] === 'running')
-               && window.__marks.some(m => m[2] === 'notRunning' && m[1] >= {CHARTS})""",
+               && window.__marks.some(m => m[2] === 'notRunning' && m[1] >= {charts})""",
         timeout=300_000,
     )
     marks = page.evaluate("window.__marks")
     running = [m for m in marks if m[2] == "running"]
-    drawn = next(m[0] for m in marks if m[1] >= CHARTS and m[0] >= running[0][0])
-    idle = next(m[0] for m in marks if m[2] == "notRunning" and m[1] >= CHARTS)
+    drawn = next(m[0] for m in marks if m[1] >= charts and m[0] >= running[0][0])
+    idle = next(m[0] for m in marks if m[2] == "notRunning" and m[1] >= charts)
     return {"charts_drawn": drawn - started, "idle": idle - started}
 
 
-def _idle(page, started: float, action) -> dict[str, float]:
+def _idle(page, started: float, action, charts: int = CHARTS) -> dict[str, float]:
     """Like :func:`_timed` for an action that redraws charts already on the
     page (their count does not change): only when the page is idle again."""
-    return {"idle": _timed(page, started, action)["idle"]}
+    return {"idle": _timed(page, started, action, charts)["idle"]}
 
 
-def _upload(page, path: Path) -> dict[str, float]:
+def _upload(page, path: Path, charts: int = CHARTS) -> dict[str, float]:
     """Back to a sample and to an empty uploader (no chart left on the page), then upload ``path``, timed."""
     sidebar = page.locator('[data-testid="stSidebar"] [data-testid="stRadioOption"]')
     ready = '[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -171,7 +179,7 @@ def _upload(page, path: Path) -> dict[str, float]:
         clear.first.click()
     page.wait_for_function(f"!document.querySelector({json.dumps(CHART)})")
     page.wait_for_selector(ready)
-    return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)))
+    return _timed(page, time.time(), lambda: page.locator('input[type="file"]').set_input_files(str(path)), charts)
 
 
 def _opened(browser, port: int):
@@ -199,16 +207,18 @@ def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int, tr
         page.wait_for_selector(DRAWN)
         first_chart = time.time() - opened
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]')
-        # The first paint of Compare in a fresh process (its sample: vocabulary loaded, first fit), issue 19.
+        # The first paint of Compare in a fresh process (its sample: vocabulary loaded, first fit).
         first_paint = {"charts_drawn": first_chart, "idle": time.time() - opened}
-        found = {"first_paint": first_paint, "cold": {**_upload(page, cold), "load_average": load}, "warm": _upload(page, warm)}
+        charts = _charts_on(page)  # the sample's: every strategy of this tree
+        found = {"first_paint": first_paint, "cold": {**_upload(page, cold, charts), "load_average": load},
+                 "warm": _upload(page, warm, charts)}
         box = page.get_by_role("spinbutton", name="Response reserve")
 
         def change() -> None:
             box.fill(str(reserve))
             box.press("Enter")
 
-        found["refit"] = _idle(page, time.time(), change)
+        found["refit"] = _idle(page, time.time(), change, charts)
         page.close()
         return found
     finally:
@@ -338,7 +348,8 @@ def measure_refits(messages: int, runs: int, before: Path | None = None) -> dict
                 server = _start(port, Path(folder), tree=tree)
                 try:
                     page = _opened(browser, port)
-                    upload = _upload(page, path)
+                    charts = _charts_on(page)
+                    upload = _upload(page, path, charts)
                     box = page.get_by_role("spinbutton", name="Context limit")
                     limit = int(box.input_value())
 
@@ -346,9 +357,9 @@ def measure_refits(messages: int, runs: int, before: Path | None = None) -> dict
                         box.fill(str(value))
                         box.press("Enter")
 
-                    first = _idle(page, time.time(), lambda: change(limit // 2))
+                    first = _idle(page, time.time(), lambda: change(limit // 2), charts)
                     load = os.getloadavg()[0]
-                    warm = _idle(page, time.time(), lambda: change(limit // 3))
+                    warm = _idle(page, time.time(), lambda: change(limit // 3), charts)
                     (refits if tree == ROOT else earlier).append(
                         {"upload": upload, "first_change": first, "warm_change": warm, "load_average": load})
                     page.close()
@@ -455,7 +466,7 @@ def report(result: dict) -> str:
         "",
         "| action | all charts drawn: median (min–max) | page idle: median (min–max) | runs |",
         "|---|--:|--:|--:|",
-        _row(f"cold upload: a fresh server process (tokenized, fitted {STRATEGIES} ways)", result["cold_uploads"]),
+        _row("cold upload: a fresh server process (tokenized, every strategy fitted)", result["cold_uploads"]),
         _row("warm upload: the same process, the chat with a new last message", result["warm_uploads"]),
         _row("change the response reserve (counts cached)", result["refits"]),
         _row("first paint of Compare: the page opened in a fresh process (its sample)", result.get("first_paints", [])),

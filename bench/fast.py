@@ -1,4 +1,4 @@
-"""Issue 19's targets: counting with the fast engine, as ratios measured in one run.
+"""The fast counting engine's targets: counting with it, as ratios measured in one run.
 
     .venv/bin/python -m bench.fast                       # 10,000 messages, 5 runs (part of `make bench`)
     .venv/bin/python -m bench.fast --messages 2000 --runs 3
@@ -10,7 +10,7 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
 * ``engine alone``: the same texts through the fast counter (guard and self-check included);
 * ``contextfit <strategy> cold``: ``shift_context`` with a fresh counter, every
   block counted, into 25% of the chat, counting with the fast engine; and the
-  same with tiktoken alone (what it was before issue 19);
+  same with tiktoken alone (the engine's fallback);
 * ``contextfit truncate lazy cold``: ``count_excluded=False`` into 128k;
 * ``contextfit truncate cold 128k``: every block counted, into 128k: the cold
   fit the session's refit is compared with;
@@ -191,7 +191,7 @@ def _paired(times: dict[str, list[float]], numerator: str, denominator: str) -> 
 
 
 def targets(times: dict[str, list[float]]) -> list[dict[str, Any]]:
-    """Issue 19's targets from one run's times."""
+    """The fast engine's targets from one run's times."""
     found = []
     for strategy in STRATEGIES:
         cold = f"contextfit {strategy} cold"

@@ -1,4 +1,4 @@
-"""Issue 16's speed target: each exact profile's full count of the bench chat, against the o200k floor.
+"""The exact profiles' speed target: each exact profile's full count of the bench chat, against the o200k floor.
 
     .venv/bin/python -m bench.profiles                      # 10,000 messages, 5 runs (part of `make bench`)
     .venv/bin/python -m bench.profiles --messages 2000 --runs 3 --only deepseek

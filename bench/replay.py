@@ -1,4 +1,4 @@
-"""Issue 17's target: a replay costs at most 3x one cold fit of the whole conversation.
+"""The replay's target: a replay costs at most 3x one cold fit of the whole conversation.
 
     .venv/bin/python -m bench.replay                      # 1,000 turns, 4 strategies, 3 runs (part of `make bench`)
     .venv/bin/python -m bench.replay --turns 200 --runs 1
@@ -65,7 +65,7 @@ from typing import Any
 
 import contextfit
 from contextfit.replays import run as replay_module
-from contextfit.replays.run import request_positions
+from contextfit.replays.run import model_calls
 from contextfit.tokens.tokenizers import Tokenizer
 
 from .conversations import FIXTURES, stitched, synthetic
@@ -73,8 +73,14 @@ from .conversations import FIXTURES, stitched, synthetic
 STRATEGIES = ("truncate", "summarize", "clear-tool-results", "vector-recall")
 
 
+def user_requests(messages: list[dict]) -> list[int]:
+    """The positions of a chat's user messages that are requests (its tool rounds left out)."""
+    return [call.position for call in model_calls(messages) if call.trigger == "user"]
+
+
 def conversation(turns: int, chat: str = "synthetic") -> list[dict]:
-    """The chat cut just after its ``turns``-th request (user message): the synthetic one, or
+    """The chat cut just after its ``turns``-th user message (a replay also makes a request of each
+    tool round the model answers): the synthetic one, or
     (``chat="fixtures"``) the shared fixtures' real chats joined end to end."""
     if chat == "fixtures":
         joined = stitched(turns)
@@ -84,7 +90,7 @@ def conversation(turns: int, chat: str = "synthetic") -> list[dict]:
     size = max(4, turns * 2)
     while True:
         messages = synthetic(size).messages
-        requests = request_positions(messages)
+        requests = user_requests(messages)
         if len(requests) >= turns:
             return messages[: requests[turns - 1] + 1]
         size = int(size * 1.25) + 8
@@ -189,6 +195,7 @@ def measure(turns: int = 1000, runs: int = 3, limit: int = 32_000, strategies=ST
         "setup": setup,
         "messages": len(messages),
         "turns": len(result.requests),
+        "user_turns": len(result.user_turns),
         "strategies": list(strategies),
         "prompt_tokens_whole": plan.prompt_tokens,
         "budget": plan.budget,
@@ -265,8 +272,9 @@ def report(result: dict[str, Any]) -> str:
     setup = {"card": ", with a character card", "lorebook": ", with a character card and a lorebook"}.get(
         result.get("setup", "plain"), "")
     lines = [
-        f"replay of {chat}{setup}: {result['turns']:,} turns ({result['messages']:,} messages), {len(result['strategies'])} strategies "
-        f"= {fits:,} fits; budget {result['budget']:,}",
+        f"replay of {chat}{setup}: {result.get('user_turns', result['turns']):,} turns, {result['turns']:,} requests "
+        f"({result['messages']:,} messages), {len(result['strategies'])} strategies = {fits:,} fits; "
+        f"budget {result['budget']:,}",
         "| run | cold fit of the whole chat (s) | replay, cold (s) | replay, warm (s) | cold ratio | warm ratio |",
         "|---|---|---|---|---|---|",
     ]

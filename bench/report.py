@@ -10,7 +10,7 @@ from .contenders import LANGCHAIN_OPTIONS
 from .oracle import RULES, correct
 from .run import LANGCHAIN_CAP, Case, Options, Row
 
-# Issue 6's targets.
+# The main bench's targets.
 FLOOR_RATIO = 1.3
 LANGCHAIN_SPEEDUP = 20.0
 WARM_SHARE = 0.02
@@ -18,7 +18,7 @@ MEMORY_RATIO = 1.5
 TARGET_SIZE, MEMORY_SIZE = 10_000, 50_000
 
 # Like with like: the lean fit, which counts only what it keeps, against LangChain
-# with a memoized counter (issue 6's target); the fits that count every block
+# with a memoized counter (the speed-up target); the fits that count every block
 # against LangChain recounting every list it is given.
 LIKE_FOR_LIKE = (
     ("contextfit truncate lazy cold", "langchain trim_messages memoized", True),
@@ -110,7 +110,7 @@ def _target(name: str, measured: float | None, limit: float | None, met: bool | 
 
 
 def targets(cases: list[Case], options: Options) -> list[dict]:
-    """Issue 6's targets, each measured in this run (``met`` is ``None`` when not measured)."""
+    """The main bench's targets, each measured in this run (``met`` is ``None`` when not measured)."""
     synthetic = [case for case in cases if case.source["kind"] == "synthetic"]
     out = []
     for case in synthetic:
@@ -165,7 +165,7 @@ def targets(cases: list[Case], options: Options) -> list[dict]:
                 detail = (f"median of {len(warm.paired)} refits each over the cold fit just before it; medians: "
                           f"{detail} = {medians:.2%}" if medians else detail)
             if not cold.counts_excluded:
-                # Issue 6 sets the warm target per strategy (every block counted); the lean
+                # The warm target is per strategy (every block counted); the lean
                 # mode's refit is reported beside it, against both cold fits.
                 counted = case.row("contextfit truncate cold")
                 if counted and counted.median and warm and warm.median:
@@ -390,7 +390,7 @@ def markdown(options: Options, cases: list[Case], info: dict, found: list[dict],
         "a LangChain run with its like-for-like contextfit fit) "
         "and report the median of those ratios; the ratio of the medians is beside it.",
         "",
-        "## Targets (issue 6)",
+        "## Targets",
         "",
         targets_table(found),
         "",

@@ -3,7 +3,7 @@
     python -m bench.soak                          # 200 previews of ~2 MB through the API app, in-process
     python -m bench.soak --via plan               # the same through plan_prompt alone
     python -m bench.soak --shape many --mb 7      # 7 MB of small messages per preview
-    python -m bench.soak --requests 40 --mb 6     # the case: 40 distinct 6 MB messages
+    python -m bench.soak --requests 40 --mb 6     # 40 distinct 6 MB messages
     python -m bench.soak --via appends            # appends to one chat until the chat limit refuses them
     python -m bench.soak --via outcomes --requests 40   # generations whose finish meets a locked database
 
@@ -13,7 +13,7 @@ set size is read after each preview; the run passes when it grows by at most
 ``--bound`` MB between the end of the warm-up (the first ``--warmup``
 previews, while the caches fill) and the end, and prints the numbers either
 way. The bound is the sum of the engine's cache budgets that one model's
-previews can fill (README, "Limits"), rounded up: 128 MB.
+previews can fill (docs/operations.md, "Caches and memory"), rounded up: 128 MB.
 
 ``--via appends`` appends ``--batch`` messages at a time to one chat through
 the API app until the chat limit refuses one (and ``--requests`` more after

@@ -5,7 +5,7 @@ A module that keeps a cache registers it here, next to where it is made
 ``tests/test_caches.py`` walks the package's source and fails on a cache
 (an ``lru_cache``, a module-level ``TextMemo``, weak map or empty dict)
 that is neither registered nor named there as something else. Besides the
-named caches, every :class:`contextfit.tokens.memo.TextMemo` ever made (a
+named caches, every :class:`contextfit.memo.TextMemo` ever made (a
 tokenizer's counts, a counter's per-message counts) is tracked weakly and
 emptied too, wherever it lives.
 
@@ -80,7 +80,7 @@ def register(
 
 
 def track_memo(memo: Any) -> None:
-    """Track a ``TextMemo`` (weakly) so that :func:`clear_caches` empties it (tokens/memo.py calls it)."""
+    """Track a ``TextMemo`` (weakly) so that :func:`clear_caches` empties it (memo.py calls it)."""
     with _LOCK:
         _MEMOS.add(memo)
 

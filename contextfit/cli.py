@@ -97,7 +97,8 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     strategies = list(BUILTIN_STRATEGIES) if args.strategy == "all" else [args.strategy]
     model = conversation_model(conversation, args.model)
     # The conversation's parts and a bundle's suggested settings apply; the flags win.
-    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve,
+                                          tool_result_cap=args.tool_result_cap)
     facts = _declared_facts(args, conversation)
     if args.recommend:
         return _recommend(args, conversation, settings, strategies, out, facts)
@@ -213,7 +214,8 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         strategies += [{"strategy": name, "options": {"stable_prefix": True}} for name in strategies
                        if name in ("truncate", "summarize", "clear-tool-results")]
     model = conversation_model(conversation, args.model)
-    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve)
+    settings = PlanSettings.from_keywords(model=model, context_limit=args.limit, response_reserve=args.reserve,
+                                          tool_result_cap=args.tool_result_cap)
     facts = [fact_from_line(text.strip()) for text in args.fact] if args.fact else None
     progress = TerminalProgress(sys.stderr)
     try:
@@ -229,7 +231,11 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
         return _replay_status(result)
     turns = len(result.requests)
-    print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}, model {result.model} (budget {result.budget:,}; "
+    rows = next(iter(result.turns.values()), [])
+    rounds = sum(1 for row in rows if row.trigger != "user")
+    agent = f" ({len(result.user_turns):,} user turn{'s' if len(result.user_turns) != 1 else ''}, {rounds:,} tool " \
+            f"round{'s' if rounds != 1 else ''}: every model call is a request)" if rounds else ""
+    print(f"{args.file}: {turns} turn{'s' if turns != 1 else ''}{agent}, model {result.model} (budget {result.budget:,}; "
           f"{rules_text(result).replace(' · ', '; ')})", file=out)
     print(f"{'strategy':<34} {'total':>12} {'mean / turn':>12} {'cache hit':>9} {'tokens sent':>12} "
           f"{'retention':>9} {'first loss':>10}", file=out)
@@ -246,9 +252,29 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         print(f"\n{result.recommendation.sentence}", file=out)
         print_outcomes(result.recommendation, args.conversations_per_day, out)
         print("", file=out)
+    if args.requests:
+        print_requests(result, out)
     for note in result.notes:
         print(f"  note: {note}", file=out)
     return _replay_status(result)
+
+
+def print_requests(result, out: TextIO) -> None:
+    """Each strategy's requests: the user turn and tool round, prompt tokens, cache read and write, why the cache
+    read no more, and the cost; then the totals of each user turn."""
+    for label, rows in result.turns.items():
+        print(f"\n{label}: {'request':>7} {'turn':>5} {'round':>5} {'prompt':>9} {'cached':>9} {'written':>9} "
+              f"{'cost':>11}  cache miss", file=out)
+        for row in rows:
+            prompt = "—" if row.prompt_tokens is None else f"{row.prompt_tokens:,}"
+            cost = money(None if row.cost is None else row.cost.total, "—")
+            miss = row.error or row.cache_miss or ""
+            print(f"{'':{len(label) + 1}} {row.turn:>7} {row.user_turn:>5} {row.round:>5} {prompt:>9} "
+                  f"{row.cache_read:>9,} {row.cache_write:>9,} {cost:>11}  {miss}", file=out)
+        for turn in result.user_turn_totals()[label]:
+            print(f"{'':{len(label) + 1}} user turn {turn.user_turn}: {turn.requests} request"
+                  f"{'s' if turn.requests != 1 else ''}, {turn.prompt_tokens:,} prompt tokens, {turn.cache_read:,} "
+                  f"cached, {money(turn.cost, '—')}", file=out)
 
 
 def _replay_status(result) -> int:
@@ -405,6 +431,9 @@ def parser() -> argparse.ArgumentParser:
                      help=f"a strategy name, or 'all' (default) for the built-ins: {builtins}")
     fit.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     fit.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
+    fit.add_argument("--tool-result-cap", type=int, metavar="TOKENS",
+                     help="send a tool result over this many tokens as its head and tail with a marker "
+                     "naming what was cut (every strategy; default off; 2500 is a good start)")
     fit.add_argument("--format", help="the input format, when detection should not guess")
     fit.add_argument("--json", action="store_true",
                      help="print each plan as JSON, keyed by strategy (with --recommend: the recommendation alone)")
@@ -425,7 +454,13 @@ def parser() -> argparse.ArgumentParser:
     _fact_flag(replaying)
     replaying.add_argument("--limit", type=int, help="context limit in tokens (default: the model's)")
     replaying.add_argument("--reserve", type=int, help="response reserve in tokens (default: the model's max output)")
+    replaying.add_argument("--tool-result-cap", type=int, metavar="TOKENS",
+                           help="send a tool result over this many tokens as its head and tail with a marker "
+                           "naming what was cut (every strategy; default off; 2500 is a good start)")
     replaying.add_argument("--format", help="the input format, when detection should not guess")
+    replaying.add_argument("--requests", action="store_true",
+                           help="also list each request (user turns and tool rounds) with its cache reads, writes, "
+                           "why the cache missed, and cost")
     replaying.add_argument("--json", action="store_true", help="print the whole replay as JSON")
     _volume_flags(replaying)
     replaying.set_defaults(run=_replay)
@@ -450,7 +485,7 @@ def parser() -> argparse.ArgumentParser:
                        "a command line is visible to other users)")  # fmt: skip
     serve.add_argument("--insecure-no-auth", action="store_true",
                        help="listen beyond this machine without an API key (anyone who reaches it can read every chat)")  # fmt: skip
-    limits = serve.add_argument_group("limits (defaults and meaning: README, Security)")
+    limits = serve.add_argument_group("limits (defaults and meaning: docs/operations.md, Limits)")
     for flag, kind, field, text in _LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, dest=field, metavar="N", help=text)
     serve.set_defaults(run=_serve)

@@ -2,7 +2,7 @@
 
 Nothing else in the package touches ``os.environ``: modules ask :func:`read`
 for one variable, or take :func:`snapshot` as the default of an ``env``
-mapping they accept (the providers do, so tests pass their own). README's
+mapping they accept (the providers do, so tests pass their own). docs/operations.md's
 "Environment variables" table lists exactly :data:`VARIABLES` (a test keeps
 them equal).
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-#: name → what it sets (the README table says the same, with defaults).
+#: name → what it sets (docs/operations.md's table says the same, with defaults).
 VARIABLES: dict[str, str] = {
     "CONTEXTFIT_DB": "the database: a SQLite path or a SQLAlchemy URL",
     "CONTEXTFIT_DB_LOCK_TIMEOUT": "seconds a statement waits for another connection's lock",
@@ -49,6 +49,6 @@ def snapshot() -> Mapping[str, str]:
 def read(name: str, env: Mapping[str, str] | None = None) -> str | None:
     """The value of one of :data:`VARIABLES` (``None`` when unset or empty)."""
     if name not in VARIABLES:
-        raise KeyError(f"{name} is not one of contextfit's environment variables; add it to VARIABLES and README.")
+        raise KeyError(f"{name} is not one of contextfit's environment variables; add it to VARIABLES and docs/operations.md.")
     value = (snapshot() if env is None else env).get(name)
     return value or None

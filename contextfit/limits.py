@@ -1,7 +1,8 @@
 """How much one input may hold: the importers' limits, in one place.
 
-Every limit is refused with ``INVALID_CONVERSATION`` and a message that says
-which limit and by how much; README's "Limits" table lists them. Measured on
+Every importer limit is refused with ``INVALID_CONVERSATION`` and a message
+that says which limit and by how much, the names and macros with
+``INVALID_SETTINGS``; docs/operations.md ("Limits") lists them. Measured on
 this project's 2-core machine (``bench/hostile.py``): a 400,000-message
 SillyTavern chat took 37 s and 0.9 GB to fit with the CLI, a World Info file
 of 200,000 entries 6.5 s to load; at these limits the largest inputs take a
@@ -35,3 +36,14 @@ MAX_PNG_CHUNKS = 20_000
 #: (the dashboard's menu). A 15 MB JSON Lines file of 277,777 one-line records
 #: took 47 s to list whole (its parse alone: 9 s), and no menu helps with that many.
 MAX_LISTED_CONVERSATIONS = 1_000
+
+#: Characters in a name that fills ``{{user}}`` or ``{{char}}`` (``user_name``,
+#: ``char_name``, or a card's name): names are a few words; a 3,000-character
+#: one copied into ten thousand macros made an 83 KB request peak at 1.7 GB.
+MAX_NAME_CHARS = 256
+
+#: Characters that filling in ``{{user}}`` and ``{{char}}`` may add to one
+#: prompt, counted before anything is filled in (``contextfit/inputs/macros.py``).
+#: Text of one long "word" costs tiktoken about 50 bytes a character, so this
+#: adds at most about 50 MB to what the written text costs.
+MAX_MACRO_GROWTH = 1_000_000

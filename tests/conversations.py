@@ -7,6 +7,7 @@ specification rather than against itself.
 
 from __future__ import annotations
 
+import copy
 import json
 
 from hypothesis import strategies as st
@@ -37,8 +38,13 @@ def _text(draw, lo=1, hi=40) -> str:
 
 
 @st.composite
-def conversations(draw, max_turns: int = 24):
-    """A chat with system prompt, blocks of every kind, tools, pins and marks."""
+def conversations(draw, max_turns: int = 24, reuse_ids: bool | None = None):
+    """A chat with system prompt, blocks of every kind, tools, pins and marks.
+
+    With ``reuse_ids`` (drawn when ``None``: a quarter of the chats) tool call ids are
+    spelled the same every turn (``call_1``, ``call_2`` by position in the message;
+    ``toolu_1``), as some servers and hand-written agents send them."""
+    reuse = draw(st.integers(0, 3)) == 0 if reuse_ids is None else reuse_ids
     messages: list[dict] = []
     if draw(st.booleans()):
         messages.append({"role": draw(st.sampled_from(["system", "developer"])), "content": _text(draw, 1, 15)})
@@ -62,15 +68,15 @@ def conversations(draw, max_turns: int = 24):
             message = {"role": action, "content": _text(draw)}
         elif action == "calls":
             calls = []
-            for _ in range(draw(st.integers(1, 3))):
+            for position in range(draw(st.integers(1, 3))):
                 call_number += 1
-                call_id = f"call_{call_number}"
+                call_id = f"call_{position + 1 if reuse else call_number}"
                 calls.append({"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": json.dumps({"q": _text(draw, 1, 5)})}})
                 pending.append((call_id, draw(st.sampled_from(["tool_call_id", "toolCallId", "callId"]))))
             message = {"role": "assistant", "content": None, "tool_calls": calls}
         elif action == "anthropic":
             call_number += 1
-            call_id = f"toolu_{call_number}"
+            call_id = f"toolu_{1 if reuse else call_number}"
             message = {"role": "assistant", "content": [{"type": "text", "text": _text(draw, 1, 8)}, {"type": "tool_use", "id": call_id, "name": "lookup", "input": {"q": "x"}}]}
             pending.append((call_id, "anthropic"))
         elif action == "result" and pending:
@@ -80,7 +86,8 @@ def conversations(draw, max_turns: int = 24):
             else:
                 message = {"role": "tool", style: call_id, "content": _text(draw, 1, 30)}
         elif action == "orphan":
-            message = {"role": "tool", "tool_call_id": f"ghost_{len(messages)}", "content": _text(draw, 1, 10)}
+            ghost = "call_1" if reuse and draw(st.booleans()) else f"ghost_{len(messages)}"
+            message = {"role": "tool", "tool_call_id": ghost, "content": _text(draw, 1, 10)}
         else:
             message = {"role": "user", "content": _text(draw)}
         flag = draw(st.integers(0, 19))
@@ -95,6 +102,23 @@ def conversations(draw, max_turns: int = 24):
         messages.append({"role": "user", "content": _text(draw, 1, 20)})
     if draw(st.integers(0, 4)) == 0:  # post-history instructions after the chat
         messages.append({"role": "system", "content": _text(draw, 1, 8), "meta": {"kind": draw(st.sampled_from(["system", "lorebook"]))}})
+    return messages
+
+
+@st.composite
+def chats_with_long_results(draw, max_turns: int = 24):
+    """Conversations where some tool results are long (lines of words), so a cap has something to cut."""
+    messages = copy.deepcopy(draw(conversations(max_turns=max_turns)))
+    for message in messages:
+        if not draw(st.booleans()):
+            continue
+        lines = draw(st.integers(5, 60))
+        if message.get("role") == "tool":
+            message["content"] = "\n".join([str(message["content"])] * lines)
+        elif isinstance(message.get("content"), list):
+            for part in message["content"]:
+                if part.get("type") == "tool_result":
+                    part["content"] = "\n".join([str(part["content"])] * lines)
     return messages
 
 
@@ -118,8 +142,46 @@ def link_ids(message: dict) -> set[str]:
     return ids
 
 
+def _is_result(message: dict) -> bool:
+    content = message.get("content")
+    return message.get("role") in ("tool", "function") or (isinstance(content, list) and any(
+        isinstance(part, dict) and str(part.get("type", "")).endswith("tool_result") for part in content))
+
+
+def answers(messages: list[dict]) -> tuple[list[tuple[int, int, str]], list[list]]:
+    """SPEC 3.2's answering, written out plainly: the (result, call, id) message pairs
+    that link, and every call as ``[message, id, answered]``. A result answers the
+    nearest earlier call with its id that is still unanswered, else the latest call
+    with its id; results before any call with their id are answered by the first.
+    Results whose call never comes are linked to the first of them (id ``""``)."""
+    pairs: list[tuple[int, int, str]] = []
+    calls: list[list] = []
+    early: dict[str, list[int]] = {}  # results waiting for a first call with their id
+    for i, m in enumerate(messages):
+        result = _is_result(m)
+        for link in sorted(link_ids(m)):
+            same = [call for call in calls if call[1] == link]
+            if result:
+                open_ = [call for call in same if not call[2]]
+                if open_:
+                    open_[-1][2] = True
+                    pairs.append((i, open_[-1][0], link))
+                elif same:
+                    pairs.append((i, same[-1][0], link))
+                else:
+                    early.setdefault(link, []).append(i)
+            elif not same and link in early:
+                pairs.extend((j, i, link) for j in early.pop(link))
+                calls.append([i, link, True])
+            else:
+                calls.append([i, link, False])
+    for results in early.values():  # results of one absent call: one (orphan) group
+        pairs.extend((j, results[0], "") for j in results[1:])
+    return pairs, calls
+
+
 def groups(messages: list[dict]) -> list[set[int]]:
-    """Connected components of messages sharing a link id."""
+    """The tool groups (and every other message alone): messages joined by answering."""
     parent = list(range(len(messages)))
 
     def find(i: int) -> int:
@@ -128,17 +190,29 @@ def groups(messages: list[dict]) -> list[set[int]]:
             i = parent[i]
         return i
 
-    owner: dict[str, int] = {}
-    for i, m in enumerate(messages):
-        for link in link_ids(m):
-            if link in owner:
-                parent[find(i)] = find(owner[link])
-            else:
-                owner[link] = i
+    for result, call, _ in answers(messages)[0]:
+        parent[find(result)] = find(call)
     out: dict[int, set[int]] = {}
     for i in range(len(messages)):
         out.setdefault(find(i), set()).add(i)
     return list(out.values())
+
+
+def link_state(messages: list[dict]) -> dict[str, tuple[bool, bool]]:
+    """Per link id: (every result answers a call, every call has a result)."""
+    pairs, calls = answers(messages)
+    answered_results = {(result, link) for result, _, link in pairs}
+    state: dict[str, tuple[bool, bool]] = {}
+    for i, m in enumerate(messages):
+        for link in link_ids(m) - {None}:
+            ok_results, ok_calls = state.get(link, (True, True))
+            if _is_result(m) and (i, link) not in answered_results:
+                ok_results = False
+            state[link] = (ok_results, ok_calls)
+    for _, link, answered in calls:
+        if not answered:
+            state[link] = (state[link][0], False)
+    return state
 
 
 def _kind(message: dict) -> str:

@@ -9,11 +9,13 @@ def test_the_replay_bench_reports_cold_and_warm_ratios():
     messages = bench_replay.conversation(12)
     assert sum(1 for m in messages if m["role"] == "user") >= 12 and messages[-1]["role"] == "user"
     result = bench_replay.measure(turns=12, runs=1, limit=6_000, strategies=("truncate", "summarize"))
-    assert result["turns"] == 12 and len(result["runs"]) == 1
+    assert result["user_turns"] == 12 and len(result["runs"]) == 1
     run = result["runs"][0]
     assert run["ratio_cold"] == run["replay_cold"] / run["cold_fit"] > 0
     text = bench_replay.report(result)
-    assert "cold ratio" in text and "target <= 3x" in text and "24 fits" in text
+    assert result["user_turns"] == 12 and result["turns"] >= 12  # each tool round the model answers is a request
+    assert "cold ratio" in text and "target <= 3x" in text and f"{2 * result['turns']} fits" in text
+    assert f"12 turns, {result['turns']} requests" in text
     # what the tokenizers counted: the cold fit counts every message once; the replay too, and its summaries
     cold, replayed = run["tokenized_cold_fit"], run["tokenized_replay"]
     assert cold["texts"] > 0 and cold["chars"] > 0
@@ -68,7 +70,8 @@ def test_the_stitched_fixture_chat_is_real_text_with_tool_ids_of_its_own(capsys)
 
     shared_path("llama-factory")  # skips without the shared fixtures
     chat = stitched(40).messages
-    assert len(request_positions(chat)) == 40 and chat[-1]["role"] == "user"
+    assert len(bench_replay.user_requests(chat)) == 40 and chat[-1]["role"] == "user"
+    assert len(request_positions(chat)) > 40  # and the tool rounds the model answers
     assert [m["role"] for m in chat].count("system") == 1  # the joined chats' own system prompts are left out
     # two joined datasets both number their calls call_1: each call id is one call and its results
     calls = [i for m in chat if m["role"] == "assistant" for i in link_ids(m)[0]]
@@ -92,3 +95,16 @@ def test_the_replay_bench_replays_with_a_card_and_a_lorebook(capsys):
         plan = contextfit.plan_prompt(bench_replay.conversation(4), **bench_replay._settings(32_000, setup))
         assert plan.blocks[-1].id == "character:post_history_instructions"
         assert sum(block.id.startswith("lorebook:") for block in plan.blocks) == entries
+
+
+def test_the_agent_replay_bench_reports_ms_per_request(capsys):
+    from bench import agent_replay
+    from contextfit.replays.run import model_calls
+
+    chat = agent_replay.agent_run(60)
+    calls = model_calls(chat)
+    assert len(calls) == 60 and [c.trigger for c in calls].count("user") == 2  # 50 requests per user turn
+    assert agent_replay.main(["--requests", "10,20", "--runs", "1", "--strategies", "truncate", "--cap", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "| 10 |" in text and "| 20 |" in text and "tool_result_cap 500" in text
+    assert "per request, 20 against 10 requests: wall" in text

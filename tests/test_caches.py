@@ -180,7 +180,7 @@ def test_every_cache_in_the_package_is_registered_or_named_as_not_a_cache():
 
 def test_every_module_level_cache_object_at_run_time_is_registered():
     """The same from the other side: import every module and look at what it holds."""
-    from contextfit.tokens.memo import TextMemo
+    from contextfit.memo import TextMemo
 
     for info in pkgutil.walk_packages([str(PACKAGE)], "contextfit."):
         if not info.name.endswith("__main__"):  # running it is the CLI

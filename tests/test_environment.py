@@ -1,4 +1,4 @@
-"""Environment variables are read in one module and listed in one README table."""
+"""Environment variables are read in one module and listed in one table (docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ NAME = re.compile(r"^(CONTEXTFIT|OPENAI|ANTHROPIC|GEMINI)_[A-Z0-9_]+$")
 NOT_VARIABLES = {"CONTEXTFIT_ERROR"}  # the base error code, not a variable
 
 
-def readme_table() -> set[str]:
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("## Environment variables\n", 1)[1].split("\n## ", 1)[0]
+def documented_table() -> set[str]:
+    page = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    section = page.split("## Environment variables\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")][2:]
     return {row.strip("|").split("|")[0].strip().strip("`") for row in rows}
 
@@ -26,8 +27,8 @@ def package_files() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_readme_table_lists_exactly_the_variables_read():
-    assert readme_table() == set(environment.VARIABLES)
+def test_the_documented_table_lists_exactly_the_variables_read():
+    assert documented_table() == set(environment.VARIABLES)
 
 
 def test_only_the_environment_module_touches_os_environ():

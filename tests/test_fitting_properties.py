@@ -7,9 +7,11 @@ import random
 
 import pytest
 from conversations import (
+    chats_with_long_results,
     conversations,
     groups,
     link_ids,
+    link_state,
     lumpy_counter,
     protected_indices,
     responses_conversations,
@@ -111,6 +113,56 @@ def test_every_fit_keeps_the_promises(messages, share, strategy):
     result = _fit(messages, word_count_counter, budget, strategy)
     assert messages == before, "the input was mutated"
     _check(messages, word_count_counter, budget, strategy, result)
+
+
+@SETTINGS
+@given(conversations(reuse_ids=True), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES))
+def test_reused_tool_call_ids_keep_the_promises(messages, share, strategy):
+    """``call_1`` every turn: each call and the results that answer it are a group of their own."""
+    budget = _budget(messages, share)
+    _check(messages, word_count_counter, budget, strategy, _fit(messages, word_count_counter, budget, strategy))
+
+
+CAPS = [1, 10, 40, 120]
+
+
+@SETTINGS
+@given(chats_with_long_results(), st.floats(-0.15, 1.1), st.sampled_from(STRATEGIES), st.sampled_from(CAPS),
+       st.sampled_from([word_count_counter, lumpy_counter]))
+def test_tool_result_cap_keeps_the_promises(messages, share, strategy, cap, counter):
+    """Capped results stand where their originals stood, so the budget, protection and whole
+    groups hold for every strategy; a capped result is never longer than its original."""
+    budget = _budget(messages, share)
+    before = copy.deepcopy(messages)
+    result = _fit(messages, counter, budget, strategy, tool_result_cap=cap)
+    assert messages == before, "the input was mutated"
+    if isinstance(result, contextfit.TokenBudgetExceeded) and counter is lumpy_counter:
+        return  # _check's protected-token arithmetic is the additive counter's
+    _check(messages, counter, budget, strategy, result)
+    if isinstance(result, Exception):
+        return
+    for decision in result.decisions:
+        if decision.index is None and decision.reason == r.COMPRESSED and "[…" in str(decision.message.get("content")):
+            source = decision.sources[0]
+            assert counter([decision.message]) < counter([messages[source]])
+            assert next(d for d in result.decisions if d.index == source).reason == r.SUMMARIZED
+            event("capped")  # --hypothesis-show-statistics: how often a cap cut a result
+
+
+@SETTINGS
+@given(chats_with_long_results(max_turns=30), st.floats(0.2, 1.1), st.sampled_from(STRATEGIES), st.sampled_from(CAPS))
+def test_a_capped_chat_refits_like_a_fresh_fit(messages, share, strategy, cap):
+    """The capped copies cached in a prefix's analysis give the same answer as a cold fit."""
+    budget = _budget(messages, share)
+    counter = lambda ms: word_count_counter(ms)  # noqa: E731  (one counter: one cache for this example)
+    for cut in (len(messages) // 2, len(messages)):
+        warm = _fit(messages[:cut], counter, budget, strategy, tool_result_cap=cap)
+        cold = _fit(copy.deepcopy(messages[:cut]), lambda ms: word_count_counter(ms), budget, strategy, tool_result_cap=cap)
+        if isinstance(cold, Exception):
+            assert isinstance(warm, contextfit.TokenBudgetExceeded)
+            continue
+        assert warm.kept == cold.kept and warm.tokens == cold.tokens
+        assert [(d.reason, d.tokens) for d in warm.decisions] == [(d.reason, d.tokens) for d in cold.decisions]
 
 
 @SETTINGS
@@ -389,16 +441,8 @@ def hostile_strategies(draw):
 
 
 def _links(messages) -> dict[str, tuple[bool, bool]]:
-    """For each link id: whether a call and whether a result carries it."""
-    state: dict[str, tuple[bool, bool]] = {}
-    for m in messages:
-        is_result = m.get("role") in ("tool", "function") or any(
-            isinstance(p, dict) and str(p.get("type", "")).endswith("tool_result") for p in m.get("content") or [] if isinstance(m.get("content"), list)
-        )
-        for link in link_ids(m) - {None}:
-            call, result = state.get(link, (False, False))
-            state[link] = (call or not is_result, result or is_result)
-    return state
+    """For each link id: whether every result answers a call, and every call has a result."""
+    return link_state(messages)
 
 
 def _no_split_group_sent(messages, kept, template):
@@ -428,19 +472,25 @@ def _hostile_check(messages, pristine, counter, budget, result, template, *, who
     # An interceptor may replace an unprotected tool result (remove it, add its
     # redacted copy): the input group is then not kept whole, but what is
     # sent still is, and that is what the check below holds it to.
+    # A compressed block standing for one input with its links (a capped result) is sent in its place.
+    standing = {d.sources[0] for d in result.decisions if d.index is None and d.reason == r.COMPRESSED
+                and len(d.sources) == 1 and link_ids(d.message) == link_ids(messages[d.sources[0]])}
+    sent = kept_index | standing
     for group in groups(messages) if whole_input_groups else ():
-        assert group <= kept_index or not (group & kept_index), f"group {sorted(group)} split"
+        assert group <= sent or not (group & sent), f"group {sorted(group)} split"
     for template_ in {template, "openai", "anthropic"}:
         _no_split_group_sent(messages, result.kept, template_)
 
 
 @HOSTILE
-@given(conversations(max_turns=14), st.floats(-0.1, 1.1), hostile_strategies(), st.sampled_from(COUNTERS))
-def test_no_plugin_strategy_can_break_the_rules(messages, share, strategy, counter):
+@given(conversations(max_turns=14), st.floats(-0.1, 1.1), hostile_strategies(), st.sampled_from(COUNTERS),
+       st.sampled_from([None, None, 4]))
+def test_no_plugin_strategy_can_break_the_rules(messages, share, strategy, counter, cap):
     budget = _budget(messages, share)
     pristine = copy.deepcopy(messages)
     try:
-        result = contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=())
+        result = contextfit.shift_context(messages, counter, budget, strategy=strategy, interceptors=(),
+                                          tool_result_cap=cap)
     except contextfit.TokenBudgetExceeded as exc:
         result = exc
     _hostile_check(messages, pristine, counter, budget, result, "openai")

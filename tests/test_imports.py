@@ -3,7 +3,7 @@
 Every ``import`` statement in ``contextfit/`` counts — at module level, inside
 functions, under ``if TYPE_CHECKING`` — with relative imports resolved, so a
 function-level import cannot hide a cycle. The layer order lives here, once;
-README's "Project layout" describes it.
+docs/contributing.md ("Layers") describes it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "contextfit.errors",
             "contextfit.environment",
             "contextfit.caches",
+            "contextfit.memo",
             "contextfit.text",
             "contextfit.amounts",
             "contextfit.limits",

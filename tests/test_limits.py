@@ -37,6 +37,36 @@ def test_a_sillytavern_chat_over_the_message_limit_is_refused_at_its_first_line_
     assert "100,002 lines" in caught.value.message and "at most 100,000 messages" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("text", "location", "held"),
+    [
+        (json.dumps([{"role": "user", "content": "hi"}] * (limits.MAX_MESSAGES + 1)), f"$[{limits.MAX_MESSAGES}]",
+         "100,001 list items"),
+        ("\n".join([json.dumps({"role": "user", "content": "hi"})] * (limits.MAX_MESSAGES + 1)),
+         f"line {limits.MAX_MESSAGES + 1}: $", "100,001 lines"),
+        (json.dumps({"messages": [{"role": "user", "content": "hi"}] * (limits.MAX_MESSAGES + 1)}),
+         f"$.messages[{limits.MAX_MESSAGES}]", "100,001 messages"),
+        (json.dumps([json.loads(line) for line in sillytavern_chat(limits.MAX_MESSAGES + 1).splitlines()]),
+         f"$[{limits.MAX_MESSAGES + 1}]", "100,002 list items"),
+    ],
+    ids=["json-list", "json-lines", "request-body", "sillytavern-list-with-metadata"],
+)
+def test_a_list_over_the_message_limit_is_refused_at_its_first_item_too_many(text: str, location: str, held: str) -> None:
+    # README "Limits": "at the first line or item over it" -- a JSON list too, not only JSON Lines.
+    with pytest.raises(InvalidConversation) as caught:
+        contextfit.load_conversation(text)
+    assert caught.value.location == location
+    assert held in caught.value.message and "at most 100,000 messages" in caught.value.message
+
+
+def test_a_list_at_the_message_limit_loads(monkeypatch) -> None:
+    monkeypatch.setattr(load_module, "MAX_MESSAGES", 40)
+    assert len(contextfit.load_conversation(json.dumps([{"role": "user", "content": "hi"}] * 40)).messages) == 40
+    with pytest.raises(InvalidConversation) as caught:
+        contextfit.load_conversation(json.dumps([{"role": "user", "content": "hi"}] * 41))
+    assert caught.value.location == "$[40]"
+
+
 def test_a_chat_at_the_message_limit_loads(monkeypatch) -> None:
     monkeypatch.setattr(load_module, "MAX_MESSAGES", 40)
     assert len(contextfit.load_conversation(sillytavern_chat(40)).messages) == 40
@@ -80,15 +110,16 @@ def test_the_entry_limit_holds_for_character_books_and_plan_prompt(monkeypatch) 
     assert len(contextfit.load_conversation(world_info(5)).lorebook.entries) == 5
 
 
-def test_the_readme_limits_tables_state_the_constants() -> None:
+def test_the_documented_limits_tables_state_the_constants() -> None:
     from conftest import REPO
 
     from contextfit import text
+    from contextfit.inputs.lorebook import matching
     from contextfit.fitting import analysis, counting, relevance
     from contextfit.tokens import tokenizers
     from contextfit.fitting.strategies import summarize
 
-    section = (REPO / "README.md").read_text().split("## Limits\n", 1)[1].split("\n## ", 1)[0]
+    section = (REPO / "docs" / "operations.md").read_text(encoding="utf-8").split("## Limits\n", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[3].strip(): line.split("|")[2].strip() for line in section.splitlines()
             if line.startswith("| ") and line.count("|") >= 4}
     mib = lambda n: f"{n // (1024 * 1024)} MiB"  # noqa: E731
@@ -104,3 +135,7 @@ def test_the_readme_limits_tables_state_the_constants() -> None:
         f"{summarize.TEXT_UNITS_BYTES // 2**20} + {mib(summarize.LINE_UNITS_BYTES)}")
     assert rows["`relevance.BAGS_BYTES`"] == mib(relevance.BAGS_BYTES)
     assert rows["`text.FOLDED_BYTES`"] == mib(text.FOLDED_BYTES)
+    assert rows["`matching.COMPILED_KEYS_BYTES`"] == mib(matching.COMPILED_KEYS_BYTES)
+    assert rows["`contextfit.limits.MAX_NAME_CHARS`"] == f"{limits.MAX_NAME_CHARS:,} characters"
+    assert rows["`contextfit.limits.MAX_MACRO_GROWTH`"] == f"{limits.MAX_MACRO_GROWTH:,}"
+    assert rows["`matching.RegexLimits.max_pattern_units`"].startswith(f"{matching.RegexLimits().max_pattern_units:,} nodes")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import random
+import sys
+import weakref
 
 import pytest
 from conftest import TEST_DATA, shared_path
@@ -23,7 +26,9 @@ from contextfit.inputs.lorebook import (
     lorebook_blocks,
     parse_world_info,
 )
-from contextfit.inputs.lorebook.matching import RegexLimits, regex_limits
+from contextfit.inputs.lorebook import matching
+from contextfit.inputs.lorebook.matching import RegexLimits, compile_regex_key, regex_limits
+from contextfit.memo import TextMemo
 
 SILLYTAVERN = ("sillytavern",)
 CARD_FILES = (
@@ -469,6 +474,77 @@ def test_a_pattern_over_the_length_limit_is_never_compiled():
     plan = plan_with(regex_book(key), "ab" * 300)
     assert "LOREBOOK_KEY_TOO_LONG" in codes(plan) and not any(b.kind == "lorebook" for b in plan.blocks)
     assert any(b.kind == "lorebook" for b in plan_with(regex_book(key), "ab" * 300, RegexLimits(max_pattern_chars=2000)).blocks)
+
+
+BOMB = "/(?:a{999999}){999999}/"  # 24 characters that compiled for seconds into gigabytes
+
+
+def test_a_key_that_would_compile_to_gigabytes_is_refused_before_it_is_compiled(monkeypatch):
+    compiled = []
+    real = matching.regex.compile
+    monkeypatch.setattr(matching.regex, "compile", lambda pattern, *args, **kwargs: compiled.append(pattern) or real(
+        pattern, *args, **kwargs))
+    monkeypatch.setattr(matching, "_COMPILED", TextMemo(matching.COMPILED_KEYS_BYTES))  # nothing remembered
+    plan = plan_with(regex_book(BOMB, "/fores+t/"), "Into the forest")
+    [note] = [d for d in plan.diagnostics if d["code"] == "LOREBOOK_KEY_TOO_LARGE"]
+    assert note["key"] == BOMB and "does not match" in note["message"] and "10,000" in note["message"]
+    assert compiled == ["fores+t"]  # the bomb never reached the compiler; the entry's other key did
+    assert any(block.kind == "lorebook" for block in plan.blocks)
+
+
+@pytest.mark.parametrize("key", ["/(?:a{101}){100}/", "/(?<=(?:ab){5001})c/", "/(?:(?<name>a)\\k<name>){2500}/",
+                                 "/(?:a|b|c|d){2000}/i", "/(?x)a{1 0 0 0 1}/"])
+def test_every_shape_of_oversized_key_is_refused_and_a_larger_limit_takes_it(key):
+    assert "LOREBOOK_KEY_TOO_LARGE" in codes(plan_with(regex_book(key), "Into the forest"))
+    assert compile_regex_key(key).refused == "LOREBOOK_KEY_TOO_LARGE"
+    with regex_limits(RegexLimits(max_pattern_units=40_000)):
+        assert compile_regex_key(key).pattern is not None
+
+
+def test_compiled_keys_are_held_within_their_byte_budget(monkeypatch):
+    # An lru_cache of 2,048 keys held whatever they compiled to; the memo charges each its size.
+    memo = TextMemo(2 * 1024 * 1024)
+    monkeypatch.setattr(matching, "_COMPILED", memo)
+    compiled = []
+    for number in range(100):  # about 110 KB each once compiled: 11 MB in all
+        key = compile_regex_key(f"/a{{1000}}b{number}/")
+        compiled.append(weakref.ref(key.pattern))
+        assert compile_regex_key(f"/a{{1000}}b{number}/") is key  # kept while there is room
+        del key
+    gc.collect()
+    kept = [pattern for pattern in (ref() for ref in compiled) if pattern is not None]
+    assert memo.nbytes <= memo.max_bytes
+    assert 0 < sum(map(sys.getsizeof, kept)) <= memo.max_bytes  # neither this cache nor the regex package's holds more
+    assert all(compile_regex_key(f"/a{{1000}}b{n}/").pattern is not None for n in range(3))  # compiled again on demand
+
+
+def test_the_regex_package_does_not_remember_every_pattern_text(monkeypatch):
+    table = getattr(getattr(matching.regex, "_main", None), "_locale_sensitive", None)
+    if not isinstance(table, dict):
+        pytest.skip("this regex release keeps no such table")
+    monkeypatch.setattr(matching, "_PURGE_EVERY_CHARS", 50_000)
+    monkeypatch.setattr(matching, "_COMPILED", TextMemo(matching.COMPILED_KEYS_BYTES))
+    for number in range(2_000):
+        compile_regex_key(f"/{'x' * 200}{number}/")
+    assert len(table) < 500  # 2,000 pattern texts of 200 characters were kept for good
+
+
+def test_a_key_whose_search_runs_out_of_memory_does_not_match_and_says_so():
+    class Runaway:
+        pattern, refused = object(), None
+
+        def search(self, text, timeout=None):
+            raise MemoryError
+
+    budget = matching.RegexBudget()
+    assert budget.search(Runaway(), "text", "/runaway/") is None
+    assert [(d["code"], d["key"]) for d in budget.diagnostics] == [("LOREBOOK_KEY_TOO_LARGE", "/runaway/")]
+
+
+def test_groups_nothing_reads_back_are_compiled_non_capturing():
+    assert compile_regex_key("/(wolf|wolves)(?<n>es)?/i").pattern.groups == 0
+    assert compile_regex_key(r"/(a)\1/").pattern.groups == 1  # a backreference reads it back
+    assert compile_regex_key("/(?<n>a)\\k<n>/").pattern.groups == 1
 
 
 def test_regex_keys_read_only_the_newest_text_up_to_the_limit():

@@ -12,7 +12,7 @@ from contextfit import text
 from contextfit.fitting import analysis, relevance
 from contextfit.tokens.chat_counter import TokenCounter
 from contextfit.fitting.counting import counting_for
-from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
+from contextfit.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.fitting.strategies import summarize
 from contextfit.tokens.tokenizers import PROFILES, Tokenizer, get_tokenizer
 

@@ -131,7 +131,7 @@ def test_every_built_in_price_cites_its_providers_page_and_a_real_date():
     assert len(priced) >= 30
     for info in priced:
         assert info.prices.source in PRICE_PAGES[info.provider], (info.id, info.prices.source)
-        assert datetime.date.fromisoformat(info.prices.date) <= datetime.date(2026, 12, 3), info.id
+        assert datetime.date.fromisoformat(info.prices.date) <= datetime.date(2026, 12, 4), info.id
 
 
 def test_every_model_of_a_pricing_provider_has_prices_or_is_knowingly_unpriced():
@@ -154,20 +154,37 @@ def test_every_model_of_a_pricing_provider_has_prices_or_is_knowingly_unpriced()
     ("claude-haiku-5-5", "input", 0.10),
     ("gemini-2.5-pro", "cached_input", 0.125),
     ("gemini-2.5-flash", "output", 2.50),
+    ("gemini-3.1-pro-preview", "long_input", 4.00),
+    ("gemini-3.8-flash", "cached_input", 0.075),
+    ("gpt-6.1-terra", "cache_write", 1.25),
+    ("gpt-6.1-terra", "long_output", 7.50),
+    ("gpt-6-luna", "cached_input", 0.01),
+    ("claude-sonnet-5-5", "cache_write_1h", 4.00),
+    ("deepseek-flash", "cached_input", 0.006),
+    ("deepseek-v4-pro", "input", 1.32),
 ])
 def test_spot_checks_against_the_providers_figures(model_id, field, dollars):
     prices = {info.id: info.prices for info in built_in_models()}[model_id]
     assert getattr(prices, field) == pytest.approx(dollars)
 
 
-def test_openai_and_gemini_charge_no_cache_write_and_anthropic_does():
+#: The OpenAI models that bill cache writes (GPT-5.6 and later: 1.25x input, a 30-minute cache).
+OPENAI_WRITES = ("gpt-6.1-sol", "gpt-6.1-terra", "gpt-6-luna")
+
+
+def test_who_charges_for_cache_writes():
+    """Gemini's implicit caching and DeepSeek never; OpenAI from GPT-5.6 on, at 1.25x input;
+    Anthropic always: 1.25x input for 5 minutes, 2x for an hour."""
     for info in built_in_models():
         if info.prices is None:
             continue
-        if info.provider in ("openai", "google"):
+        if info.provider in ("google", "deepseek") or (info.provider == "openai" and info.id not in OPENAI_WRITES):
             assert info.prices.cache_write is None, info.id
+        if info.provider == "openai" and info.id in OPENAI_WRITES:
+            assert info.prices.cache_write == pytest.approx(1.25 * info.prices.input), info.id
         if info.provider == "anthropic":
             assert info.prices.cache_write == pytest.approx(1.25 * info.prices.input), info.id
+            assert info.prices.cache_write_1h == pytest.approx(2 * info.prices.input), info.id
 
 
 # -- long-context tiers ------------------------------------------------------------------

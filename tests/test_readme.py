@@ -1,4 +1,9 @@
-"""The README's tables and example stay true to the code."""
+"""The README's example and the docs' tables stay true to the code.
+
+The tables of reasons, diagnostics and error codes live in ``docs/python.md``,
+the strategies in ``docs/strategies.md``; the README keeps the two set-up
+commands and a Python example that runs and prints what it shows.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +18,25 @@ import contextfit
 from contextfit.fitting import registry as plugins
 from contextfit.fitting import results as r
 
-README = (REPO / "README.md").read_text()
+README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
-def table(heading: str) -> list[list[str]]:
-    """Rows of the first Markdown table under ``## heading`` (backticks stripped)."""
-    section = README.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")][2:]
+def section(heading: str, page: str = "docs/python.md") -> str:
+    """The text under ``## heading`` of a page, up to the next ``## `` heading."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    assert f"## {heading}\n" in text, f"{page} has no '## {heading}' section"
+    return text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def table(heading: str, page: str = "docs/python.md") -> list[list[str]]:
+    """Rows of the first Markdown table under ``## heading`` of a page (backticks stripped)."""
+    lines = section(heading, page).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
     return [[cell.strip().strip("`") for cell in row.strip("|").split("|")] for row in rows]
 
 
@@ -58,19 +75,54 @@ def test_error_code_table_matches_the_code():
 
 
 def test_strategy_table_names_the_builtins():
-    assert [row[0] for row in table("Strategies")] == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
+    names = [row[0] for row in table("The strategies", "docs/strategies.md")]
+    assert names == ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 
 
-def test_the_python_example_runs_and_fits(capsys):
-    code = re.search(r"## Fitting a conversation from Python\n\n```python\n(.*?)```", README, re.S).group(1)
-    assert len(code.strip().splitlines()) <= 20
+def test_the_python_example_runs_fits_and_prints_what_it_shows(capsys):
+    part = section("From Python", "README.md")
+    code, shown = re.search(r"```python\n(.*?)```\n+```\n(.*?)```", part, re.S).groups()
+    assert len(code.strip().splitlines()) <= 12  # a ten-line example, the chat literal included
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
     result = scope["result"]
     assert scope["count_tokens"](result.kept) <= result.budget == 120
-    assert result.truncated and "summarized" in capsys.readouterr().out
+    assert result.truncated and capsys.readouterr().out == shown  # the output block is what it prints
+
+
+def test_the_python_example_uses_the_public_names_only():
+    code = re.search(r"```python\n(.*?)```", section("From Python", "README.md"), re.S).group(1)
+    used = set(re.findall(r"contextfit\.(\w+)", code))
+    assert used and used <= set(contextfit.__all__)
+
+
+def test_the_readme_stays_a_front_door():
+    assert len(README.splitlines()) <= 280  # the rest lives in docs/
+
+
+def test_the_recommendation_quoted_up_front_is_what_the_command_says_today(monkeypatch):
+    import io
+    import shlex
+
+    from contextfit import cli
+
+    command, quoted = re.search(r"\(`(contextfit fit [^`]+--recommend)`\):\n\n> (.+)\n", README).groups()
+    monkeypatch.chdir(REPO)
+    out = io.StringIO()
+    assert cli.main(shlex.split(command)[1:], out=out) == 0
+    assert out.getvalue().splitlines()[0] == quoted  # regenerate the README's sentence when this fails
+
+
+def test_the_catalog_counts_the_docs_give_are_the_catalogs():
+    from contextfit.tokens.models import list_models
+
+    models = list_models()
+    page = (REPO / "docs" / "tokenizers.md").read_text(encoding="utf-8")
+    assert f"`contextfit/data/models.toml` lists {len(models)} models" in page
+    assert f"**The catalog**: {len(models)} models" in page
+    assert f"({sum(1 for model in models if model.prices)} in all;" in page
 
 
 @pytest.mark.parametrize("command", ["make run", "make test"])
 def test_the_two_setup_commands_are_documented(command):
-    assert command in README.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert command in section("Set-up", "README.md")

@@ -9,7 +9,7 @@ from conftest import shared_path
 
 import contextfit
 from contextfit.pipeline.plan import plan_prompt
-from contextfit.replays.prompt_cache import anthropic_cache, automatic_cached
+from contextfit.replays.prompt_cache import AUTOMATIC_MINIMUM, AUTOMATIC_STEP, anthropic_cache, prefix_cached
 from contextfit.replays.run import ENTITY_RULE, replay
 from contextfit.replays.facts import declared_facts, entities
 from contextfit.errors import InvalidMessages, InvalidSettings
@@ -61,7 +61,7 @@ def test_anthropic_breakpoints_write_then_read_the_previous_request():
 
 
 def test_cache_rules_by_hand():
-    assert [automatic_cached(n) for n in (0, 1023, 1024, 1151, 1152, 5000)] == [0, 0, 1024, 1024, 1152, 4992]
+    assert [prefix_cached(n, AUTOMATIC_MINIMUM, AUTOMATIC_STEP) for n in (0, 1023, 1024, 1151, 1152, 5000)] == [0, 0, 1024, 1024, 1152, 4992]
     # the previous request is not a prefix (the cut moved): only the system head is read
     assert anthropic_cache(3000, 1200, 2500, False, True).read == 1200
     # a head under the minimum is not cached; a prompt under it neither read nor written
@@ -270,11 +270,14 @@ def _long_real_chat() -> list[dict]:
 
 
 def _independent_hit_rate(messages, **settings) -> float:
-    """Rendered requests compared message by message from the start; OpenAI's rule applied by hand."""
+    """Rendered requests compared message by message from the start; OpenAI's rule applied by hand.
+    A request is each user message and each tool result the next message (an assistant's) answers."""
     counter = contextfit.token_counter("gpt-4o")
     previous, cached, sent = None, 0, 0
     for position, message in enumerate(messages):
-        if message["role"] != "user":
+        answered = message["role"] == "tool" and (position + 1 == len(messages)
+                                                  or messages[position + 1]["role"] == "assistant")
+        if message["role"] != "user" and not answered:
             continue
         plan = plan_prompt(messages[: position + 1], model="gpt-4o", **settings)
         request = plan.provider_messages
@@ -378,7 +381,11 @@ def test_each_anthropic_model_caches_from_its_own_documented_minimum():
 
 def test_the_notes_name_the_provider_as_it_names_itself():
     # a page showed "google prompt caching is modelled with OpenAI's automatic prefix rules."
-    result = replay(_fact_chat()[:6], model="gemini-2.5-flash", context_limit=1800, response_reserve=100,
+    result = replay(_fact_chat()[:6], model="mistral-large", context_limit=1800, response_reserve=100,
                     strategies=["truncate"])
-    assert "Google prompt caching is modelled with OpenAI's automatic prefix rules." in result.notes
-    assert any("a prompt needs before Google caches it" in note for note in result.notes)
+    assert "Mistral prompt caching is modelled with OpenAI's automatic prefix rules." in result.notes
+    # Gemini's implicit caching is modelled with its own minimum (2,048 tokens for Gemini 2.5)
+    gemini = replay(_fact_chat()[:6], model="gemini-2.5-flash", context_limit=1800, response_reserve=100,
+                    strategies=["truncate"])
+    assert not any("modelled with OpenAI's" in note for note in gemini.notes)
+    assert any("the 2,048 tokens a prompt needs before Google caches it" in note for note in gemini.notes)

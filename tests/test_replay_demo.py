@@ -258,11 +258,17 @@ def _entity_rule_replay(key: str):
 
 
 def test_the_verdict_says_at_how_many_turns_a_fact_was_in_force():
-    # the role-play sample's entity rule finds a fact at one turn of twelve; "all equal (100.0%)" read as every turn
+    # the role-play sample's entity rule finds a fact at one user turn of twelve, whose tool round (a request of its
+    # own) answers the same message: two requests of 14; "all equal (100.0%)" read as every turn
     result = _entity_rule_replay("roleplay")
     in_force = sum(1 for row in result.turns["truncate"] if row.facts)
-    assert (in_force, len(result.requests)) == (1, 12)
-    assert "(100.0%, at the one turn of 12 with a fact in force)" in replay_verdict(result, "")  # not "the 1 of 12 turns"
+    assert (in_force, len(result.requests), len(result.user_turns)) == (2, 14, 12)
+    assert "(100.0%, at the 2 turns of 14 with a fact in force)" in replay_verdict(result, "")
+    chat = [{"role": "user", "content": "My order ORD-1 is late."}, {"role": "assistant", "content": "Sorry."},
+            {"role": "user", "content": "Where is ORD-1?"}, {"role": "assistant", "content": "In transit."},
+            {"role": "user", "content": "Thanks."}]
+    one = replay(chat, model="gpt-4o", strategies=["truncate", "manual"], facts="entities")
+    assert "(100.0%, at the one turn of 3 with a fact in force)" in replay_verdict(one, "")  # not "the 1 of 3 turns"
     by_default = _sample_replay("roleplay")  # the facts it marks (the names, the lore) are in force at every turn
     assert all(row.facts for row in by_default.turns["truncate"]) and "with a fact in force" not in replay_verdict(
         by_default, "")

@@ -76,7 +76,7 @@ def test_turn_plans_are_the_compare_view_of_that_turn():
 def test_a_stored_chat_replays_as_the_api_reads_it(tmp_path, sample):
     # a stored chat is read as the conversation it was stored from (its card, lorebook, persona, memory and
     # tools come back from its settings): the replay is the one the API's stored-chat input makes
-    from contextfit.serving.generation import preview_input
+    from contextfit.serving.generation import preview_request
     from contextfit.serving.store import open_store
 
     conversation = contextfit.load_conversation(sample_text(sample) if sample else json.dumps(CHAT))
@@ -86,9 +86,9 @@ def test_a_stored_chat_replays_as_the_api_reads_it(tmp_path, sample):
     chat = opened.get_chat(chat_id)
     setup = ReplaySetup.of("gpt-4o", 1500, 300, ("truncate", "summarize", "manual"))
     shown = views.run(*views.conversation_input(sources.chat_conversation(chat), setup), setup)
-    messages, settings = preview_input(opened, {}, chat_id=chat_id, model="gpt-4o",
-                                       settings={"contextLimit": 1500, "responseReserve": 300})
-    assert shown.to_dict() == views.run(messages, settings, setup).to_dict()
+    messages, resolved = preview_request(opened, {}, chat_id=chat_id, model="gpt-4o",
+                                         settings={"contextLimit": 1500, "responseReserve": 300})
+    assert shown.to_dict() == views.run(messages, resolved.settings, setup).to_dict()
     assert suggested_setup(sources.chat_conversation(chat)).context_limit == 1500  # the chat's own limits
 
 
@@ -423,12 +423,15 @@ def test_the_page_offers_the_replay_for_download():
 
 def test_a_long_replay_reads_its_large_numbers_with_separators():
     from bench.replay import conversation
+    from contextfit.replays.run import request_positions
 
-    at = pasted(app(), conversation(1000))
+    chat = conversation(1000)  # 1,000 user messages, and the tool rounds the model answers: more requests
+    at = pasted(app(), chat)
     at.session_state["strategies"] = ["truncate"]
     at.switch_page("pages/replay.py").run()
     assert not at.exception
-    assert _turns(at).startswith("1,000 turns ·")  # the caption read "1000 turns"
+    requests = len(request_positions(chat))
+    assert requests > 1000 and _turns(at).startswith(f"{requests:,} turns ·")  # the caption read "1000 turns"
     columns = json.loads(at.dataframe[0].proto.columns)
     assert columns["tokens sent"]["type_config"]["format"] == "localized"  # 94,562,889, not 94562889
 

@@ -4,7 +4,7 @@ planning that prefix from scratch gives, for every strategy (stable_prefix too).
 from __future__ import annotations
 
 import pytest
-from conversations import WORDS, conversations
+from conversations import WORDS, chats_with_long_results, conversations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +22,10 @@ VARIANTS = ["truncate", "summarize", "clear-tool-results", "vector-recall", "man
             # options of the refits that carry truncate's walk (test_carried_refits.py)
             {"strategy": "summarize", "options": {"summary_tokens": 30, "summary_scan_chars": 300}},
             {"strategy": "vector-recall", "options": {"relevance_window": 2}},
-            {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_at_least": 20, "exclude_tools": ["lookup"]}}]
+            {"strategy": "clear-tool-results", "options": {"keep": 1, "clear_at_least": 20, "exclude_tools": ["lookup"]}},
+            # capped results, carried from request to request (fitting/result_cap.py)
+            {"strategy": "truncate", "options": {"tool_result_cap": 40}},
+            {"strategy": "clear-tool-results", "options": {"tool_result_cap": 60}}]
 
 
 def _common(a: list, b: list) -> int:
@@ -65,11 +68,15 @@ def _check_against_fresh_plans(chat: list[dict], model: str, limit: int, reserve
                 elif plan.provider_system is not None or previous.provider_system is not None:
                     shared = 0
                 assert turn.shared_tokens == min(shared, plan.prompt_tokens - counter.base_tokens)
-            # the default entity rule, the slow way: the whole earlier text, every sent block
-            earlier = "\n".join(msg.message_text(m) for m in chat[:position])
-            in_force = [e for e in entities(msg.message_text(chat[position])) if contains_word(earlier, e)]
+            # the default entity rule, the slow way: the whole earlier text, every sent block; a tool
+            # round's request reads its turn's user message
+            anchor = next((p for p in range(position, -1, -1) if chat[p].get("role") == "user" and not any(
+                isinstance(part, dict) and str(part.get("type", "")).endswith("tool_result")
+                for part in (chat[p]["content"] if isinstance(chat[p].get("content"), list) else ()))), position)
+            earlier = "\n".join(msg.message_text(m) for m in chat[:anchor])
+            in_force = [e for e in entities(msg.message_text(chat[anchor])) if contains_word(earlier, e)]
             assert [fact.name for fact in turn.facts] == in_force
-            current = msg.explicit_id(chat[position]) or f"m{position}"
+            current = msg.explicit_id(chat[anchor]) or f"m{anchor}"
             plain = "\n".join(msg.message_text(b) for b in plan.fit.kept if msg.kind_of(b) != msg.SUMMARY
                               and not (msg.message_id(b, -1) == current and msg.role_of(b) == "user"))
             summary = "\n".join(msg.message_text(b) for b in plan.fit.kept if msg.kind_of(b) == msg.SUMMARY)
@@ -97,6 +104,16 @@ def test_replay_matches_planning_every_prefix_from_scratch(data, chat, budget, m
     if not request_positions(chat):
         chat = [*chat, {"role": "user", "content": "Any news on " + " ".join(WORDS[:3]) + "?"}]
     _check_against_fresh_plans(chat, model, budget + 100, 100)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(chats_with_long_results(max_turns=16), st.integers(300, 1500))
+def test_a_replay_with_capped_results_matches_planning_every_prefix(chat, budget):
+    """The capped copies and their analysis are carried from request to request: each request must
+    still be what planning that prefix from scratch with the cap gives."""
+    if not request_positions(chat):
+        chat = [*chat, {"role": "user", "content": "Any news?"}]
+    _check_against_fresh_plans(chat, "gpt-4o", budget + 100, 100)
 
 
 def test_replay_matches_fresh_plans_when_earlier_reasoning_is_dropped():

@@ -517,7 +517,8 @@ def test_trimmed_facts_are_the_facts_of_the_first_messages():
     trimmed = whole.trimmed(5)
     fresh = analysis_for(chat[:5], counting_for(lambda ms: word_count_counter(ms)), True)
     fields = ("n", "snapshots", "roles", "kinds", "ids", "base_reasons", "protected_base", "manual", "recall",
-              "relevance", "tokens", "link_root", "group_of", "members", "group_links", "has_call", "counted_total")
+              "relevance", "tokens", "link_root", "group_of", "members", "group_links", "has_call", "open_calls",
+              "waiting", "repeated", "counted_total")
     assert {f: getattr(trimmed, f) for f in fields} == {f: getattr(fresh, f) for f in fields}
     assert whole.trimmed(6) is whole and whole.trimmed(7) is None
     assert whole.trimmed(4) is None  # message 4 has a relevance of its own

@@ -3,8 +3,8 @@
 SPEC.md (``../shared/SPEC.md`` beside the checkout, or beside the shared
 fixtures folder) is parsed, not copied: §3.5 lists the reason strings, and every
 upper-case name in backticks is a diagnostic or error code (§3.1, §3.2, §3.4, §5,
-§7). Whatever the package can produce must be in those lists or in README's
-tables (Reasons, Diagnostics, Error codes), which document the extensions. The
+§7). Whatever the package can produce must be in those lists or in the tables of
+``docs/python.md`` (Reasons, Diagnostics, Error codes), which document the extensions. The
 tests skip with one reason when SPEC.md is not there.
 
 What the package can produce is read from its source (every ``code`` class
@@ -83,7 +83,7 @@ def test_every_reason_is_in_spec_or_a_documented_extension(spec):
     included, excluded = spec_reasons(spec)
     documented = {**{reason: True for reason in included}, **{reason: False for reason in excluded}, **readme_reasons()}
     produced = declared_reasons() | set(r.INCLUDED_REASONS) | set(r.EXCLUDED_REASONS)
-    assert sorted(produced - set(documented)) == [], "undocumented reasons: add them to README's Reasons table"
+    assert sorted(produced - set(documented)) == [], "undocumented reasons: add them to the Reasons table of docs/python.md"
     assert {reason: r.is_included(reason) for reason in produced} == {reason: documented[reason] for reason in produced}
 
 
@@ -197,7 +197,7 @@ def test_the_scan_sees_the_package_produce_every_spec_code(spec):
 def test_every_code_the_package_produces_is_in_spec_or_documented(spec):
     documented = spec_codes(spec) | {row[0] for row in table("Diagnostics")} | {row[0] for row in table("Error codes")}
     undocumented = {code: sorted(files) for code, files in package_codes().items() if code not in documented}
-    assert undocumented == {}, "add these to README's Diagnostics or Error codes table"
+    assert undocumented == {}, "add these to the Diagnostics or Error codes table of docs/python.md"
 
 
 def test_every_documented_code_is_one_the_package_produces():

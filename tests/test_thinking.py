@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 from conftest import shared_path
@@ -157,3 +158,63 @@ def test_keep_thinking_keeps_every_promise(messages, share, strategy, keep):
     result = _fit(messages, word_count_counter, budget, strategy, keep_thinking=keep)
     assert messages == before
     _check(messages, word_count_counter, budget, strategy, result)
+
+
+# -- an agent in the middle of its loop: the chat ends on tool results ------------------------------
+
+
+def agent_mid_loop() -> list[dict]:
+    """An older turn with reasoning, then the current turn: a question and two tool rounds
+    (OpenAI shape, DeepSeek-style ``reasoning_content``), ending on the last round's result."""
+    call = lambda link: [{"id": link, "type": "function", "function": {"name": "read", "arguments": "{}"}}]  # noqa: E731
+    return [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Where is the bug?"},
+        {"role": "assistant", "content": "In the handler.", "reasoning_content": THOUGHT},
+        {"role": "user", "content": "Fix it."},
+        {"role": "assistant", "content": None, "reasoning_content": THOUGHT, "tool_calls": call("c1")},
+        {"role": "tool", "tool_call_id": "c1", "content": "def handler(): ..."},
+        {"role": "assistant", "content": None, "reasoning_content": THOUGHT, "tool_calls": call("c2")},
+        {"role": "tool", "tool_call_id": "c2", "content": "tests: 3 failed"},
+    ]
+
+
+OPENAI_COUNT = contextfit.token_counter("gpt-4o")
+
+
+@pytest.mark.parametrize("keep", [None, False])
+@pytest.mark.parametrize("strategy", ["truncate", "summarize", "clear-tool-results"])
+def test_the_current_tool_use_turn_keeps_its_reasoning_mid_loop(strategy, keep):
+    """Everything after the last user message is the current turn: with the chat ending on
+    tool results its reasoning stays, and older turns give way first (it was dropped first)."""
+    chat = agent_mid_loop()
+    one_thought = OPENAI_COUNT.count_message({"role": "assistant", "content": None, "reasoning_content": THOUGHT})
+    budget = OPENAI_COUNT(chat) - one_thought - 20  # the older turn's reasoning alone is not enough
+    result = contextfit.shift_context(chat, OPENAI_COUNT, budget, strategy=strategy, keep_thinking=keep, interceptors=())
+    assert OPENAI_COUNT(result.kept) <= budget
+    assert any(m is chat[6] for m in result.kept), "the newest round is sent with its reasoning"
+    stripped = [d.sources[0] for d in result.decisions if d.index is None and d.reason == r.COMPRESSED]
+    assert 4 not in stripped and 6 not in stripped
+    assert result.decisions[2].included is False  # the older turn went: its reasoning first, then the rest
+
+
+def test_the_current_turn_of_a_finished_exchange_is_not_held_back():
+    """A chat that ends on a user message has no tool-use turn in flight: reasoning goes as before."""
+    chat = [*agent_mid_loop()[:3], {"role": "user", "content": "Thanks."}]
+    assert OPENAI_COUNT(chat) > 0
+    result = contextfit.shift_context(chat, OPENAI_COUNT, OPENAI_COUNT(chat) - 5, interceptors=())
+    assert [d.reason for d in result.decisions if d.index is None] == [r.COMPRESSED]
+
+
+def test_a_mid_loop_plan_sends_the_current_turns_reasoning():
+    """The DeepSeek agent cassette's last request, under a tight limit: the provider view already
+    leaves earlier turns' reasoning out; fitting must not strip the current turn's."""
+    body = json.loads(shared_path("pydantic-ai", "openai_chat",
+                                  "test_deepseek_deferred_capability_with_thinking.request.json").read_text())
+    roomy = contextfit.plan_prompt(body["messages"], model="deepseek-reasoner", tools=body["tools"])
+    tight = contextfit.plan_prompt(body["messages"], model="deepseek-reasoner", tools=body["tools"],
+                                   context_limit=roomy.prompt_tokens - 30 + 8192, response_reserve=8192)
+    assert tight.prompt_tokens <= tight.budget < roomy.prompt_tokens
+    assert not [block for block in tight.blocks if block.reason == r.COMPRESSED]  # no reasoning stripped
+    sent = [m for m in tight.provider_messages if m.get("role") == "assistant"]
+    assert sent and sent[-1].get("reasoning_content") == body["messages"][-3]["reasoning_content"]

@@ -5,7 +5,7 @@ bars, from :func:`~contextfit.dashboard.charts.blocks_view`; the same shades,
 scale and hover text), without a plotly instance. Compare shows one per
 strategy side by side, and a refit changes all of them: Streamlit mounts a
 changed plotly figure as a new chart, which the browser builds from scratch
-(README "Dashboard speed"), while this HTML is updated in place.
+(docs/dashboard.md, "Speed"), while this HTML is updated in place.
 
 Each bar is a column of the plot (a block, or a bin of neighbouring blocks
 past :data:`DENSE_THRESHOLD`) holding its shades'

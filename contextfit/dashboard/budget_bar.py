@@ -4,7 +4,7 @@ The same bar as :func:`contextfit.dashboard.charts.budget_figure` (the same
 numbers, from :func:`~contextfit.dashboard.charts.budget_view`; the same colours,
 patterns and labels), without a plotly instance: the Compare page shows one
 per strategy side by side, and five small plotly charts cost the browser
-more to draw than the rest of the page (README "Dashboard speed"). Rows:
+more to draw than the rest of the page (docs/dashboard.md, "Speed"). Rows:
 "window" (the prompt, the free budget and the response reserve, in percent
 of the context limit), then "sent" and "not sent" in tokens, zoomed to the
 prompt, with a dashed line at the budget when it is in view. Each stretch

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..amounts import price_per_million
-from ..replays import prompt_cache as pc
+from ..replays import prompt_cache
 from ..tokens.models import ModelInfo
 from ..tokens.prices import Prices
 
@@ -55,7 +55,7 @@ def price_row(info: ModelInfo) -> dict[str, Any]:
         "input $/M": dollars(prices.input),
         "cached input $/M": dollars(prices.cached_input),
         "cache write $/M": dollars(prices.cache_write),
-        "cached from (tokens)": f"{pc.cache_minimum(info):,}",
+        "cached from (tokens)": f"{prompt_cache.cache_minimum(info):,}",
         "output $/M": dollars(prices.output),
         "long prompts": _long_prompts(prices),
         "source": prices.source,

@@ -569,18 +569,12 @@ def _fixed_margins(top: float, legend: bool) -> dict[str, Any]:
             "xaxis_automargin": False, "yaxis_automargin": False}
 
 
-def fate_matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[str | None]]]:
-    """(strategies, block ids, fates): one row per strategy, one column per block.
+def _matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[PlanBlock | None]]]:
+    """(strategies, columns, blocks per strategy and column): one row per strategy, one column per block.
 
     Columns follow prompt order (the plans differ only by blocks a strategy
     inserted, such as a summary); a block a strategy does not have is ``None``.
     """
-    names, columns, rows = _matrix(plans)
-    return names, columns, [[None if block is None else block.fate for block in row] for row in rows]
-
-
-def _matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list[list[PlanBlock | None]]]:
-    """(strategies, columns, blocks per strategy and column)."""
     keyed = {name: block_keys(plan) for name, plan in plans.items()}
     columns = list(max(keyed.values(), key=len, default=[]))
     where = {key: position for position, key in enumerate(columns)}

@@ -6,7 +6,7 @@ shades and hover text): one row per strategy, one cell per block in prompt
 order, binned past :data:`~contextfit.dashboard.block_chart.DENSE_THRESHOLD`
 blocks. With the budget bars and block charts in HTML too, Compare draws no
 plotly chart: the browser neither compiles the 4.7 MB chart code for it nor
-mounts a new chart on every refit (README "Dashboard speed"). The page's CSS
+mounts a new chart on every refit (docs/dashboard.md, "Speed"). The page's CSS
 is :data:`contextfit.dashboard.block_chart.CSS`; every piece of user text is
 escaped.
 """

@@ -19,8 +19,27 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..inputs import messages as msg
-from . import results as r
+from ..inputs.messages import (
+    CHARACTER,
+    HISTORY,
+    LOREBOOK,
+    MEMORY,
+    PERSONA,
+    ROLE_SET,
+    SYSTEM,
+    SYSTEM_ROLES,
+    TOOL_RESULT_ROLES,
+    check_role,
+    clone,
+    explicit_id,
+    kind_of,
+    link_ids,
+    message_text,
+    meta_of,
+    refuse_lone_surrogates,
+    role_of,
+)
+from . import results
 from .counting import Counting
 from ..errors import InvalidMessages, TokenBudgetExceeded
 
@@ -34,7 +53,10 @@ PREFIX_BYTES = 64 * 1024 * 1024
 #: What an analysis holds per message besides its text: the snapshot dict and
 #: a slot in each per-message list (measured with tracemalloc: about 330 bytes).
 MESSAGE_BYTES = 400
-_CHAT_KINDS = frozenset({msg.HISTORY})
+_CHAT_KINDS = frozenset({HISTORY})
+#: How many of the groups a repeated tool call id links are kept for its diagnostic (the newest):
+#: an agent that sends ``call_1`` every round reuses it once per request.
+REPEATS_KEPT = 10
 
 
 def _snapshot(message: dict) -> dict:
@@ -44,7 +66,7 @@ def _snapshot(message: dict) -> dict:
         if type(value) is list and key == "tool_calls":
             copy[key] = _clone_calls(value)
         elif type(value) is dict or type(value) is list:
-            copy[key] = msg.clone(value)
+            copy[key] = clone(value)
     return copy
 
 
@@ -63,7 +85,7 @@ def _clone_calls(calls: list) -> list:
             call = call.copy()
             call["function"] = function.copy()
         else:
-            call = msg.clone(call)
+            call = clone(call)
         out.append(call)
     return out
 
@@ -107,22 +129,22 @@ def _calls_only(message: dict) -> tuple[list[str], bool] | None:
         if type(ident) is not str or not ident:
             return None
         ids.append(ident)
-    return ids, message.get("role") in msg.TOOL_RESULT_ROLES
+    return ids, message.get("role") in TOOL_RESULT_ROLES
 
 
 def _base_reason(message: dict, kind: str) -> str | None:
     """Protection that depends on the message alone (SPEC §3.3)."""
-    if kind == msg.SYSTEM:
-        return r.SYSTEM
-    if kind == msg.CHARACTER:
-        return r.CHARACTER
-    if kind == msg.PERSONA:
-        return r.PERSONA
-    meta = msg.meta_of(message)
+    if kind == SYSTEM:
+        return results.SYSTEM
+    if kind == CHARACTER:
+        return results.CHARACTER
+    if kind == PERSONA:
+        return results.PERSONA
+    meta = meta_of(message)
     if meta.get("required") is True:
-        return r.REQUIRED
+        return results.REQUIRED
     if message.get("pinned") is True or meta.get("pinned") is True:
-        return r.PINNED
+        return results.PINNED
     return None
 
 
@@ -172,6 +194,9 @@ class ChatAnalysis:
         "members",
         "group_links",
         "has_call",
+        "open_calls",
+        "waiting",
+        "repeated",
         "orphans",
         "derived",
         "texts",
@@ -193,7 +218,14 @@ class ChatAnalysis:
         self.recall: list[int] = []  # lorebook and memory blocks
         self.relevance: dict[int, float] = {}
         self.tokens: list[int | None] = []
-        self.link_root: dict[str, int] = {}  # link id -> group root
+        # Groups by answering (SPEC 3.2): a result answers the nearest earlier call with its
+        # id that is still unanswered, so an id used again (``call_1`` every turn) starts a
+        # new group rather than joining every turn's tools into one.
+        self.link_root: dict[str, int] = {}  # link id -> root of the group of its latest call
+        self.open_calls: dict[str, tuple[int, ...]] = {}  # link id -> roots of its unanswered calls, oldest first
+        self.waiting: dict[str, int] = {}  # link id never called yet -> root of the results that carry it
+        # link id used by several calls -> (how many call groups use it, the newest REPEATS_KEPT roots)
+        self.repeated: dict[str, tuple[int, tuple[int, ...]]] = {}
         self.group_of: dict[int, int] = {}  # message index -> group root (linked messages only)
         self.members: dict[int, list[int]] = {}  # root -> member indices, ascending; root is the first
         self.group_links: dict[int, list[str]] = {}  # root -> its link ids
@@ -237,6 +269,7 @@ class ChatAnalysis:
         new.members = self.members
         new.group_links = self.group_links
         new.has_call = self.has_call
+        new.open_calls, new.waiting, new.repeated = self.open_calls, self.waiting, self.repeated
         new.shared = True
         new.derived = dict(self.derived)
         new.texts = self.texts[:start]
@@ -277,6 +310,7 @@ class ChatAnalysis:
         new.manual, new.recall = list(self.manual), list(self.recall)
         new.relevance, new.link_root, new.group_of = self.relevance, self.link_root, self.group_of
         new.members, new.group_links, new.has_call = self.members, self.group_links, self.has_call
+        new.open_calls, new.waiting, new.repeated = self.open_calls, self.waiting, self.repeated
         new.shared = True
         derived: dict = {}
         for key, value in self.derived.items():
@@ -300,7 +334,8 @@ class ChatAnalysis:
         count_message = counting.count_message
         snapshots, roles, kinds, ids = self.snapshots, self.roles, self.kinds, self.ids
         base_reasons, tokens, protected = self.base_reasons, self.tokens, self.protected_base
-        system_roles, history, system = msg.SYSTEM_ROLES, msg.HISTORY, msg.SYSTEM
+        system_roles, history, system = SYSTEM_ROLES, HISTORY, SYSTEM
+        roles_allowed = ROLE_SET
         added_from = len(tokens)
         text_bytes = 0
         stop = len(messages) if stop is None else stop
@@ -313,6 +348,8 @@ class ChatAnalysis:
                     location=f"messages[{index}]",
                 )
             role = message.get("role")
+            if type(role) is not str or role not in roles_allowed:
+                check_role(message, f"messages[{index}]")
             content = message.get("content")
             # Three common shapes have a short path: the plain chat turn
             # {"role", "content": str}, an OpenAI tool result and an OpenAI call
@@ -325,13 +362,13 @@ class ChatAnalysis:
             elif len(message) == 2 and type(content) is str:
                 text_bytes += len(content)
                 if not (content.isascii() and role.isascii()):
-                    msg.refuse_lone_surrogates(message, f"messages[{index}]")
+                    refuse_lone_surrogates(message, f"messages[{index}]")
                 snapshot = message.copy()
             elif len(message) == 3 and type(content) is str:
                 call_id = message.get("tool_call_id")
                 if type(call_id) is str and call_id:
                     if not (content.isascii() and role.isascii() and call_id.isascii()):
-                        msg.refuse_lone_surrogates(message, f"messages[{index}]")
+                        refuse_lone_surrogates(message, f"messages[{index}]")
                     text_bytes += len(content)
                     snapshot, link = message.copy(), [call_id]  # every value is a string: a flat copy is a snapshot
             elif len(message) == 3 and content is None and "content" in message and role.isascii():
@@ -343,7 +380,7 @@ class ChatAnalysis:
                     snapshot["tool_calls"] = cloned
             if snapshot is not None:
                 kind = system if role in system_roles else history
-                reason: str | None = r.SYSTEM if kind is system else None
+                reason: str | None = results.SYSTEM if kind is system else None
                 snapshots.append(snapshot)
                 roles.append(role)
                 kinds.append(kind)
@@ -353,14 +390,12 @@ class ChatAnalysis:
                     protected.append(index)
                 tokens.append(count_message(message) if count_now else None)
                 if link is not None:
-                    self._link(index, link, role in msg.TOOL_RESULT_ROLES)
+                    self._link(index, link, role in TOOL_RESULT_ROLES)
                 continue
-            msg.refuse_lone_surrogates(message, f"messages[{index}]")
+            refuse_lone_surrogates(message, f"messages[{index}]")
             text_bytes += len(content) if type(content) is str else _text_size(content)
             if "tool_calls" in message:
                 text_bytes += _text_size(message["tool_calls"])
-            if type(role) is not str:
-                role = msg.role_of(message)
             content_is_list = type(content) is list
             linked = content_is_list or "tool_calls" in message or "tool_call_id" in message or (
                 "toolCallId" in message or "callId" in message
@@ -369,19 +404,19 @@ class ChatAnalysis:
             if meta is None:
                 kind = system if role in system_roles else history
                 if kind is system:
-                    reason = r.SYSTEM
+                    reason = results.SYSTEM
                 else:
-                    reason = r.PINNED if message.get("pinned") is True else None
+                    reason = results.PINNED if message.get("pinned") is True else None
                 ident = message.get("id")
                 if ident is not None and (type(ident) is not str or not ident):
-                    ident = msg.explicit_id(message)
+                    ident = explicit_id(message)
                 snapshots.append(_snapshot(message) if linked else message.copy())
             else:
-                kind = msg.kind_of(message)
-                if kind == msg.LOREBOOK or kind == msg.MEMORY:
+                kind = kind_of(message)
+                if kind == LOREBOOK or kind == MEMORY:
                     self.recall.append(index)
                 reason = _base_reason(message, kind)
-                ident = msg.explicit_id(message)
+                ident = explicit_id(message)
                 snapshots.append(_snapshot(message))
                 if type(meta) is dict:
                     self._meta_marks(index, meta)
@@ -397,9 +432,9 @@ class ChatAnalysis:
                 if type(call_id) is str and call_id and not content_is_list and not (
                     "tool_calls" in message or "toolCallId" in message or "callId" in message
                 ):
-                    self._link(index, [call_id], role in msg.TOOL_RESULT_ROLES)  # an OpenAI tool result
+                    self._link(index, [call_id], role in TOOL_RESULT_ROLES)  # an OpenAI tool result
                 else:
-                    link, is_result = _calls_only(message) or msg.link_ids(message)
+                    link, is_result = _calls_only(message) or link_ids(message)
                     if link:
                         self._link(index, link, is_result)
         self.nbytes += text_bytes + MESSAGE_BYTES * (stop - start)
@@ -479,6 +514,7 @@ class ChatAnalysis:
         new.link_root, new.group_of, new.has_call = dict(self.link_root), dict(self.group_of), dict(self.has_call)
         new.members = {root: list(members) for root, members in self.members.items()}
         new.group_links = {root: list(links) for root, links in self.group_links.items()}
+        new.open_calls, new.waiting, new.repeated = dict(self.open_calls), dict(self.waiting), dict(self.repeated)
         new.counted_total = self.counted_total
         return new
 
@@ -489,6 +525,9 @@ class ChatAnalysis:
         self.members = dict(self.members)
         self.group_links = dict(self.group_links)
         self.has_call = dict(self.has_call)
+        self.open_calls = dict(self.open_calls)
+        self.waiting = dict(self.waiting)
+        self.repeated = dict(self.repeated)
         self.shared = False
 
     def _meta_marks(self, index: int, meta: dict) -> None:
@@ -501,49 +540,110 @@ class ChatAnalysis:
             self.relevance[index] = float(min(max(relevance, 0), 1))  # clamped first: 10**400 has no float
 
     def _link(self, index: int, ids: list[str], is_result: bool) -> None:
-        # Messages arrive in order, so ``index`` is above every member so far.
+        """Put message ``index`` (the newest) in its tool group, by answering (SPEC 3.2).
+
+        A result joins the nearest earlier call with its id that is still unanswered,
+        else the latest call with its id (a second result of one call), else the
+        results with its id that wait for a call (an orphan group, until a call with
+        the id comes: it then joins them, as a call whose results were sent first).
+        A call whose id an earlier call used starts a group of its own. A message
+        whose ids reach several groups (results answering calls of two messages)
+        folds them into the earliest. The dicts are the parent analysis' until
+        :meth:`_unshare`; their values are never changed in place.
+        """
         if self.shared:
             self._unshare()
-        if len(ids) == 1:
-            root = self.link_root.get(ids[0])
-            if root is not None:  # a result joining its call: the common case
+        open_calls, link_root, waiting = self.open_calls, self.link_root, self.waiting
+        if is_result and len(ids) == 1:
+            opened = open_calls.get(ids[0])
+            if opened is not None:  # a result answering its call: the common case
+                root = opened[-1]
+                if len(opened) == 1:
+                    del open_calls[ids[0]]
+                else:
+                    open_calls[ids[0]] = opened[:-1]
                 self.members[root] = [*self.members[root], index]
-                if not is_result and not self.has_call[root]:
-                    self.has_call[root] = True
                 self.group_of[index] = root
                 return
-        link_root = self.link_root
-        roots = sorted({link_root[i] for i in ids if i in link_root}) if any(i in link_root for i in ids) else ()
-        if not roots:
-            root = index
+        joined: list[int] = []
+        answered: set[str] = set()  # ids of this call answered by results that came first
+        for link in ids:
+            if is_result:
+                opened = open_calls.get(link)
+                if opened:
+                    joined.append(opened[-1])
+                    if len(opened) == 1:
+                        del open_calls[link]
+                    else:
+                        open_calls[link] = opened[:-1]
+                elif link in link_root:
+                    joined.append(link_root[link])
+                elif link in waiting:
+                    joined.append(waiting[link])
+            elif link not in link_root and link in waiting:
+                joined.append(waiting[link])
+                answered.add(link)
+        root = min(joined) if joined else index
+        if not joined:
             self.members[root] = [index]
             self.group_links[root] = []
             self.has_call[root] = not is_result
         else:
-            root = roots[0]
-            members = list(self.members[root])
+            others = sorted(set(joined) - {root})
+            members = [*self.members[root], index]
             links = list(self.group_links[root])
             has_call = self.has_call[root] or not is_result
-            for other in roots[1:]:
-                # Two groups meet in this message (rare: results seen before
-                # their call): fold the later one into the earlier.
+            for other in others:
+                # Two groups meet in this message (rare: one message answering calls of
+                # two messages): fold the later one into the earlier.
                 for member in self.members.pop(other):
                     self.group_of[member] = root
                     members.append(member)
                 for link in self.group_links.pop(other):
-                    self.link_root[link] = root
-                    links.append(link)
+                    if link not in links:
+                        links.append(link)
                 has_call = has_call or self.has_call.pop(other)
-            members.append(index)
-            members.sort()
+                self._moved(other, root)
+            if others:
+                members.sort()
             self.members[root] = members
             self.group_links[root] = links
             self.has_call[root] = has_call
         self.group_of[index] = root
+        links = self.group_links[root]
+        fresh = [link for link in ids if link not in links]
+        if fresh:
+            self.group_links[root] = [*links, *dict.fromkeys(fresh)]
         for link in ids:
-            if self.link_root.get(link) != root:
-                self.link_root[link] = root
-                self.group_links[root].append(link)
+            if is_result:
+                if link not in link_root and link not in waiting:
+                    waiting[link] = root
+                continue
+            if link in answered:  # the results sent first answer this call (its first instance, if twice)
+                answered.discard(link)
+                waiting.pop(link, None)
+            else:
+                if link in link_root and link_root[link] != root:
+                    calls, roots = self.repeated.get(link) or (1, (link_root[link],))
+                    self.repeated[link] = (calls + 1, (*roots, root)[-REPEATS_KEPT:])
+                open_calls[link] = (*open_calls.get(link, ()), root)
+            link_root[link] = root
+
+    def _moved(self, old: int, new: int) -> None:
+        """Point every record of group ``old`` at ``new`` (``old`` was folded into it)."""
+        for mapping in (self.link_root, self.waiting):
+            for link in [link for link, root in mapping.items() if root == old]:
+                mapping[link] = new
+        for link in [link for link, roots in self.open_calls.items() if old in roots]:
+            self.open_calls[link] = tuple(new if root == old else root for root in self.open_calls[link])
+        for link in [link for link, (_, roots) in self.repeated.items() if old in roots]:
+            calls, roots = self.repeated[link]
+            merged = tuple(dict.fromkeys(new if root == old else root for root in roots))
+            calls -= len(roots) - len(merged)
+            if calls > 1:
+                self.repeated[link] = (calls, merged)
+            else:  # its calls are one group now
+                del self.repeated[link]
 
 
 #: What analyses learnt of each message dict, by ``id``, for the next analysis
@@ -570,13 +670,13 @@ def _link_args(message: dict) -> tuple[list[str], bool] | None:
     """The link ids :meth:`ChatAnalysis._add` groups ``message`` by, and whether it is a result."""
     role = message.get("role")
     if type(role) is not str:
-        role = msg.role_of(message)
+        role = role_of(message)
     call_id = message.get("tool_call_id")
     if type(call_id) is str and call_id and type(message.get("content")) is not list and not (
         "tool_calls" in message or "toolCallId" in message or "callId" in message
     ):
-        return [call_id], role in msg.TOOL_RESULT_ROLES
-    link, is_result = _calls_only(message) or msg.link_ids(message)
+        return [call_id], role in TOOL_RESULT_ROLES
+    link, is_result = _calls_only(message) or link_ids(message)
     return (list(link), is_result) if link else None
 
 
@@ -670,13 +770,13 @@ class FitView:
         if last is not None and analysis.roles[last] == "user":
             current = last
             if protect[last] is None:
-                protect[last] = r.CURRENT_INPUT
+                protect[last] = results.CURRENT_INPUT
                 protected.add(last)
             root = group_of.get(last)
             if root is not None:
                 for member in members[root]:
                     if protect[member] is None:
-                        protect[member] = r.CURRENT_INPUT
+                        protect[member] = results.CURRENT_INPUT
                         protected.add(member)
         self.protect = protect
         self.protected = sorted(protected)
@@ -702,7 +802,7 @@ class FitView:
                     "kind": self.analysis.kinds[index],
                     "tokens": self.analysis.tokens[index],
                     "included": reason is not None,
-                    "reason": reason or r.OVER_BUDGET,
+                    "reason": reason or results.OVER_BUDGET,
                 }
             )
         return TokenBudgetExceeded(tokens, budget, message, blocks=blocks)
@@ -776,6 +876,21 @@ class FitView:
             analysis.orphans = [analysis.members[root] for root, has_call in analysis.has_call.items() if not has_call]
         return list(analysis.orphans)
 
+    def repeated_ids(self) -> list[tuple[str, int, list[list[int]]]]:
+        """Link ids that more than one call uses, in order of first reuse: each with how many
+        call groups use it and the newest :data:`REPEATS_KEPT` of those groups (each call with
+        the results that answer it)."""
+        analysis = self.analysis
+        return [(link, calls, [list(analysis.members[root]) for root in roots if root in analysis.members])
+                for link, (calls, roots) in analysis.repeated.items()]
+
+    def unanswered_calls(self) -> list[tuple[str, list[int]]]:
+        """Calls no result answers (providers refuse a request that sends one): each
+        id with the members of its call's group, oldest first."""
+        analysis = self.analysis
+        found = [(root, link) for link, roots in analysis.open_calls.items() for root in dict.fromkeys(roots)]
+        return [(link, list(analysis.members[root])) for root, link in sorted(found)]
+
     def id_of(self, index: int) -> str:
         """The id shown in audits: the message's own, else its position."""
         ident = self.analysis.ids[index]
@@ -792,9 +907,9 @@ class FitView:
         elif len(texts) <= index < self.n:
             texts.extend([None] * (self.n - len(texts)))
         else:
-            return msg.message_text(self.messages[index])
+            return message_text(self.messages[index])
         message = self.messages[index]
-        text = texts[index] = msg.message_text(message)
+        text = texts[index] = message_text(message)
         if text is not message.get("content"):  # a new string (joined parts, tool lines): held by the analysis
             self.analysis.derived_bytes += len(text) + 50
         return text

@@ -34,7 +34,7 @@ from typing import Any
 from ..caches import register
 from ..tokens.chat_counter import TokenCounter
 from ..errors import InvalidCounter
-from ..tokens.memo import TextMemo
+from ..memo import TextMemo
 from ..tokens.sent import SentCounter
 
 CountTokens = Callable[[Sequence[dict]], int]

@@ -29,9 +29,10 @@ from dataclasses import replace
 from itertools import compress
 from typing import Any
 
-from ..inputs import messages as msg
+from ..inputs.messages import clone, link_ids, link_states
 from . import registry as plugins
-from . import results as r
+from . import result_cap
+from . import results
 from .analysis import FitView, build_view
 from .counting import CountTokens, Counting, counting_for
 from ..errors import InvalidBudget, InvalidSettings
@@ -108,23 +109,30 @@ def fit_messages(
     plugins.load_plugins()
     name, impl = _resolve(strategy)
     trusted = is_trusted(impl)
+    options = dict(options)
+    cap = result_cap.cap_option(options)  # applied here, before fitting: no strategy sees it
     counting = counting_for(count_tokens)
     view = analyse(messages, counting, count_excluded)
     protected_tokens = view.protected_tokens()
     if protected_tokens > budget:
         raise view.refusal(protected_tokens, budget)
-    diagnostics = _orphans(view)
+    diagnostics = _link_notes(view)
+    copies = result_cap.capped(view, cap) if cap is not None else None
+    # The strategy fits the conversation with its oversized results capped (result_cap.py).
+    fitted = result_cap.capped_view(view, copies) if copies is not None and copies.copies else view
     if trusted:
         proposal = None
-        if view.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
-            proposal = walked_truncate(view, budget, options, view.walks)
+        if fitted.walks is not None and impl is _FALLBACK:  # a session's truncate: from its last walk
+            proposal = walked_truncate(fitted, budget, options, fitted.walks)
         if proposal is None:
-            proposal = impl.propose(view, budget, **options)
+            proposal = impl.propose(fitted, budget, **options)
         why, altered = None, []
     else:
-        proposal, why, altered = _plugin_proposal(view, impl, budget, options, count_tokens)
-    proposal, used, restored = _accept(view, proposal, name, budget, why, altered, diagnostics)
-    total = _enforce(view, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
+        proposal, why, altered = _plugin_proposal(fitted, impl, budget, options, count_tokens)
+    proposal, used, restored = _accept(fitted, proposal, name, budget, why, altered, diagnostics)
+    total = _enforce(fitted, proposal, budget, used, diagnostics, check_groups=not trusted and not restored and why is None)
+    if fitted is not view:  # back to the caller's messages: a capped result kept is sent as its copy
+        proposal = result_cap.with_capped(proposal, copies)
     result = _verify(view, proposal, budget, used, diagnostics, protected_tokens, restored, total)
     chain = plugins.interceptors.entries() if interceptors is None else _as_entries(interceptors)
     if chain:
@@ -164,14 +172,44 @@ def _as_entries(chain: Sequence[Any]) -> list[plugins.InterceptorInfo]:
     return entries
 
 
-def _orphans(view: FitView) -> list[dict]:
+def _link_notes(view: FitView) -> list[dict]:
+    """What the tool links of the conversation say (SPEC 3.2): results with no call,
+    ids that several calls use, and calls with no result."""
     diagnostics = []
     for members in view.orphan_groups():
         diagnostics.append(
             {
-                "code": r.ORPHAN_TOOL_RESULT,
+                "code": results.ORPHAN_TOOL_RESULT,
                 "indices": list(members),
                 "message": "Tool result(s) whose call is not in the conversation; kept or dropped as their own group.",
+            }
+        )
+    repeated = view.repeated_ids()
+    if repeated:
+        named = ", ".join(f"{link!r} ({calls} calls)" for link, calls, _ in repeated[:10])
+        more = f" and {len(repeated) - 10} more" if len(repeated) > 10 else ""
+        diagnostics.append(
+            {
+                "code": results.REPEATED_TOOL_CALL_ID,
+                "ids": [link for link, _, _ in repeated],
+                "calls": [calls for _, calls, _ in repeated],
+                "groups": [groups for _, _, groups in repeated],
+                "message": f"Tool call id(s) used by more than one call: {named}{more}. Each call is grouped with "
+                f"the results that answer it (a result answers the nearest earlier call with its id that is still "
+                f"unanswered), so each is kept or dropped on its own.",
+            }
+        )
+    unanswered = view.unanswered_calls()
+    if unanswered:
+        ids = list(dict.fromkeys(link for link, _ in unanswered))
+        named = ", ".join(map(repr, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        diagnostics.append(
+            {
+                "code": results.TOOL_CALL_WITHOUT_RESULT,
+                "ids": ids,
+                "indices": [members for _, members in unanswered],
+                "message": f"Tool call(s) with no result in the conversation: {named}. Providers refuse a request "
+                f"that sends a tool call without its result; add the result or leave the call out.",
             }
         )
     return diagnostics
@@ -187,7 +225,7 @@ def _plugin_proposal(
     a list of copies. The copies are compared afterwards, so a protected block
     it edited in place counts as altered even when its answer keeps it.
     """
-    given = [msg.clone(m) for m in view.messages]
+    given = [clone(m) for m in view.messages]
     copies = list(given)  # the plugin may empty or reorder the list it got
     proposal: Proposal | None = None
     why: str | None = None
@@ -232,7 +270,7 @@ def _accept(
                      f"restored and truncate was used instead.")
     diagnostics.append(
         {
-            "code": r.STRATEGY_REJECTED,
+            "code": results.STRATEGY_REJECTED,
             "strategy": name,
             "lost": lost,
             "altered": [i for i in lost if i in altered],
@@ -266,7 +304,7 @@ def _enforce(
         proposal.assembled = None  # (never set on an untrusted proposal, the only one checked for groups)
         diagnostics.append(
             {
-                "code": r.GROUP_SPLIT_PREVENTED,
+                "code": results.GROUP_SPLIT_PREVENTED,
                 "groups": split,
                 "message": "A tool call and its results were partly kept; the kept part was excluded too.",
             }
@@ -282,7 +320,7 @@ def _enforce(
         total = _total(view, proposal)  # rare: recount rather than trust the running sum
         diagnostics.append(
             {
-                "code": r.BUDGET_ENFORCED,
+                "code": results.BUDGET_ENFORCED,
                 "strategy": name,
                 "proposed": proposed,
                 "budget": budget,
@@ -298,18 +336,18 @@ def _drop_half_linked(view: FitView, proposal: Proposal, diagnostics: list[dict]
     shortened result whose call is not kept, a call with no result): links
     half present in what is kept, and not half in the same way in the input."""
     kept = [*compress(view.messages, kept_mask(proposal.reasons)), *(block.message for block in proposal.inserted)]
-    states = msg.link_states(kept)
+    states = link_states(kept)
     if all(state == (True, True) for state in states.values()):
         return
-    before = msg.link_states(view.messages)
+    before = link_states(view.messages)
     half = {link for link, state in states.items() if state != (True, True) and before.get(link) != state}
-    keep = [not half.intersection(msg.link_ids(block.message)[0]) for block in proposal.inserted]
+    keep = [not half.intersection(link_ids(block.message)[0]) for block in proposal.inserted]
     dropped = keep.count(False)
     if dropped:
         proposal.inserted = list(compress(proposal.inserted, keep))
         diagnostics.append(
             {
-                "code": r.GROUP_SPLIT_PREVENTED,
+                "code": results.GROUP_SPLIT_PREVENTED,
                 "groups": [],
                 "links": sorted(half),
                 "message": f"{dropped} block(s) the strategy added would have sent half of a tool group "
@@ -340,7 +378,7 @@ def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
     # result) goes with that message's unit: dropping one without the other
     # would send half a tool group.
     stand_ins = {block.sources[0]: block for block in proposal.inserted
-                 if block.reason == r.COMPRESSED and len(block.sources) == 1}
+                 if block.reason == results.COMPRESSED and len(block.sources) == 1}
     units: list[tuple[float, Any]] = [
         (float(unit[0]), unit) for unit in view.units_oldest_first()
         if reasons[unit[0]] is None or any(index in stand_ins for index in unit)
@@ -363,7 +401,7 @@ def _reduce(view: FitView, proposal: Proposal, target: int, total: int) -> int:
                     total -= block.tokens
                 elif reasons[index] is None:
                     total -= count(index)
-                reasons[index] = r.OVER_BUDGET
+                reasons[index] = results.OVER_BUDGET
     return total
 
 
@@ -403,7 +441,7 @@ def _verify(
     if attempts:
         diagnostics.append(
             {
-                "code": r.COUNT_ADJUSTED,
+                "code": results.COUNT_ADJUSTED,
                 "message": "count_tokens is not the sum of per-message counts; more was dropped to fit its own total.",
             }
         )
@@ -436,7 +474,7 @@ def _assemble(
         messages,
         list(reasons),
         view.protect,
-        dict.fromkeys(restored, r.RESTORED),
+        dict.fromkeys(restored, results.RESTORED),
         analysis.tokens if analysis.counted_total is not None else list(analysis.tokens),  # all counted: never written again
         analysis.roles,
         analysis.kinds,

@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..inputs import messages as msg
-from . import results as r
+from ..inputs.messages import clone, link_states, role_problem
+from . import results
 from .analysis import ChatAnalysis, FitView
 from .registry import InterceptorInfo
 from .proposals import match_items, prompt_items
@@ -71,8 +71,8 @@ def provider_view(blocks: list[dict], template: str) -> tuple[list[dict], list[t
 
 def _split_links(before: list[dict], after: list[dict]) -> list[str]:
     """Link ids ``after`` sends half of, where ``before`` had them whole or not at all."""
-    old = msg.link_states(before)
-    return sorted(link for link, state in msg.link_states(after).items() if state != (True, True) and old.get(link) != state)
+    old = link_states(before)
+    return sorted(link for link, state in link_states(after).items() if state != (True, True) and old.get(link) != state)
 
 
 def run_interceptors(
@@ -93,23 +93,27 @@ def run_interceptors(
 
     for entry in chain:
         sent, sources, floating = provider_view([block for block, _ in items], template)
-        given = [msg.clone(message) for message in sent]
+        given = [clone(message) for message in sent]
         before = tokens_of(items)
         try:
             output = entry.interceptor(given)
         except Exception as exc:  # a broken interceptor must not break the prompt
-            diagnostics.append(_report(r.INTERCEPTOR_FAILED, entry, f"it raised {type(exc).__name__}: {exc}"))
+            diagnostics.append(_report(results.INTERCEPTOR_FAILED, entry, f"it raised {type(exc).__name__}: {exc}"))
             continue
         if output is None:
-            diagnostics.append({**_report(r.INTERCEPTOR_APPLIED, entry, "no change"), "added": 0, "removed": 0,
+            diagnostics.append({**_report(results.INTERCEPTOR_APPLIED, entry, "no change"), "added": 0, "removed": 0,
                                 "tokensBefore": before, "tokensAfter": before})
             continue
         if not isinstance(output, (list, tuple)) or not all(isinstance(m, dict) for m in output):
             diagnostics.append(
-                _report(r.INTERCEPTOR_FAILED, entry, f"it returned {type(output).__name__}, not a list of message dicts")
+                _report(results.INTERCEPTOR_FAILED, entry, f"it returned {type(output).__name__}, not a list of message dicts")
             )
             continue
-        output = [msg.clone(message) for message in output]  # ours now: the interceptor may keep references
+        problem = next(filter(None, map(role_problem, output)), None)
+        if problem is not None:  # never sent: the caller's messages pass the same check
+            diagnostics.append(_report(results.INTERCEPTOR_FAILED, entry, f"it returned a message that cannot be sent: {problem}"))
+            continue
+        output = [clone(message) for message in output]  # ours now: the interceptor may keep references
         matches = match_items(output, [], sent)  # by equality: a copy edited in place is a change
         matched = {j for j in matches if j is not None}
         removed = [j for j in range(len(sent)) if j not in matched]
@@ -117,22 +121,22 @@ def run_interceptors(
         lost = [k for k in touched if protected(items[k][1])]
         if lost:
             diagnostics.append(
-                {**_report(r.INTERCEPTOR_REJECTED, entry, f"it removed or altered {len(lost)} protected block(s)"),
+                {**_report(results.INTERCEPTOR_REJECTED, entry, f"it removed or altered {len(lost)} protected block(s)"),
                  "lost": [_label(items[k][1]) for k in lost], "ids": [_label(items[k][1], view) for k in lost]}
             )
             continue
         split = _split_links(sent, output)
         if split:
             diagnostics.append(
-                {**_report(r.INTERCEPTOR_REJECTED, entry, f"it would send half of the tool group(s) {', '.join(split)}"
+                {**_report(results.INTERCEPTOR_REJECTED, entry, f"it would send half of the tool group(s) {', '.join(split)}"
                            " (a call without its results, or a result without its call)"), "split": split}
             )
             continue
-        gone.extend((items[k][0], items[k][1], r.INTERCEPTED) for k in touched)
+        gone.extend((items[k][0], items[k][1], results.INTERCEPTED) for k in touched)
         items = _rebuild(items, output, matches, sources, set(touched), floating, entry.name)
         added = sum(1 for j in matches if j is None)
         diagnostics.append(
-            {**_report(r.INTERCEPTOR_APPLIED, entry, f"{added} added, {len(removed)} removed"),
+            {**_report(results.INTERCEPTOR_APPLIED, entry, f"{added} added, {len(removed)} removed"),
              "added": added, "removed": len(removed), "tokensBefore": before, "tokensAfter": tokens_of(items)}
         )
 
@@ -176,11 +180,11 @@ def _final_fit(view: FitView, result: FitResult, items, gone, diagnostics, budge
         items, dropped = _drop_units(items, view, target, estimate, protected)
         if not dropped:
             break
-        gone.extend((block, origin, r.LATE_OVERFLOW) for block, origin in dropped)
+        gone.extend((block, origin, results.LATE_OVERFLOW) for block, origin in dropped)
         if attempts == 0:
             diagnostics.append(
                 {
-                    "code": r.LATE_OVERFLOW_DROPPED,
+                    "code": results.LATE_OVERFLOW_DROPPED,
                     "dropped": len(dropped),
                     "tokensBefore": actual,
                     "budget": budget,
@@ -246,7 +250,7 @@ def _result(view: FitView, result: FitResult, items, gone, diagnostics, tokens: 
         if isinstance(origin, InsertedBlock):
             blocks.append(origin)
         elif isinstance(origin, _Added):
-            blocks.append(InsertedBlock(message, before_of(j), r.WITHIN_BUDGET, view.counting.count_message(message),
+            blocks.append(InsertedBlock(message, before_of(j), results.WITHIN_BUDGET, view.counting.count_message(message),
                                         (), f"interceptor {origin.name}"))
     for message, origin, reason in gone:
         if isinstance(origin, int):
@@ -261,7 +265,7 @@ def _result(view: FitView, result: FitResult, items, gone, diagnostics, tokens: 
     decisions = result.decisions.with_changes(overrides, blocks)  # type: ignore[attr-defined]
     excluded = list(result.excluded)
     if overrides:
-        excluded = [view.messages[i] for i in range(view.n) if not r.is_included(decisions.reason_of(i))]
+        excluded = [view.messages[i] for i in range(view.n) if not results.is_included(decisions.reason_of(i))]
     return FitResult(
         kept=kept,
         excluded=excluded,

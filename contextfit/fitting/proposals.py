@@ -18,13 +18,13 @@ from operator import is_
 from typing import Any
 
 from ..errors import Unusable
-from ..inputs import messages as msg
-from . import results as r
+from ..inputs.messages import SUMMARY, clone, explicit_id, meta_of, role_problem
+from . import results
 from .analysis import FitView
 from .results import FitResult, InsertedBlock
 from .strategies.base import Proposal
 
-_EXCLUDED = frozenset({r.OVER_BUDGET, r.MANUAL, r.LOW_RELEVANCE, r.SUMMARIZED})
+_EXCLUDED = frozenset({results.OVER_BUDGET, results.MANUAL, results.LOW_RELEVANCE, results.SUMMARIZED})
 
 
 
@@ -69,7 +69,7 @@ def equal(a: Any, b: Any) -> bool:
 
 
 def _source_indices(block: dict, n: int) -> tuple[int, ...]:
-    meta = msg.meta_of(block)
+    meta = meta_of(block)
     found: list[int] = []
     for key in ("summarized", "sources", "source"):
         value = meta.get(key)
@@ -86,8 +86,8 @@ def _index_below(value: Any, n: int) -> bool:
 
 
 def _is_marked(message: dict) -> bool:
-    meta = msg.meta_of(message)
-    return meta.get("kind") == msg.SUMMARY or meta.get("compressed") is True
+    meta = meta_of(message)
+    return meta.get("kind") == SUMMARY or meta.get("compressed") is True
 
 
 def _counterpart(item: dict, given_at: dict[int, int], used: set[int], view: FitView) -> int | None:
@@ -96,7 +96,7 @@ def _counterpart(item: dict, given_at: dict[int, int], used: set[int], view: Fit
     index = given_at.get(id(item))
     if index is not None:
         return index
-    role, ident = item.get("role"), msg.explicit_id(item)
+    role, ident = item.get("role"), explicit_id(item)
     analysis = view.analysis
     for candidate in view.protected:
         if candidate not in used and analysis.roles[candidate] == role and analysis.ids[candidate] == ident:
@@ -117,7 +117,7 @@ def proposal_from_output(output: Any, view: FitView, given: list[dict]) -> tuple
     matches = match_items(output, given, view.messages)
     used = {index for index in matches if index is not None}
     given_at = {id(copy): i for i, copy in enumerate(given)}
-    reasons: list[str | None] = [r.OVER_BUDGET] * view.n
+    reasons: list[str | None] = [results.OVER_BUDGET] * view.n
     inserted: list[InsertedBlock] = []
     pending: list[dict] = []
     altered: list[int] = []
@@ -147,16 +147,19 @@ def proposal_from_output(output: Any, view: FitView, given: list[dict]) -> tuple
     inserted.extend(_block(block, view.n, view) for block in pending)
     for block in inserted:
         for index in block.sources:
-            if reasons[index] == r.OVER_BUDGET:
-                reasons[index] = r.SUMMARIZED
+            if reasons[index] == results.OVER_BUDGET:
+                reasons[index] = results.SUMMARIZED
     return Proposal(reasons, inserted), altered
 
 
 def _block(message: dict, before: int, view: FitView, sources: tuple[int, ...] = ()) -> InsertedBlock:
     """An inserted block as the host sees it: a copy, its reason from its mark,
     its tokens counted by the host."""
-    message = msg.clone(message)
-    reason = r.SUMMARY if msg.meta_of(message).get("kind") == msg.SUMMARY else r.COMPRESSED
+    problem = role_problem(message)
+    if problem is not None:  # never sent: the caller's messages pass the same check
+        raise Unusable(f"it added a block that cannot be sent: {problem}")
+    message = clone(message)
+    reason = results.SUMMARY if meta_of(message).get("kind") == SUMMARY else results.COMPRESSED
     sources = tuple(sorted({i for i in sources if _index_below(i, view.n)})) or _source_indices(message, view.n)
     return InsertedBlock(message, before, reason, view.count_block(message), sources)
 

@@ -21,7 +21,7 @@ from operator import mul
 from typing import Protocol, runtime_checkable
 
 from ..caches import register
-from ..tokens.memo import TextMemo
+from ..memo import TextMemo
 from ..text import words
 
 #: Bytes the cached bags of words may hold (lorebook and memory texts repeat

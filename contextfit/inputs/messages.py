@@ -9,9 +9,10 @@ because messages come from users' pastes and other tools' exports.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidMessages
+from ..errors import InvalidMessages, shown
 from ..jsonpath import lone_surrogate
 
 # Message kinds. ``history`` is the default for chat turns.
@@ -26,6 +27,7 @@ EXAMPLE = "example"
 
 #: The message roles SPEC §3.2 allows.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+ROLE_SET = frozenset(ROLES)
 SYSTEM_ROLES = frozenset({"system", "developer"})
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 # The three spellings of the key that links a tool result (or a call) to its partner.
@@ -42,6 +44,40 @@ def meta_of(message: dict) -> dict:
     """
     meta = message.get("meta")
     return meta if isinstance(meta, dict) else {}
+
+
+def check_role(message: Mapping[str, Any], location: str) -> None:
+    """Raise ``INVALID_MESSAGES`` at ``<location>.role`` unless the message's role is one
+    of :data:`ROLES`: the one check of roles, shared by the engine's doors
+    (``plan_prompt``, ``shift_context``, sessions, replays) and the store.
+
+    >>> check_role({"role": "user", "content": "Hi"}, "messages[0]")
+    >>> check_role({"role": "wizard"}, "messages[1]")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: role 'wizard' is not one of system, developer, user, assistant, tool, function (at messages[1].role)
+    >>> check_role({"content": "Hi"}, "messages[2]")
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: each message needs a "role" string, got none (at messages[2].role)
+    """
+    problem = role_problem(message)
+    if problem is not None:
+        raise InvalidMessages(problem, location=f"{location}.role")
+
+
+def role_problem(message: Mapping[str, Any]) -> str | None:
+    """What is wrong with the message's role (see :func:`check_role`), or ``None``.
+
+    >>> role_problem({"role": "tool"}), role_problem({"role": 5})
+    (None, 'each message needs a "role" string, got 5')
+    """
+    role = message.get("role")
+    if type(role) is str and role in ROLE_SET:
+        return None
+    if not isinstance(role, str) or not role:
+        return f'each message needs a "role" string, got {"none" if "role" not in message else shown(role, 40)}'
+    return f"role {shown(role, 40)} is not one of {', '.join(ROLES)}"
 
 
 def role_of(message: dict) -> str:
@@ -130,18 +166,42 @@ def link_ids(message: dict) -> tuple[list[str], bool]:
 
 
 def link_states(messages: list[dict]) -> dict[str, tuple[bool, bool]]:
-    """For each tool link id in ``messages``: whether a call carries it, and whether a result does.
+    """For each tool link id in ``messages``: whether every result carrying it answers
+    a call, and whether every call carrying it has a result — ``(True, True)`` when its
+    groups are whole.
+
+    Results answer calls as the fitting engine groups them (SPEC 3.2): a result answers
+    the nearest earlier call with its id that is still unanswered (a second result of
+    one call answers it too); results sent before any call with their id are answered
+    by the first such call. So an id used by two calls, one of which lost its result,
+    is not whole, although both a call and a result carry it.
 
     >>> link_states([{"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c1"}])
     {'c1': (True, True)}
+    >>> link_states([{"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c1"},
+    ...              {"role": "assistant", "tool_calls": [{"id": "c1"}]}, {"role": "tool", "tool_call_id": "c2"}])
+    {'c1': (True, False), 'c2': (False, True)}
     """
-    states: dict[str, tuple[bool, bool]] = {}
+    unanswered: dict[str, int] = {}  # id -> its calls still waiting for a result
+    called: set[str] = set()
+    waiting: dict[str, int] = {}  # id never called yet -> results that carry it
+    order: dict[str, None] = {}
     for message in messages:
         ids, is_result = link_ids(message)
         for link in ids:
-            call, result = states.get(link, (False, False))
-            states[link] = (call or not is_result, result or is_result)
-    return states
+            order[link] = None
+            if is_result:
+                if unanswered.get(link):
+                    unanswered[link] -= 1
+                elif link not in called:
+                    waiting[link] = waiting.get(link, 0) + 1
+            elif link not in called and waiting.get(link):
+                del waiting[link]  # its results came first: this call is answered
+                called.add(link)
+            else:
+                called.add(link)
+                unanswered[link] = unanswered.get(link, 0) + 1
+    return {link: (not waiting.get(link), not unanswered.get(link)) for link in order}
 
 
 def message_text(message: dict) -> str:

@@ -24,15 +24,30 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inputs import messages as msg
-from ..fitting import results as r
+from ..inputs.messages import (
+    CHARACTER,
+    EXAMPLE,
+    MEMORY,
+    PERSONA,
+    SYSTEM,
+    check_role,
+    clone,
+    explicit_id,
+    kind_of,
+    message_id,
+    meta_of,
+    refuse_lone_surrogates,
+)
+from ..fitting import results
 from ..errors import InvalidMessages, InvalidSettings
 from ..jsonpath import describe
 from ..inputs.lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
 from ..inputs.lorebook.matching import RegexBudget
+from ..inputs.macros import check_growth, check_names
 
 _MACRO = re.compile(r"\{\{\s*(char|user)\s*\}\}|<(BOT|USER)>", re.IGNORECASE)
 _START = re.compile(r"^\s*<START>\s*$", re.IGNORECASE | re.MULTILINE)
@@ -46,6 +61,8 @@ class Assembly:
     blocks: list[dict]
     diagnostics: list[dict] = field(default_factory=list)
     activations: list[Any] = field(default_factory=list)
+    #: characters filling in {{user}} and {{char}} added (``contextfit/inputs/macros.py``)
+    macro_growth: int = 0
 
 
 def fill_macros(text: str, names: Mapping[str, str]) -> str:
@@ -64,12 +81,52 @@ def fill_macros(text: str, names: Mapping[str, str]) -> str:
 
 def macro_values(user_name: str, char_name: str | None, card: Any = None) -> dict[str, str]:
     """What ``{{user}}`` and ``{{char}}`` stand for: the user's name, and the character's
-    (``char_name``, else the card's name, else "Assistant").
+    (``char_name``, else the card's name, else "Assistant"); a name that is not a
+    string or is over :data:`~contextfit.limits.MAX_NAME_CHARS` is refused
+    (:func:`~contextfit.inputs.macros.check_names`).
 
     >>> macro_values("Ann", None), macro_values("Ann", "Seraphina")["char"]
     ({'user': 'Ann', 'char': 'Assistant'}, 'Seraphina')
     """
-    return {"user": user_name, "char": char_name or (card.name if card else "Assistant")}
+    return check_names(user_name, char_name, card.name if card else None)
+
+
+def macro_texts(messages: Sequence[Any], first: int = 0) -> Any:
+    """``(where, text)`` of every text of ``messages`` that :func:`fill_macros` fills in
+    (``first``: the position of the first one in the caller's list)."""
+    for position, message in enumerate(messages, start=first):
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            yield f"messages[{position}].content", content
+        elif isinstance(content, list):
+            for number, part in enumerate(content):
+                if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                    yield f"messages[{position}].content[{number}].text", part["text"]
+
+
+def _surrounding_texts(card: Any, persona: Any, memory: Any, books: Sequence[Lorebook]) -> Any:
+    """``(where, text)`` of the card, persona, memory and lorebook texts :func:`assemble` fills in."""
+    if card:
+        for name in ("description", "personality", "scenario", "example_dialogue", "system_prompt",
+                     "post_history_instructions"):
+            yield f"character.{name}", getattr(card, name) or ""
+        if (card.personality or "").strip():
+            yield "character.personality", "{{char}}"  # the story string's "{{char}}'s personality:"
+    if isinstance(persona, str):
+        yield "persona", persona
+    for number, item in enumerate(memory or []):
+        if isinstance(item, str):
+            yield f"memory[{number}]", item
+        elif isinstance(item, Mapping) and isinstance(item.get("content"), str):
+            yield f"memory[{number}].content", item["content"]
+    for book in books:
+        where = "character.character_book" if card and book is card.character_book else "lorebook"
+        for number, entry in enumerate(book.entries):
+            yield f"{where}.entries[{number}].content", entry.content or ""
+            for key in (*entry.keys, *entry.secondary_keys):
+                yield f"{where}.entries[{number}].keys", key
 
 
 def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
@@ -86,8 +143,8 @@ def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
             else part
             for part in content
         ]
-    if msg.explicit_id(message) is None:
-        copy["meta"] = {**msg.meta_of(message), "id": f"m{position}"}
+    if explicit_id(message) is None:
+        copy["meta"] = {**meta_of(message), "id": f"m{position}"}
     return copy
 
 
@@ -112,10 +169,10 @@ def apply_overrides(blocks: list[dict], overrides: Mapping[str, Mapping[str, Any
         return blocks
     out = []
     for block in blocks:
-        edit = overrides.get(msg.message_id(block, -1))
+        edit = overrides.get(message_id(block, -1))
         if edit:
             block = {key: value for key, value in block.items() if not (key == "pinned" and edit.get("pinned") is False)}
-            block["meta"] = {**msg.meta_of(block), **{key: value for key, value in edit.items()}}
+            block["meta"] = {**meta_of(block), **{key: value for key, value in edit.items()}}
         out.append(block)
     return out
 
@@ -161,7 +218,7 @@ def _story_string(card: Any, names: Mapping[str, str]) -> str:
 def _examples(card: Any, names: Mapping[str, str]) -> list[dict]:
     chunks = [chunk.strip() for chunk in _START.split(card.example_dialogue or "")]
     return [
-        _block("system", "[Example Chat]\n" + fill_macros(chunk, names), msg.EXAMPLE, f"example:{number}")
+        _block("system", "[Example Chat]\n" + fill_macros(chunk, names), EXAMPLE, f"example:{number}")
         for number, chunk in enumerate((c for c in chunks if c), start=1)
     ]
 
@@ -171,11 +228,11 @@ def _memory_blocks(memory: Sequence[Any] | None, names: Mapping[str, str]) -> li
     for number, item in enumerate(memory or [], start=1):
         if isinstance(item, str):
             if item.strip():
-                blocks.append(_block("system", fill_macros(item.strip(), names), msg.MEMORY, f"memory:{number}"))
+                blocks.append(_block("system", fill_macros(item.strip(), names), MEMORY, f"memory:{number}"))
         elif isinstance(item, Mapping) and isinstance(item.get("content"), str):
             extra = {key: item[key] for key in ("relevance", "required", "pinned") if key in item}
             ident = str(item.get("id") or f"memory:{number}")
-            blocks.append(_block("system", fill_macros(item["content"], names), msg.MEMORY, ident, **extra))
+            blocks.append(_block("system", fill_macros(item["content"], names), MEMORY, ident, **extra))
         else:
             raise InvalidSettings(f"memory[{number - 1}] must be a string or an object with a 'content' string.")
     return blocks
@@ -222,9 +279,13 @@ def assemble(
              for name, value in (("character", character), ("lorebook", lorebook))}
     for name, value in (("persona", persona), ("memory", memory), ("character", character), ("lorebook", lorebook)):
         if known.get(name) is None:  # parsed cards and lorebooks were checked when read, as were those met before
-            msg.refuse_lone_surrogates(value, name)
+            refuse_lone_surrogates(value, name)
     card = _read(filled, "character", character, as_card, known["character"])
     names = macro_values(user_name, char_name, card)
+    book = _read(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
+    books = [book for book in (book, card.character_book if card else None) if book is not None]
+    # Before a single macro is filled in: what filling them all would add (macros.py).
+    grown = check_growth(chain(_surrounding_texts(card, persona, memory, books), macro_texts(messages)), names)
     diagnostics: list[dict] = []
     visible = []
     hidden = 0
@@ -242,26 +303,25 @@ def assemble(
                 continue
         if not isinstance(message, dict):
             raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
-        msg.refuse_lone_surrogates(message, f"messages[{position}]")
-        block = None if msg.meta_of(message).get("hidden") is True else _filled(message, names, position)
+        check_role(message, f"messages[{position}]")
+        refuse_lone_surrogates(message, f"messages[{position}]")
+        block = None if meta_of(message).get("hidden") is True else _filled(message, names, position)
         if block is None:
             hidden += 1
         else:
             visible.append(block)
         if made is not None:
-            made[id(message)] = (message, position, named, msg.clone(message), block,
-                                 None if block is None else msg.clone(block))
+            made[id(message)] = (message, position, named, clone(message), block,
+                                 None if block is None else clone(block))
     if hidden:
         diagnostics.append(
-            {"code": r.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
+            {"code": results.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
         )
     leading = 0
-    while leading < len(visible) and msg.kind_of(visible[leading]) == msg.SYSTEM:
+    while leading < len(visible) and kind_of(visible[leading]) == SYSTEM:
         leading += 1
     head, history = visible[:leading], visible[leading:]
 
-    book = _read(filled, "lorebook", lorebook, as_lorebook, known["lorebook"])
-    books = [book for book in (book, card.character_book if card else None) if book is not None]
     before, after, at_depth, activations = [], [], [], []
     seen_content: set[str] = set()
     seen_ids: set[str] = set()
@@ -290,14 +350,14 @@ def assemble(
 
     blocks = list(head)
     if card and card.system_prompt.strip():
-        blocks.append(_block("system", fill_macros(card.system_prompt.strip(), names), msg.CHARACTER, "character:system_prompt"))
+        blocks.append(_block("system", fill_macros(card.system_prompt.strip(), names), CHARACTER, "character:system_prompt"))
     blocks += before
     if persona and persona.strip():
-        blocks.append(_block("system", fill_macros(persona.strip(), names), msg.PERSONA, "persona"))
+        blocks.append(_block("system", fill_macros(persona.strip(), names), PERSONA, "persona"))
     if card:
         story = _story_string(card, names)
         if story:
-            blocks.append(_block("system", story, msg.CHARACTER, "character", name=card.name))
+            blocks.append(_block("system", story, CHARACTER, "character", name=card.name))
     blocks += after
     if card:
         blocks += _examples(card, names)
@@ -307,8 +367,8 @@ def assemble(
     blocks += history
     if card and card.post_history_instructions.strip():
         text = fill_macros(card.post_history_instructions.strip(), names)
-        blocks.append(_block("system", text, msg.CHARACTER, "character:post_history_instructions"))
-    return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations)
+        blocks.append(_block("system", text, CHARACTER, "character:post_history_instructions"))
+    return Assembly(apply_overrides(blocks, overrides or {}), diagnostics, activations, grown)
 
 
 class Filled:
@@ -355,32 +415,35 @@ def _read(filled: Filled | None, what: str, value: Any, parse: Any, known: tuple
     if filled is not None and (type(value) is dict or type(value) is list):
         if len(filled.parsed) >= Filled.PARSED_KEPT:
             filled.parsed.clear()
-        filled.parsed[(what, id(value))] = (value, msg.clone(value), result)
+        filled.parsed[(what, id(value))] = (value, clone(value), result)
     return result
 
 
 def appended_blocks(
     messages: Sequence[dict], first: int, *, user_name: str, char_name: str | None,
-    overrides: Mapping[str, Mapping[str, Any]] | None,
-) -> list[dict]:
+    overrides: Mapping[str, Mapping[str, Any]] | None, grown: int = 0,
+) -> tuple[list[dict], int]:
     """The blocks :func:`assemble` makes of visible chat messages that stand at
     positions ``first``, ``first + 1``, ... of the caller's list, when no
     lorebook is given (each message's block then depends on that message alone;
     they go after the history, before a card's post-history instructions).
     ``char_name`` is what ``{{char}}`` stands for: a card's name when it has one.
+    ``grown``: what filling in the macros of the prompt's other blocks added;
+    returned with what these add (refused past the limit, :func:`~contextfit.inputs.macros.check_growth`).
 
     >>> appended_blocks([{"role": "user", "content": "I am {{user}}"}], 7, user_name="Ann", char_name=None,
     ...                 overrides={"m7": {"pinned": True}})
-    [{'role': 'user', 'content': 'I am Ann', 'meta': {'id': 'm7', 'pinned': True}}]
+    ([{'role': 'user', 'content': 'I am Ann', 'meta': {'id': 'm7', 'pinned': True}}], 0)
     """
     names = macro_values(user_name, char_name)
+    grown = check_growth(macro_texts(messages, first), names, already=grown)
     blocks = [_filled(message, names, first + number) for number, message in enumerate(messages)]
-    return apply_overrides(blocks, overrides or {})
+    return apply_overrides(blocks, overrides or {}), grown
 
 
 def _placed_after(block: dict) -> dict:
     return {
-        "code": r.LOREBOOK_POSITION_APPROXIMATED,
+        "code": results.LOREBOOK_POSITION_APPROXIMATED,
         "id": block["meta"]["id"],
         "message": "This lorebook entry's insertion position is not modelled; it is placed after the character.",
     }

@@ -31,7 +31,7 @@ from ..tokens.effective import EffectiveContext
 from ..tokens.images import ImageRule, unknown_size
 from ..tokens.reasoning import REASONING
 from ..tokens.reasoning_items import BYTES_PER_TOKEN, encrypted_tokens, is_estimated
-from ..fitting import results as r
+from ..fitting import results
 
 
 def reasoning_diagnostic(blocks: Sequence[Any]) -> list[dict]:
@@ -54,7 +54,7 @@ def reasoning_diagnostic(blocks: Sequence[Any]) -> list[dict]:
     count = sum(found.values())
     return [
         {
-            "code": r.REASONING_ESTIMATED,
+            "code": results.REASONING_ESTIMATED,
             "blocks": list(found),
             "items": count,
             "tokens": tokens,
@@ -77,7 +77,7 @@ def image_diagnostic(blocks: Sequence[Any], rule: ImageRule) -> list[dict]:
     images = sum(found.values())
     return [
         {
-            "code": r.IMAGE_SIZE_UNKNOWN,
+            "code": results.IMAGE_SIZE_UNKNOWN,
             "blocks": list(found),
             "images": images,
             "tokensEach": rule.default(),
@@ -124,7 +124,7 @@ def tool_shape_diagnostic(counter: TokenCounter, tools: Sequence[Any], deferred:
         how.append("the tool search and deferred tools at a measured estimate")
     return [
         {
-            "code": r.TOOL_SHAPES_UNVERIFIED,
+            "code": results.TOOL_SHAPES_UNVERIFIED,
             "blocks": blocks,
             "shapes": shapes,
             "marginTokens": margin,
@@ -142,7 +142,7 @@ def effective_context_diagnostic(effective: EffectiveContext | None) -> list[dic
     figure = effective.figure
     return [
         {
-            "code": r.EFFECTIVE_CONTEXT_EXCEEDED,
+            "code": results.EFFECTIVE_CONTEXT_EXCEEDED,
             "promptTokens": effective.prompt_tokens,
             "effectiveTokens": figure.tokens,
             "below": figure.below,

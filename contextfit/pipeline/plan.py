@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..fitting import registry as plugins
-from ..fitting import results as r
+from ..fitting import results
 from ..tokens import reasoning, tool_defs
 from .assembly import Assembly, Filled, as_card, assemble, macro_values
 from ..tokens.chat_counter import TokenCounter, token_counter
@@ -25,7 +25,7 @@ from ..errors import InvalidSettings, TokenBudgetExceeded, UnsupportedOption
 from ..fitting.analysis import build_view
 from ..fitting.host import Analyse, fit_messages
 from .diagnostics import effective_context_diagnostic, image_diagnostic, reasoning_diagnostic, tool_shape_diagnostic
-from ..inputs import messages as msg
+from ..inputs.messages import SYSTEM, SYSTEM_ROLES, kind_of, meta_of, role_of
 from ..inputs.messages import message_text, refuse_lone_surrogates
 from ..tokens.effective import EffectiveContext, effective_context
 from ..tokens.models import ModelInfo, get_model
@@ -157,7 +157,7 @@ class PromptPlan:
         return [block for block in self.blocks if not block.included]
 
     @property
-    def counts(self) -> r.FateCounts:
+    def counts(self) -> results.FateCounts:
         """How many input blocks it dropped, summarized and sent compressed: the one count every
         face shows, a replay's too (:func:`~contextfit.fitting.results.fate_counts`)."""
         return self.fit.counts()
@@ -233,6 +233,8 @@ class Prepared:
     reasoning_originals: dict = field(default_factory=dict)
     #: whether any block carries reasoning (then plans get ``reasoning`` rows)
     has_reasoning: bool = False
+    #: characters filling in {{user}} and {{char}} added to the blocks (``contextfit/inputs/macros.py``)
+    macro_growth: int = 0
 
 
 def assembled(messages: Sequence[dict], settings: PlanSettings, filled: Filled | None = None) -> Assembly:
@@ -314,6 +316,7 @@ def prepare(
         deferred_tools=tuple(deferred),
         reasoning_originals=originals,
         has_reasoning=has_reasoning,
+        macro_growth=assembly.macro_growth,
     )
 
 
@@ -323,11 +326,11 @@ def _opening_systems(blocks: list[dict]) -> list[dict]:
     the prompt may open with something else."""
     found = []
     for block in blocks:
-        if msg.role_of(block) not in msg.SYSTEM_ROLES:
+        if role_of(block) not in SYSTEM_ROLES:
             return []
         found.append(block)
-        meta = msg.meta_of(block)
-        if msg.kind_of(block) == msg.SYSTEM or any(flag is True for flag in (block.get("pinned"), meta.get("pinned"),
+        meta = meta_of(block)
+        if kind_of(block) == SYSTEM or any(flag is True for flag in (block.get("pinned"), meta.get("pinned"),
                                                                              meta.get("required"))):
             return found
     return []
@@ -468,7 +471,7 @@ def tools_block(prepared: Prepared) -> PlanBlock:
     (reason ``required``: they cannot be dropped without changing the request)."""
     return PlanBlock(0, tool_defs.TOOLS_ID, "system", tool_defs.TOOLS,
                      tool_defs.summary(prepared.tools, prepared.deferred_tools),
-                     prepared.tools_tokens, True, r.REQUIRED, None, "request")
+                     prepared.tools_tokens, True, results.REQUIRED, None, "request")
 
 
 def _sent_messages(traced: Any, kept: list[dict], blocks: list[PlanBlock]) -> list[tuple[str, dict]]:
@@ -486,7 +489,7 @@ def _unsent_diagnostic(unsent: dict[int, list[str]], kept: list[dict], blocks: l
     parts = sorted({part for found in unsent.values() for part in found})
     return [
         {
-            "code": r.PARTS_NOT_SENT,
+            "code": results.PARTS_NOT_SENT,
             "blocks": [ids.get(id(kept[position]), str(position)) for position in sorted(unsent)],
             "parts": parts,
             "message": f"{', '.join(parts)} part(s) from another provider are not sent in this model's message shape; "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..fitting import results as r
+from ..fitting import results
 from ..tokens.reasoning import REASONING, has_reasoning, reasoning_text, strip_reasoning
 
 #: The origin of a reasoning row (input rows are ``input``; the editor lists only those).
@@ -52,14 +52,14 @@ def _row(block, counter, tokenizer, originals, plan_block):
     if original is not None:  # the provider drops it: what it would cost, counted nowhere
         stripped = strip_reasoning(original) or original
         tokens = tokenizer.count_message(original) - tokenizer.count_message(stripped)
-        return _make(plan_block, block, original, tokens, False, r.NOT_SENT)
+        return _make(plan_block, block, original, tokens, False, results.NOT_SENT)
     if not has_reasoning(message):
         return None
     stripped = strip_reasoning(message) or message
     tokens = counter.count_message(message) - counter.count_message(stripped)
     if tokens <= 0:  # the message shape leaves it out (another provider's thinking)
         tokens = tokenizer.count_message(message) - tokenizer.count_message(stripped)
-        return _make(plan_block, block, message, tokens, False, r.NOT_SENT)
+        return _make(plan_block, block, message, tokens, False, results.NOT_SENT)
     if block.tokens is not None:
         block.tokens -= tokens
     else:

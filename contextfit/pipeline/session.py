@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded, UnsupportedOption
-from ..inputs import messages as msg
+from ..inputs.messages import SYSTEM, check_role, clone, kind_of, message_text, meta_of, refuse_lone_surrogates
 from ..tokens import reasoning
 from ..fitting.analysis import ChatAnalysis, FitView, Known, analysis_for
 from .assembly import Filled, appended_blocks, as_card
@@ -375,7 +375,7 @@ class FitSession:
             planned = _Planned(
                 settings, prepared, n,
                 appendable=appendable,
-                has_history=any(not _hidden(m) and msg.kind_of(m) != msg.SYSTEM for m in messages),
+                has_history=any(not _hidden(m) and kind_of(m) != SYSTEM for m in messages),
                 tail=1 if card is not None and card.post_history_instructions.strip() else 0,
                 char_name=settings.char_name or (card.name if card is not None else None),
                 lineage=_Lineage(self._known, carry=appendable),  # else made for this turn only
@@ -392,18 +392,18 @@ class FitSession:
         for message in new:
             if _hidden(message):  # assembly counts hidden messages in a diagnostic
                 return False
-            if msg.kind_of(message) == msg.SYSTEM:
+            if kind_of(message) == SYSTEM:
                 if not has_history:  # still the leading system run, before persona and memory
                     return False
             else:
                 has_history = True
         settings = planned.settings
-        blocks = appended_blocks(
+        old = planned.prepared
+        blocks, grown = appended_blocks(
             new, planned.n,
             user_name=DEFAULT_USER_NAME if settings.user_name is None else settings.user_name,
-            char_name=planned.char_name, overrides=settings.overrides,
+            char_name=planned.char_name, overrides=settings.overrides, grown=old.macro_growth,
         )
-        old = planned.prepared
         end = len(old.blocks) - planned.tail  # the new blocks go here, before the tail
         tail = old.blocks[end:]
         if old.has_reasoning or any(map(reasoning.has_reasoning, blocks)):
@@ -412,12 +412,14 @@ class FitSession:
             keep = reasoning.keeps_earlier_reasoning(old.info.id, old.info.provider)
             sent, originals, changed = reasoning.extended_view(old.blocks[:end], old.reasoning_originals,
                                                                [*blocks, *tail], keep)
-            texts = [*old.texts[:changed], *map(msg.message_text, sent[changed:])]
-            planned.prepared = replace(old, blocks=sent, texts=texts, reasoning_originals=originals, has_reasoning=True)
+            texts = [*old.texts[:changed], *map(message_text, sent[changed:])]
+            planned.prepared = replace(old, blocks=sent, texts=texts, reasoning_originals=originals, has_reasoning=True,
+                                       macro_growth=grown)
         else:
             changed = end
             planned.prepared = replace(old, blocks=[*old.blocks[:end], *blocks, *tail],
-                                       texts=[*old.texts[:end], *map(msg.message_text, blocks), *old.texts[end:]])
+                                       texts=[*old.texts[:end], *map(message_text, blocks), *old.texts[end:]],
+                                       macro_growth=grown)
         if changed < end:
             planned.lineage.cut(changed)
         elif tail:  # the tail moved: what was learnt of the blocks before it stays
@@ -428,7 +430,7 @@ class FitSession:
 
 
 def _hidden(message: dict) -> bool:
-    return msg.meta_of(message).get("hidden") is True
+    return meta_of(message).get("hidden") is True
 
 
 def _own(message: Any, index: int) -> dict:
@@ -438,8 +440,9 @@ def _own(message: Any, index: int) -> dict:
             f"each message must be a dict like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
             location=f"messages[{index}]",
         )
-    msg.refuse_lone_surrogates(message, f"messages[{index}]")
-    return msg.clone(message)
+    check_role(message, f"messages[{index}]")
+    refuse_lone_surrogates(message, f"messages[{index}]")
+    return clone(message)
 
 
 def compare_strategies(

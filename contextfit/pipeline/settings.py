@@ -109,6 +109,14 @@ SETTINGS: tuple[Setting, ...] = (
         "truncate, summarize, clear-tool-results: false drops older turns' reasoning; unset drops it first when needed.",
     ),
     Setting(
+        "toolResultCap",
+        "tool_result_cap",
+        "int",
+        "Every strategy: a tool result over this many tokens is sent as its head and tail with a marker naming "
+        "what was cut (default off; 2500 is a good start).",
+        1,
+    ),
+    Setting(
         "stablePrefix",
         "stable_prefix",
         "bool",

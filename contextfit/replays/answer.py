@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ContextfitError
-from ..inputs import messages as msg
+from ..inputs.messages import role_of
 from ..pipeline.plan import BUILTIN_STRATEGIES, PromptPlan
 from ..pipeline.settings import PlanSettings, conversation_model
 from ..tokens.chat_counter import token_counter
@@ -111,6 +111,6 @@ def _replies(plan: PromptPlan, inputs: list[dict]) -> list[int]:
     empty = count({"role": "assistant", "content": ""})
     per_turn: dict[int, int] = {}
     for block, turn in zip(inputs, turn_numbers(inputs)):
-        if turn and msg.role_of(block) == "assistant":
+        if turn and role_of(block) == "assistant":
             per_turn[turn] = per_turn.get(turn, 0) + max(count(block) - empty, 0)
     return list(per_turn.values())

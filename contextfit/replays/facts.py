@@ -64,15 +64,26 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidSettings
-from ..inputs import messages as msg
+from ..inputs.messages import (
+    CHARACTER,
+    PERSONA,
+    SUMMARY,
+    explicit_id,
+    kind_of,
+    message_id,
+    message_text,
+    meta_of,
+    role_of,
+)
 from ..inputs.lorebook.matching import RegexBudget, RegexKey, compile_regex_key, regex_shaped
+from ..inputs.macros import check_growth
 from ..pipeline.assembly import fill_macros
 
 VERBATIM = "verbatim"
 IN_SUMMARY = "summary"
 LOST = "lost"
 #: Blocks every request sends (protected, before the history): a fact they hold is in force from the first turn.
-STANDING = frozenset({msg.CHARACTER, msg.PERSONA})
+STANDING = frozenset({CHARACTER, PERSONA})
 #: The longest fact name or replay label: each turn's row repeats it, so a long one multiplies the answer's size.
 MAX_NAME = 80
 
@@ -465,6 +476,7 @@ def filled_facts(facts: Sequence[Fact], names: Mapping[str, str]) -> list[Fact]:
     >>> [f.to_dict() for f in filled_facts(declared_facts(["{{char}}'s map", "/{{user}}/"]), {"char": "Mara"})]
     [{'name': "{{char}}'s map", 'text': "Mara's map"}, {'name': '/{{user}}/', 'regex': '/{{user}}/'}]
     """
+    check_growth(((f"facts[{number}].text", fact.text) for number, fact in enumerate(facts) if fact.text), names)
     return [replace(fact, text=fill_macros(fact.text, names)) if fact.text is not None else fact for fact in facts]
 
 
@@ -534,7 +546,7 @@ def message_ids(messages: Sequence[dict]) -> list[str]:
     >>> message_ids([{"role": "user", "content": "a"}, {"id": "x", "role": "user", "content": "b"}])
     ['m0', 'x']
     """
-    return [msg.explicit_id(message) or f"m{position}" for position, message in enumerate(messages)]
+    return [explicit_id(message) or f"m{position}" for position, message in enumerate(messages)]
 
 
 def pinned_status(wanted: str, plain: Iterable[tuple[Any, bool]], summaries: Iterable[dict]) -> str:
@@ -548,7 +560,7 @@ def pinned_status(wanted: str, plain: Iterable[tuple[Any, bool]], summaries: Ite
     if any(ident == wanted and not compressed for ident, compressed in plain):
         return VERBATIM
     quoted = any(source.get("id") == wanted for block in summaries
-                 for source in msg.meta_of(block).get("sources") or () if isinstance(source, dict))
+                 for source in meta_of(block).get("sources") or () if isinstance(source, dict))
     return IN_SUMMARY if quoted else LOST
 
 
@@ -570,32 +582,32 @@ def fact_report(facts: Sequence[Fact], messages: Sequence[dict], kept: Sequence[
         facts = filled_facts(facts, names)
     finder = FactFinder(facts)
     ids = message_ids(messages)
-    standing = [block for block in kept if msg.kind_of(block) in STANDING]  # the card and persona: always sent
-    texts = [msg.message_text(m) if isinstance(m, dict) else "" for m in messages]
+    standing = [block for block in kept if kind_of(block) in STANDING]  # the card and persona: always sent
+    texts = [message_text(m) if isinstance(m, dict) else "" for m in messages]
     if names:  # as the prompt says them
         texts = [fill_macros(text, names) for text in texts]
-    said = frozenset().union(*map(finder.found_in, [*texts, *map(msg.message_text, standing)]))
+    said = frozenset().union(*map(finder.found_in, [*texts, *map(message_text, standing)]))
     # the request's own user message (the last one): what a "besides" fact must be sent apart from
     asking = next((position for position in range(len(messages) - 1, -1, -1) if isinstance(messages[position], dict)
-                   and msg.role_of(messages[position]) == "user"), None)
+                   and role_of(messages[position]) == "user"), None)
     asked = None if asking is None else ids[asking]
-    said_before = frozenset().union(*map(finder.found_in, [*texts[:asking], *map(msg.message_text, standing)])) \
+    said_before = frozenset().union(*map(finder.found_in, [*texts[:asking], *map(message_text, standing)])) \
         if asking is not None else said
-    summaries = [block for block in kept if msg.kind_of(block) == msg.SUMMARY]
-    plain = [block for block in kept if msg.kind_of(block) != msg.SUMMARY]
-    in_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain))
+    summaries = [block for block in kept if kind_of(block) == SUMMARY]
+    plain = [block for block in kept if kind_of(block) != SUMMARY]
+    in_plain = frozenset().union(*(finder.found_in(message_text(block)) for block in plain))
     question = None if asking is None else messages[asking]
-    besides_plain = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in plain
+    besides_plain = frozenset().union(*(finder.found_in(message_text(block)) for block in plain
                                         if block is not question  # the question, or its assembled block
-                                        and not (msg.role_of(block) == "user" and msg.explicit_id(block) == asked)))
-    in_summary = frozenset().union(*(finder.found_in(msg.message_text(block)) for block in summaries))
+                                        and not (role_of(block) == "user" and explicit_id(block) == asked)))
+    in_summary = frozenset().union(*(finder.found_in(message_text(block)) for block in summaries))
     report = []
     for index, fact in enumerate(facts):
         if fact.text is None and fact.regex is None:
             position = pinned_position(fact, ids)
             if position is None:
                 continue
-            pairs = [(msg.message_id(block, -1), bool(msg.meta_of(block).get("compressed"))) for block in plain]
+            pairs = [(message_id(block, -1), bool(meta_of(block).get("compressed"))) for block in plain]
             status = pinned_status(ids[position], pairs, summaries)
         elif index not in (said_before if fact.besides else said):
             continue

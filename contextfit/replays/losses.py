@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fitting import results as reasons
-from ..inputs import messages as msg
+from ..inputs.messages import kind_of, link_ids, message_id, meta_of, role_of
 
 __all__ = ["Losses", "Reading", "losses", "question_position", "tool_names", "turn_numbers", "turns_text"]
 
@@ -156,7 +156,7 @@ def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = 
     for block in plan.blocks:
         if block.origin != "input" and block.included and block.sources:
             fate = "folded" if block.reason == reasons.SUMMARY else "cleared" if block.reason == reasons.COMPRESSED else None
-            if fate == "folded" and msg.meta_of(block.message).get("method") == "fact-ledger":
+            if fate == "folded" and meta_of(block.message).get("method") == "fact-ledger":
                 into = "ledger"
             for source in block.sources if fate else ():
                 how[source] = fate
@@ -276,7 +276,7 @@ def _preview(text: str, most: int = _PREVIEW) -> str:
 
 
 def _lore_title(block: Any) -> str:
-    entry = msg.meta_of(block.message).get("lorebook")
+    entry = meta_of(block.message).get("lorebook")
     comment = entry.get("comment") if isinstance(entry, dict) else None
     return f"“{comment}”" if isinstance(comment, str) and comment.strip() else block.id
 
@@ -325,7 +325,7 @@ def _plural(count: int, one: str, many: str, counted: bool = True) -> str:
 
 
 def _is_result(message: dict) -> bool:
-    return msg.link_ids(message)[1]
+    return link_ids(message)[1]
 
 
 def is_pinned(block: dict) -> bool:
@@ -334,13 +334,13 @@ def is_pinned(block: dict) -> bool:
     >>> is_pinned({"meta": {"pinned": True}}), is_pinned({"pinned": "yes"})
     (True, False)
     """
-    return block.get("pinned") is True or msg.meta_of(block).get("pinned") is True
+    return block.get("pinned") is True or meta_of(block).get("pinned") is True
 
 
 def is_request(message: dict) -> bool:
     """A user message that asks (not a tool result carried in a user message, not hidden)."""
-    return (msg.role_of(message) == "user" and msg.kind_of(message) == "history"
-            and msg.meta_of(message).get("hidden") is not True and not _is_result(message))
+    return (role_of(message) == "user" and kind_of(message) == "history"
+            and meta_of(message).get("hidden") is not True and not _is_result(message))
 
 
 def turn_numbers(blocks: Sequence[dict]) -> list[int | None]:
@@ -354,7 +354,7 @@ def turn_numbers(blocks: Sequence[dict]) -> list[int | None]:
     out: list[int | None] = []
     turn = 0
     for block in blocks:
-        if msg.kind_of(block) != "history":
+        if kind_of(block) != "history":
             out.append(None)
             continue
         if is_request(block):
@@ -396,12 +396,12 @@ def tool_names(blocks: Sequence[dict]) -> dict[str, str]:
         for part in content if isinstance(content, list) else ():
             if isinstance(part, dict) and str(part.get("type", "")).endswith("tool_use"):
                 calls[str(part.get("id"))] = str(part.get("name") or "tool")
-        ids, result = msg.link_ids(block)
+        ids, result = link_ids(block)
         if result:
             name = block.get("name") if isinstance(block.get("name"), str) else None
             found = name or next((calls[i] for i in ids if i in calls), None)
             if found:
-                out[msg.message_id(block, position)] = _NAME_CLEAN.sub("", found)[:40] or "tool"
+                out[message_id(block, position)] = _NAME_CLEAN.sub("", found)[:40] or "tool"
     return out
 
 

@@ -37,7 +37,17 @@ from itertools import accumulate
 from dataclasses import dataclass
 from typing import Any
 
-from ..inputs import messages as msg
+from ..inputs.messages import (
+    CHARACTER,
+    LOREBOOK,
+    MEMORY,
+    PERSONA,
+    kind_of,
+    link_ids,
+    message_id,
+    message_text,
+    meta_of,
+)
 from ..pipeline.plan import assembled
 from ..pipeline.settings import DEFAULT_USER_NAME, PlanSettings, settings_for
 from .facts import MAX_NAME, entities, find_word, has_cjk, shortened
@@ -110,9 +120,9 @@ def default_facts(blocks: Sequence[dict], *, user_name: str | None = None, recen
     """The default list from a request's assembled blocks (dicts with ``meta.kind``, in prompt order:
     ``Prepared.blocks``, or a plan's input blocks' ``message``)."""
     found = _Found()
-    ids = [msg.message_id(block, position) for position, block in enumerate(blocks)]
-    texts = [msg.message_text(block) for block in blocks]
-    kinds = [msg.kind_of(block) for block in blocks]
+    ids = [message_id(block, position) for position, block in enumerate(blocks)]
+    texts = [message_text(block) for block in blocks]
+    kinds = [kind_of(block) for block in blocks]
     history = [position for position, kind in enumerate(kinds) if kind == "history"]
     for position, block in enumerate(blocks):  # 1. pinned blocks
         if is_pinned(block):
@@ -121,18 +131,18 @@ def default_facts(blocks: Sequence[dict], *, user_name: str | None = None, recen
             elif texts[position].strip():
                 found.add(f"pinned {ids[position]}", {"text": texts[position]}, PINNED, "pinned", ids[position])
     for position, kind in enumerate(kinds):  # 2. names
-        if kind == msg.CHARACTER:
-            name = msg.meta_of(blocks[position]).get("name")
+        if kind == CHARACTER:
+            name = meta_of(blocks[position]).get("name")
             if isinstance(name, str) and name.strip() and name.strip() in texts[position]:
                 found.add(name.strip(), {"text": name.strip()}, CHARACTER_NAME, "the character's name", ids[position])
-    persona = next((position for position, kind in enumerate(kinds) if kind == msg.PERSONA), None)
+    persona = next((position for position, kind in enumerate(kinds) if kind == PERSONA), None)
     if persona is not None:
         name = _persona_name(texts[persona], user_name)
         if name:
             found.add(name, {"text": name}, PERSONA_NAME, "the persona's name", ids[persona])
     for position, kind in enumerate(kinds):  # 3. required and constant lore
-        meta = msg.meta_of(blocks[position])
-        if kind == msg.LOREBOOK and meta.get("required") is True and texts[position].strip():
+        meta = meta_of(blocks[position])
+        if kind == LOREBOOK and meta.get("required") is True and texts[position].strip():
             entry = meta.get("lorebook") if isinstance(meta.get("lorebook"), dict) else {}
             title = entry.get("comment") if isinstance(entry.get("comment"), str) and entry["comment"].strip() else None
             name = f"lore “{shortened(title.strip(), MAX_NAME - 7)}”" if title else f"lore {ids[position]}"
@@ -185,7 +195,7 @@ def _quoted_results(blocks: Sequence[dict], ids: list[str], texts: list[str], hi
     looked for in one join of the other messages (a 10,000-message agent run is read in one pass
     per entity, not once per message)."""
     names = tool_names(blocks)
-    is_result = {p for p in history if msg.link_ids(blocks[p])[1]}
+    is_result = {p for p in history if link_ids(blocks[p])[1]}
     results = [p for p in history if p in is_result and texts[p].strip()][-RESULTS_READ:]
     said = [p for p in history if p not in is_result]  # every history message that is no tool result
     joined, starts = _joined([texts[p] for p in said])
@@ -213,7 +223,7 @@ def _referred_back(blocks: Sequence[dict], texts: list[str], kinds: list[str], h
                    turns: list[int | None], found: _Found, recent: int, most: int) -> None:
     """The entities of the latest user messages that an earlier message, a lore entry or a memory holds."""
     asked = [position for position in history if is_request(blocks[position])][-recent:]
-    reference = "\n".join(text for kind, text in zip(kinds, texts) if kind in (msg.LOREBOOK, msg.MEMORY))
+    reference = "\n".join(text for kind, text in zip(kinds, texts) if kind in (LOREBOOK, MEMORY))
     joined, starts = _joined([texts[p] for p in history])
     added = 0
     for position in asked:
@@ -224,7 +234,7 @@ def _referred_back(blocks: Sequence[dict], texts: list[str], kinds: list[str], h
             if _find(joined, entity, 0, cut) == -1 and _find(reference, entity) == -1:
                 continue
             if found.add(entity, {"text": entity, "besides": True}, REFERRED_BACK, f"turn {turns[position]} refers back to it",
-                         msg.message_id(blocks[position], position)):
+                         message_id(blocks[position], position)):
                 added += 1
 
 

@@ -48,7 +48,7 @@ from itertools import accumulate
 from typing import Any
 
 from ..errors import ContextfitError, InvalidSettings
-from ..inputs import messages as msg
+from ..inputs.messages import SUMMARY, SYSTEM_ROLES, meta_of
 from ..tokens.chat_counter import token_counter
 from .facts import IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, declared_facts
 from .losses import question_position
@@ -200,7 +200,7 @@ class _Locator:
         sent = [block for block in plan.blocks if block.included]  # a block of unknown tokens takes none
         if plan.template == "anthropic":  # the system text goes first, wherever its blocks stood
             first = [block for block in sent if block.origin == "request" or
-                     (block.role in msg.SYSTEM_ROLES and block.kind != msg.SUMMARY)]
+                     (block.role in SYSTEM_ROLES and block.kind != SUMMARY)]
             taken = set(map(id, first))
             sent = first + [block for block in sent if id(block) not in taken]
         self.sent = sent
@@ -230,7 +230,7 @@ class _Locator:
         """(offset, block) of the fact's first occurrence in the blocks that make its status."""
         summary = status == IN_SUMMARY
         for index, block in enumerate(self.sent):
-            if block.origin == "reasoning" or (block.kind == msg.SUMMARY) != summary:
+            if block.origin == "reasoning" or (block.kind == SUMMARY) != summary:
                 continue
             if fact.text is None and fact.regex is None:  # a pinned message
                 if self._holds_message(block, fact, summary):
@@ -246,9 +246,9 @@ class _Locator:
     def _holds_message(self, block: Any, fact: Fact, summary: bool) -> bool:
         wanted = str(fact.message) if not isinstance(fact.message, int) else nth_input_id(self.inputs, fact.message)
         if not summary:
-            return block.id == wanted and not msg.meta_of(block.message).get("compressed")
+            return block.id == wanted and not meta_of(block.message).get("compressed")
         return any(isinstance(source, dict) and source.get("id") == wanted
-                   for source in msg.meta_of(block.message).get("sources") or ())
+                   for source in meta_of(block.message).get("sources") or ())
 
     def _offset(self, index: int, block: Any, character: int) -> int:
         """The prompt tokens before ``character`` of ``block`` (the ``index``-th sent)."""

@@ -31,7 +31,7 @@ Ship summarize: it keeps your question and the 1 must-survive fact where truncat
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any
@@ -39,7 +39,7 @@ from typing import Any
 from ..amounts import money_short, percent
 from ..errors import InvalidSettings
 from ..fitting.results import FateCounts
-from ..inputs import messages as msg
+from ..inputs.messages import HISTORY, SUMMARY, SYSTEM, meta_of
 from .facts import IN_SUMMARY, LOST, VERBATIM, Fact, FactFinder, pinned_status
 from .losses import Losses, question_position
 from .volume import DEFAULT_CONVERSATIONS_PER_DAY, Reply, Volume
@@ -450,16 +450,16 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
     asked = None if asking is None else inputs[asking]
     before = asking if asking is not None else len(inputs)
     said_before = frozenset().union(*(finder.found_in(block.content) for block in inputs[:before]
-                                      if block.kind == msg.HISTORY or block.kind == msg.SYSTEM),
+                                      if block.kind == HISTORY or block.kind == SYSTEM),
                                     *(finder.found_in(block.content) for block in inputs
-                                      if block.kind not in (msg.HISTORY, msg.SYSTEM)))
+                                      if block.kind not in (HISTORY, SYSTEM)))
     sent = [block for block in plan.blocks if block.included and block.origin != "reasoning"]
-    summaries = [block for block in sent if block.kind == msg.SUMMARY]
-    plain = [block for block in sent if block.kind != msg.SUMMARY]
+    summaries = [block for block in sent if block.kind == SUMMARY]
+    plain = [block for block in sent if block.kind != SUMMARY]
     in_plain = frozenset().union(*(finder.found_in(block.content) for block in plain))
     besides_plain = frozenset().union(*(finder.found_in(block.content) for block in plain if block is not asked))
     in_summary = frozenset().union(*(finder.found_in(block.content) for block in summaries))
-    pairs = [(block.id, bool(msg.meta_of(block.message).get("compressed"))) for block in plain]
+    pairs = [(block.id, bool(meta_of(block.message).get("compressed"))) for block in plain]
     states = []
     for index, fact in enumerate(facts):
         if fact.text is None and fact.regex is None:
@@ -476,7 +476,7 @@ def plan_fact_states(plan: Any, facts: Sequence[Fact]) -> tuple[tuple[str, str],
 def nth_input_id(inputs: Sequence[Any], position: int) -> str | None:
     """The id of the message a fact pinned to message ``position`` (an index) names among a plan's
     input blocks: the ``position``-th chat message (system or history), as :func:`plan_fact_states` reads it."""
-    history = [block for block in inputs if block.kind == msg.HISTORY or block.kind == msg.SYSTEM]
+    history = [block for block in inputs if block.kind == HISTORY or block.kind == SYSTEM]
     return history[position].id if 0 <= position < len(history) else None
 
 
@@ -497,5 +497,3 @@ def lost_facts(states: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(name for name, status in states if status == LOST)
 
 
-def label_map(outcomes: Iterable[Outcome]) -> Mapping[str, Outcome]:
-    return {o.label: o for o in outcomes}

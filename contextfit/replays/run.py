@@ -1,9 +1,11 @@
 """Replay: every strategy over a whole conversation, turn by turn.
 
 One fit is a snapshot; a product lives with a strategy for a whole chat.
-:func:`replay` walks a conversation: each user message is a request (the
-conversation up to it), and the assistant messages after it, up to the next
-request, are its output. Every request is fitted with every strategy — warm
+:func:`replay` walks a conversation model call by model call: each user
+message is a request (the conversation up to it), and so is each round of
+tool results the model answers without a user message in between (an agent's
+tool rounds, :func:`model_calls`); the assistant messages after a request, up
+to the next one, are its output (text or tool calls). Every request is fitted with every strategy — warm
 refits: each turn's new messages are appended to one
 :class:`~contextfit.FitSession`, which assembles and analyses only them, and
 what the replay reads of a sent block (its tokens, provider messages and
@@ -12,7 +14,8 @@ text) is worked out once — and for each turn and strategy the replay records
 * the prompt tokens and what was dropped, summarized and compressed;
 * the tokens shared with the previous turn's request, on the rendered
   provider messages (whole messages from the start, tools first), and what
-  the provider's prompt cache reads and writes of them (``prompt_cache.py``);
+  the provider's prompt cache reads and writes of them, and why it read no
+  more than it did (``prompt_cache.py``);
 * the request's cost at the catalog's prices (``contextfit.tokens.prices``):
   uncached input, cached input, cache writes and the real reply's tokens as
   output; ``None`` with a note when the model has no prices;
@@ -24,9 +27,10 @@ text) is worked out once — and for each turn and strategy the replay records
 Totals per strategy: total and mean cost, cache-hit rate (prompt tokens read
 from the cache over prompt tokens sent), tokens sent, the first turn that
 dropped something and the first that lost a fact, and retention (facts
-present over facts in force, all turns together). And the recommendation
-(``recommend.py``): which strategy to ship under a priority, with what each
-one loses at the latest request, in words.
+present over facts in force, all turns together); and per user turn, the
+totals of its requests. And the recommendation (``recommend.py``): which
+strategy to ship under a priority, with what each one loses at the latest
+request, in words.
 
 >>> chat = [{"role": "system", "content": "Be brief."},
 ...         {"role": "user", "content": "My order is ORD-1234."}, {"role": "assistant", "content": "Noted."},
@@ -53,11 +57,26 @@ from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..errors import ContextfitError, InvalidMessages, InvalidSettings, TokenBudgetExceeded
-from ..inputs import messages as msg
+from ..inputs.messages import (
+    LOREBOOK,
+    MEMORY,
+    SUMMARY,
+    SYSTEM_ROLES,
+    TOOL_RESULT_ROLES,
+    check_role,
+    kind_of,
+    link_ids,
+    message_id,
+    message_text,
+    meta_of,
+    refuse_lone_surrogates,
+    role_of,
+)
 from ..tokens.prices import RequestCost
 from ..tokens.sent import trace
-from . import prompt_cache as pc
+from . import prompt_cache
 from ..fitting.host import Analyse
+from ..inputs.macros import check_growth
 from ..pipeline.assembly import fill_macros
 from ..pipeline.plan import (
     BUILTIN_STRATEGIES, Prepared, assembled, fit_prepared, macro_names, plan_prepared, refuse_unsupported,
@@ -127,6 +146,13 @@ class TurnResult:
     facts: tuple[FactState, ...]
     error: str | None = None
     error_message: str | None = None
+    #: The user turn the request belongs to (1-based; 0 before any user message), what triggered
+    #: it (``user`` or ``tool_results``) and its tool round in that turn (0 for the user's message).
+    user_turn: int = 1
+    trigger: str = "user"
+    round: int = 0
+    #: Why the request read less than the whole previous request from the cache (``prompt_cache.py``).
+    cache_miss: str | None = None
 
     @property
     def lost(self) -> list[str]:
@@ -159,6 +185,10 @@ class TurnResult:
             "retention": self.retention,
             "lost": self.lost,
             "error": None if self.error is None else {"code": self.error, "message": self.error_message},
+            "userTurn": self.user_turn,
+            "trigger": self.trigger,
+            "round": self.round,
+            "cacheMiss": self.cache_miss,
         }
 
 
@@ -177,6 +207,11 @@ class StrategyTotals:
     first_loss_turn: int | None
     retention: float | None
     failed_turns: int
+    #: Tokens written to the cache, tokens of the real replies, and requests that missed the cache
+    #: (no previous request aside) — all requests together.
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    cache_misses: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -191,7 +226,30 @@ class StrategyTotals:
             "firstLossTurn": self.first_loss_turn,
             "retention": self.retention,
             "failedTurns": self.failed_turns,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheMisses": self.cache_misses,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class UserTurnTotals:
+    """The requests of one user turn (its message and the tool rounds after it) under one strategy."""
+
+    user_turn: int
+    message_index: int
+    requests: int
+    prompt_tokens: int
+    cache_read: int
+    cache_write: int
+    output_tokens: int
+    cost: float | None
+    failed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"userTurn": self.user_turn, "messageIndex": self.message_index, "requests": self.requests,
+                "promptTokens": self.prompt_tokens, "cacheRead": self.cache_read, "cacheWrite": self.cache_write,
+                "outputTokens": self.output_tokens, "cost": self.cost, "failedRequests": self.failed}
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +288,13 @@ class Replay:
             raise InvalidSettings("basis='conversation' needs a replay of every request (this one replayed the last "
                                   "ones only: replay without last=).")
         return decide(self.outcomes, priority, basis)
+    #: The message index of each user turn's message (the requests of a turn follow it).
+    user_turns: tuple[int, ...] = ()
+    cache_rules: prompt_cache.CacheRules | None = None
+
+    def user_turn_totals(self) -> dict[str, list[UserTurnTotals]]:
+        """Per strategy, the totals of each user turn's requests (:func:`user_turn_totals`)."""
+        return {label: user_turn_totals(rows, self.user_turns) for label, rows in self.turns.items()}
 
     def verdict(self) -> dict[str, str | None]:
         """The cheapest strategy, the one that kept most facts, and the best cache-hit rate
@@ -267,6 +332,10 @@ class Replay:
             "notes": list(self.notes),
             "diagnostics": list(self.diagnostics),
             "recommendation": None if self.recommendation is None else self.recommendation.to_dict(),
+            "userTurns": list(self.user_turns),
+            "userTurnTotals": {label: [row.to_dict() for row in rows]
+                               for label, rows in self.user_turn_totals().items()},
+            "cacheRules": None if self.cache_rules is None else self.cache_rules.to_dict(),
         }
 
 
@@ -288,21 +357,100 @@ def _camel(values: Mapping[str, Any]) -> dict[str, Any]:
     return {key.split("_")[0] + "".join(part.title() for part in key.split("_")[1:]): value for key, value in values.items()}
 
 
+class ModelCall(NamedTuple):
+    """One request of a replay: the position of its last message, what triggered it
+    (``user``, or ``tool_results`` the model answers), its user turn (1-based; 0 before any
+    user message) and its tool round in that turn (0 for the user's own message)."""
+
+    position: int
+    trigger: str
+    user_turn: int
+    round: int
+
+
+USER = "user"
+TOOL_RESULTS = "tool_results"
+#: The conversation as it stands, past its last request: a replay's ``to_the_end`` request.
+END = "end"
+
+
+def model_calls(messages: Sequence[dict]) -> list[ModelCall]:
+    """Every model call of a conversation (SPEC 9): a user message (not hidden, not only
+    tool results), and every round of tool results the model answers without a user
+    message in between — the last result before the next assistant message (or the end
+    of the chat: an agent in the middle of its loop). A system message between the
+    results and the answer belongs to that request.
+
+    >>> calls = model_calls([{"role": "user", "content": "a"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function",
+    ...      "function": {"name": "f", "arguments": "{}"}}]},
+    ...     {"role": "tool", "tool_call_id": "c", "content": "x"}, {"role": "assistant", "content": "done"}])
+    >>> [(call.position, call.trigger, call.user_turn, call.round) for call in calls]
+    [(0, 'user', 1, 0), (2, 'tool_results', 1, 1)]
+    """
+    out: list[ModelCall] = []
+    pending: int | None = None  # the last message of a round of results no answer has followed yet
+    user_turn = rounds = 0
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict) or meta_of(message).get("hidden") is True:
+            continue
+        role = role_of(message)
+        if role == "assistant":
+            if pending is not None:
+                rounds += 1
+                out.append(ModelCall(pending, TOOL_RESULTS, user_turn, rounds))
+                pending = None
+        elif role in TOOL_RESULT_ROLES or (role == "user" and link_ids(message)[1]):
+            pending = position
+        elif role == "user":
+            pending, user_turn, rounds = None, user_turn + 1, 0
+            out.append(ModelCall(position, USER, user_turn, 0))
+        elif pending is not None:  # a system or developer message sent with the results
+            pending = position
+    if pending is not None:
+        out.append(ModelCall(pending, TOOL_RESULTS, user_turn, rounds + 1))
+    return out
+
+
+def _end_call(calls: Sequence[ModelCall], position: int) -> ModelCall:
+    """The conversation as it stands past its last request (its reply, say) taken as one more request:
+    what Compare plans (``to_the_end``, and the recommendation's latest request)."""
+    user_turn = calls[-1].user_turn if calls else 0
+    rounds = calls[-1].round + 1 if calls and calls[-1].user_turn == user_turn else 0
+    return ModelCall(position, END, user_turn, rounds)
+
+
+def _anchor(call: ModelCall, user_turns: Sequence[int]) -> int:
+    """The user message a request answers (its own position before any user message)."""
+    return user_turns[call.user_turn - 1] if call.user_turn else call.position
+
+
 def request_positions(messages: Sequence[dict]) -> list[int]:
-    """The positions of the user messages that are requests (not hidden, not
-    tool results in a user message).
+    """The position of the last message of each request: every model call (:func:`model_calls`).
 
     >>> request_positions([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
     ...                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}])
-    [0]
+    [0, 2]
     """
+    return [call.position for call in model_calls(messages)]
+
+
+def user_turn_totals(rows: Sequence[TurnResult], user_turns: Sequence[int] = ()) -> list[UserTurnTotals]:
+    """The totals of each user turn's requests, in order (``user_turns``: the message index of
+    each user turn's message; a turn before any user message goes by its first request's)."""
+    grouped: dict[int, list[TurnResult]] = {}
+    for row in rows:
+        grouped.setdefault(row.user_turn, []).append(row)
     out = []
-    for position, message in enumerate(messages):
-        if not isinstance(message, dict) or msg.role_of(message) != "user" or msg.meta_of(message).get("hidden") is True:
-            continue
-        if msg.link_ids(message)[1]:
-            continue
-        out.append(position)
+    for number, turn_rows in grouped.items():
+        done = [row for row in turn_rows if row.error is None]
+        costs = [row.cost.total for row in done if row.cost is not None]
+        index = user_turns[number - 1] if 0 < number <= len(user_turns) else turn_rows[0].message_index
+        out.append(UserTurnTotals(
+            number, index, len(turn_rows), sum(row.prompt_tokens or 0 for row in done),
+            sum(row.cache_read for row in done), sum(row.cache_write for row in done),
+            sum(row.output_tokens for row in turn_rows), sum(costs) if len(costs) == len(done) and done else None,
+            len(turn_rows) - len(done)))
     return out
 
 
@@ -433,12 +581,14 @@ def replay(
     chosen = {"model": model, **keywords}
     messages, plan_settings = settings_for(conversation, settings, chosen)
     messages = list(messages)
-    requests = request_positions(messages)
-    asked = len(requests)  # the requests the conversation makes (its replies are theirs)
-    if to_the_end and messages and (not requests or requests[-1] != len(messages) - 1):
-        requests.append(len(messages) - 1)
+    calls = model_calls(messages)
+    asked = len(calls)  # the requests the conversation makes (its replies are theirs)
+    if to_the_end and messages and (not calls or calls[-1].position != len(messages) - 1):
+        calls.append(_end_call(calls, len(messages) - 1))
+    requests = [call.position for call in calls]
     if not requests:
-        raise InvalidMessages("A replay needs at least one user message: each user message is one request.")
+        raise InvalidMessages("A replay needs at least one user message: each user message is one request, and so "
+                              "is each round of tool results the model answers.")
     plan_variants = [(variant, plan_settings.replace(**variant.options)) for variant in variants(strategies)]
     if facts is None:  # a conversation's own, as its limits fill what the caller leaves unchosen
         facts = conversation_facts(conversation)
@@ -454,12 +604,16 @@ def replay(
     first_turn = 1 if last is None else max(len(requests) - last + 1, 1)
     if progress is not None:
         progress(0, len(requests) - first_turn + 1)
-    for turn, position in enumerate(requests, start=1):
+    user_turns = [call.position for call in calls if call.trigger == USER]
+    for turn, call in enumerate(calls, start=1):
         if turn < first_turn:
             continue
+        position = call.position
+        # the default fact rule reads the turn's user message, whichever round of it this is
+        anchor = _anchor(call, user_turns)
         prepared, analyse = walker.prepared(position)
         output = walker.output_tokens(prepared, turn - 1)
-        in_force = walker.in_force(position)
+        in_force = walker.in_force(position, anchor)
         # Strategies that send the same blocks this turn (everything fits, say) share what the replay
         # reads of them and their facts' states. The entries hold the blocks, so no id is reused.
         same: dict[tuple[int, ...], _Sent] = {}
@@ -467,14 +621,15 @@ def replay(
             try:
                 fit = fit_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
             except TokenBudgetExceeded as exc:
-                turns[variant.label].append(_failed(turn, position, variant.label, output, in_force, exc))
+                turns[variant.label].append(_failed(turn, call, variant.label, output, in_force, exc))
                 previous[variant.label] = None
                 continue
             key = (fit.tokens, *map(id, fit.kept))
             sent = same.get(key)
             if sent is None:
                 sent = same[key] = walker.sent(prepared, fit)
-            record = walker.turn(turn, position, variant.label, prepared, fit, sent, previous[variant.label], output, in_force)
+            record = walker.turn(turn, call, variant.label, prepared, fit, sent, previous[variant.label], output,
+                                 in_force, anchor)
             turns[variant.label].append(record)
             previous[variant.label] = sent
         if progress is not None:
@@ -485,7 +640,7 @@ def replay(
         notes.append(f"The catalog has no prices for {info.id}: costs are not computed (add a [models.\"{info.id}\".prices] "
                      "table to your models file).")
     provider = PROVIDER_NAMES.get(info.provider, info.provider)  # a note's words, not an id ("google prompt...")
-    if walker.rule == pc.AUTOMATIC and info.provider != "openai":
+    if walker.rule == prompt_cache.AUTOMATIC and info.provider not in prompt_cache.MODELLED:
         notes.append(f"{provider} prompt caching is modelled with OpenAI's automatic prefix rules.")
     largest = max((row.prompt_tokens or 0 for rows in turns.values() for row in rows), default=0)
     if 0 < largest < walker.minimum:  # a cache-hit rate of 0 everywhere, said why (0: no turn was sent)
@@ -500,9 +655,10 @@ def replay(
     # (its reply, an agent's tool results) that is one more request, priced against the last one, not a row.
     final = {label: rows[-1] for label, rows in turns.items()}
     if requests[-1] < len(messages) - 1:
-        end = len(messages) - 1
-        prepared, analyse = walker.prepared(end)
-        in_force = walker.in_force(end)
+        end = _end_call(calls, len(messages) - 1)
+        anchor = _anchor(end, user_turns)
+        prepared, analyse = walker.prepared(end.position)
+        in_force = walker.in_force(end.position, anchor)
         for variant, variant_settings in plan_variants:
             try:
                 fit = fit_prepared(prepared, variant_settings, variant.strategy, analyse=analyse)
@@ -510,7 +666,8 @@ def replay(
                 final[variant.label] = _failed(len(requests) + 1, end, variant.label, 0, in_force, exc)
                 continue
             final[variant.label] = walker.turn(len(requests) + 1, end, variant.label, prepared, fit,
-                                               walker.sent(prepared, fit), previous[variant.label], 0, in_force)
+                                               walker.sent(prepared, fit), previous[variant.label], 0, in_force,
+                                               anchor)
     outcomes = _outcomes(walker, plan_variants, prepared, analyse, turns, final, totals, whole=first_turn == 1,
                          asked=asked)
     result = Replay(
@@ -530,6 +687,8 @@ def replay(
         notes=tuple(notes),
         diagnostics=tuple(walker.finder.budget.diagnostics) if walker.finder else (),
         outcomes=outcomes,
+        user_turns=tuple(user_turns),
+        cache_rules=walker.rules,
     )
     return replace(result, recommendation=result.recommend(priority))
 
@@ -606,6 +765,9 @@ def totals_of(label: str, rows: Sequence[TurnResult]) -> StrategyTotals:
         first_loss_turn=next((row.turn for row in rows if row.lost), None),
         retention=present / in_force if in_force else None,
         failed_turns=len(rows) - len(done),
+        cache_write_tokens=sum(row.cache_write for row in done),
+        output_tokens=sum(row.output_tokens for row in rows),
+        cache_misses=sum(1 for row in done if row.cache_miss not in (None, prompt_cache.NO_PREVIOUS)),
     )
 
 
@@ -637,7 +799,7 @@ def _no_cache_notes(turns: Mapping[str, Sequence[TurnResult]], rule: str, minimu
         if why == "short":
             reason = (f"no request shares the {minimum:,} tokens {provider} caches from with the one before it "
                       f"(at most {shared:,}).")
-        elif rule == pc.BREAKPOINTS:
+        elif rule == prompt_cache.BREAKPOINTS:
             reason = (f"no request starts with the whole request before it (the cut moved), and the tools and "
                       f"system text alone are no cached prefix of {minimum:,} tokens or more.")
         else:
@@ -721,9 +883,10 @@ def _search_notes(diagnostics: Sequence[Mapping[str, Any]]) -> list[str]:
     return notes
 
 
-def _failed(turn: int, position: int, label: str, output: int, in_force: list, exc: ContextfitError) -> TurnResult:
-    return TurnResult(turn, position, label, None, 0, 0, 0, 0, 0, 0, 0, output, None,
-                      tuple(FactState(name, LOST) for name, _ in in_force), exc.code, str(exc))
+def _failed(turn: int, call: ModelCall, label: str, output: int, in_force: list, exc: ContextfitError) -> TurnResult:
+    return TurnResult(turn, call.position, label, None, 0, 0, 0, 0, 0, 0, 0, output, None,
+                      tuple(FactState(name, LOST) for name, _ in in_force), exc.code, str(exc),
+                      call.user_turn, call.trigger, call.round)
 
 
 def _check(message: Any, position: int) -> None:
@@ -731,7 +894,8 @@ def _check(message: Any, position: int) -> None:
     if not isinstance(message, dict):
         raise InvalidMessages(f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
                               f"got {type(message).__name__}", location=f"messages[{position}]")
-    msg.refuse_lone_surrogates(message, f"messages[{position}]")
+    check_role(message, f"messages[{position}]")
+    refuse_lone_surrogates(message, f"messages[{position}]")
 
 
 class _Block(NamedTuple):
@@ -757,7 +921,7 @@ _WORD = re.compile(r"\w+")  # str.isalnum() characters and "_": survival's word 
 #: The replies a reply's size is the mean of: the latest requests' (a long chat's replies are not all counted).
 REPLIES_READ = 100
 #: The kinds of block whose facts are in force from the first request that assembles them.
-_IN_FORCE_FROM_THE_START = STANDING | {msg.LOREBOOK, msg.MEMORY}
+_IN_FORCE_FROM_THE_START = STANDING | {LOREBOOK, MEMORY}
 
 
 @dataclass(slots=True)
@@ -849,14 +1013,16 @@ class _Walker:
         # the model and limits are checked first (tool definitions over the budget fail each fit)
         self.last, _ = self.prepared(requests[0])
         self.info = self.last.info
-        self.rule = pc.cache_rule(self.info.provider)
-        self.minimum = pc.cache_minimum(self.info)
+        self.rules = prompt_cache.cache_rules(self.info)
+        self.rule, self.minimum = self.rules.rule, self.rules.minimum
         self.ids = message_ids(messages)
         # facts and texts as the prompt says them: {{char}} and {{user}} filled in
         names = macro_names(settings)
         self.facts = filled_facts(facts, names)
         self.finder = FactFinder(self.facts) if facts else None
-        self.texts = [fill_macros(msg.message_text(m), names) if isinstance(m, dict) else "" for m in messages]
+        texts = [message_text(m) if isinstance(m, dict) else "" for m in messages]
+        check_growth(((f"messages[{position}]", text) for position, text in enumerate(texts)), names)  # before filling
+        self.texts = [fill_macros(text, names) for text in texts]
         self._first_seen = self._first_positions() if facts else []
         self._said: dict[str, tuple[int, bool]] = {}  # entity -> (messages searched, found in them)
         self._joined = ""  # the texts of all the messages, joined by newlines (at the first search)
@@ -888,7 +1054,7 @@ class _Walker:
         count = prepared.tokenizer.count_message
         empty = count({"role": "assistant", "content": ""})
         return sum(max(count(m) - empty, 0) for m in self.messages[start:end]
-                   if isinstance(m, dict) and msg.role_of(m) == "assistant")
+                   if isinstance(m, dict) and role_of(m) == "assistant")
 
     # -- what was sent, and what the cache makes of it
 
@@ -918,9 +1084,9 @@ class _Walker:
                 tokens = counted.get(id(block))
                 entry = _Block(
                     block, prepared.counter.count_message(block) if tokens is None else tokens,
-                    tuple(trace([block], "openai").prompt.messages) if openai else None, msg.message_text(block),
-                    msg.kind_of(block) == msg.SUMMARY, msg.message_id(block, -1), msg.role_of(block),
-                    bool(msg.meta_of(block).get("compressed")),
+                    tuple(trace([block], "openai").prompt.messages) if openai else None, message_text(block),
+                    kind_of(block) == SUMMARY, message_id(block, -1), role_of(block),
+                    bool(meta_of(block).get("compressed")),
                 )
             found[index] = memo[id(block)] = equal[key] = entry
 
@@ -938,12 +1104,13 @@ class _Walker:
         return _Sent(traced.prompt.messages, traced.prompt.system, blocks, traced.sources, None, None,
                      traced.system_sources, cacheable)
 
-    def shared(self, prepared: Prepared, sent: _Sent, before: _Sent | None) -> tuple[int, int, bool, bool]:
-        """(tokens shared with the previous request, head tokens, whole previous request is a prefix, head unchanged)."""
+    def shared(self, prepared: Prepared, sent: _Sent, before: _Sent | None) -> tuple[int, int, bool, bool, str | None]:
+        """(tokens shared with the previous request, head tokens, whole previous request is a prefix, head unchanged,
+        what differs first when it is not: ``system-changed`` or ``messages-changed``)."""
         blocks = sent.blocks
         head = prepared.tools_tokens + sum(blocks[p].tokens for p in sent.system_sources)
         if before is None:
-            return 0, head, False, False
+            return 0, head, False, False, None
         same_system = before.system == sent.system
         j = _common_prefix(before.messages, sent.messages)
         whole = same_system and j == len(before.messages)
@@ -958,16 +1125,26 @@ class _Walker:
             shared += head - prepared.tools_tokens
         elif sent.system is not None or before.system is not None:
             shared = prepared.tools_tokens  # the system text comes before every message
-        return min(shared, sent.cacheable), head, whole, same_system
+        changed = None
+        if not whole:  # the tools are the replay's own, the same in every request
+            # the system text changed when the first message that differs, in either request, is still
+            # part of the leading system messages (a lorebook entry that came or went among them, say)
+            firsts = [m[j] for m in (before.messages, sent.messages) if j < len(m)]
+            leading = any(isinstance(m, dict) and m.get("role") in SYSTEM_ROLES for m in firsts) and all(
+                isinstance(m, dict) and m.get("role") in SYSTEM_ROLES for m in sent.messages[:j])
+            changed = prompt_cache.SYSTEM_CHANGED if not same_system or leading else prompt_cache.MESSAGES_CHANGED
+        return min(shared, sent.cacheable), head, whole, same_system, changed
 
-    def turn(self, turn: int, position: int, label: str, prepared: Prepared, fit: FitResult, sent: _Sent,
-             before: _Sent | None, output: int, in_force: list) -> TurnResult:
-        shared, head, whole, same_head = self.shared(prepared, sent, before)
-        if self.rule == pc.BREAKPOINTS:
-            use = pc.anthropic_cache(sent.cacheable, head, None if before is None else before.cacheable, whole,
-                                     same_head, self.minimum)
+    def turn(self, turn: int, call: ModelCall, label: str, prepared: Prepared, fit: FitResult, sent: _Sent,
+             before: _Sent | None, output: int, in_force: list, anchor: int) -> TurnResult:
+        position = call.position
+        shared, head, whole, same_head, changed = self.shared(prepared, sent, before)
+        rules = self.rules
+        if rules.rule == prompt_cache.BREAKPOINTS:
+            use = prompt_cache.anthropic_cache(sent.cacheable, head, None if before is None else before.cacheable, whole,
+                                     same_head, rules.minimum)
         else:
-            use = pc.CacheUse(pc.automatic_cached(shared), 0)
+            use = prompt_cache.automatic_cache(sent.cacheable, shared, rules.minimum, rules.unit, rules.bills_writes)
         prompt = fit.tokens + prepared.tools_tokens
         prices = self.info.prices
         cost = None if prices is None else prices.cost(prompt, output_tokens=output, cached_input_tokens=use.read,
@@ -975,7 +1152,8 @@ class _Walker:
         counts = fate_counts(fit)  # the one count: Compare's verdict reads the same
         return TurnResult(turn, position, label, prompt, len(fit.kept), counts.dropped, counts.summarized,
                           counts.compressed, shared, use.read, use.write, output, cost,
-                          self._facts_of(sent, position, in_force))
+                          self._facts_of(sent, anchor, in_force), None, None, call.user_turn, call.trigger,
+                          call.round, prompt_cache.miss_reason(before is not None, whole, use.read, changed))
 
     # -- facts
 
@@ -991,22 +1169,25 @@ class _Walker:
         # (the character's name was said to be in no message, and checked at no turn); the lore and memory
         # the first request assembles too, which a strategy may drop (a fact only a memory held was never checked)
         standing = [text for block, text in zip(self.last.blocks, self.last.texts)
-                    if msg.kind_of(block) in _IN_FORCE_FROM_THE_START]
+                    if kind_of(block) in _IN_FORCE_FROM_THE_START]
         for position, text in chain(zip(repeat(-1), standing), enumerate(self.texts)):  # -1: before any message
             for index in self.finder.found_in(text):
                 if first[index] is None and self.facts[index].message is None:
                     first[index] = position
         return first
 
-    def in_force(self, position: int) -> list[tuple[str, Any]]:
+    def in_force(self, position: int, anchor: int | None = None) -> list[tuple[str, Any]]:
         """``(name, key)`` of the facts in force at the request at ``position``:
-        declared facts by index, else the default rule's entities."""
+        declared facts by index, else the default rule's entities — those of the user
+        message the request answers (``anchor``: its position, the request's own by
+        default; a tool round answers its turn's user message)."""
         if self.facts:  # a "besides" fact once a message before the request says it (the request's own does not)
             first = self._first_seen
             return [(fact.name, index) for index, fact in enumerate(self.facts)
                     if first[index] is not None and (first[index] < position if fact.besides else first[index] <= position)]
-        found = entities(self.texts[position])
-        return [(entity, entity) for entity in found if self._said_before(entity, position)]
+        anchor = position if anchor is None else anchor
+        found = entities(self.texts[anchor])
+        return [(entity, entity) for entity in found if self._said_before(entity, anchor)]
 
     def _said_before(self, entity: str, position: int) -> bool:
         """Whether the messages before ``position``, joined by newlines, hold

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..inputs import messages as msg
-from ..fitting import results as r
+from ..inputs.messages import explicit_id, message_text
+from ..fitting import results
 from .json_names import camel_dict, from_camel_dict
 from ..errors import ContextfitError
 from ..pipeline.plan import PlanBlock, PromptPlan, TokenizerInfo
@@ -32,7 +32,7 @@ TERMINAL = (COMPLETED, FAILED, CANCELLED)
 
 #: Diagnostics that report what the interceptors did (kept in the audit).
 INTERCEPTOR_CODES = frozenset(
-    {r.INTERCEPTOR_APPLIED, r.INTERCEPTOR_FAILED, r.INTERCEPTOR_REJECTED, r.LATE_OVERFLOW_DROPPED}
+    {results.INTERCEPTOR_APPLIED, results.INTERCEPTOR_FAILED, results.INTERCEPTOR_REJECTED, results.LATE_OVERFLOW_DROPPED}
 )
 
 
@@ -145,7 +145,7 @@ class PromptContextAudit:
         Audits keep no block text; it is taken from ``messages`` (the chat's)
         by block id, and is empty for blocks that are not chat messages.
         """
-        texts = {msg.explicit_id(m) or f"m{i}": msg.message_text(m) for i, m in enumerate(messages)}
+        texts = {explicit_id(m) or f"m{i}": message_text(m) for i, m in enumerate(messages)}
         return PromptPlan(
             model=self.model,
             strategy=self.strategy or "",

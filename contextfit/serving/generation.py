@@ -169,13 +169,6 @@ def preview(
     return with_fact_placement(plan, facts, user_name=request.settings.user_name)
 
 
-def preview_input(store: Store, providers: Mapping[str, Provider], **request: Any) -> tuple[list[dict], PlanSettings]:
-    """The checked messages and the plan settings of a preview (or a replay): ``request``
-    (``chat_id``, ``messages``, ``provider``, ``model``, ``settings``) as :func:`preview_request` reads it."""
-    messages, resolved = preview_request(store, providers, **request)
-    return messages, resolved.settings
-
-
 def preview_request(
     store: Store,
     providers: Mapping[str, Provider],

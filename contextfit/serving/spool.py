@@ -35,6 +35,7 @@ import re
 import tempfile
 import threading
 from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import environment
@@ -65,20 +66,23 @@ class Kept:
         return cls(PromptContextAudit.from_dict(data["audit"]), int(data["seq"]), data.get("reply"))
 
 
-def spool_folder(url: str, sqlite_path: str | None) -> Path | None:
+def spool_folder(url: str, sqlite_path: str | None, env: Mapping[str, str] | None = None) -> Path | None:
     """Where a database's outcomes wait (see the module docstring); ``None`` for an in-memory database.
 
     ``url`` is the database's URL without its password, ``sqlite_path`` its file
-    when it is a SQLite file (``None`` otherwise, ``""`` in memory).
+    when it is a SQLite file (``None`` otherwise, ``""`` in memory); ``env`` the
+    environment read for ``$CONTEXTFIT_SPOOL_DIR`` (default: the process's).
 
-    >>> spool_folder("sqlite:///data/chats.db", "data/chats.db").as_posix()
+    >>> spool_folder("sqlite:///data/chats.db", "data/chats.db", env={}).as_posix()
     'data/chats.db.spool'
-    >>> spool_folder("sqlite://", "") is None
+    >>> spool_folder("sqlite://", "", env={}) is None
     True
-    >>> spool_folder("postgresql+psycopg://cf:***@db/cf", None).parent.name
+    >>> spool_folder("postgresql+psycopg://cf:***@db/cf", None, env={}).parent.name
     'contextfit-spool'
+    >>> spool_folder("sqlite://", "", env={"CONTEXTFIT_SPOOL_DIR": "/var/spool/cf"}).parent.as_posix()
+    '/var/spool/cf'
     """
-    chosen = environment.read(SPOOL_VAR)
+    chosen = environment.read(SPOOL_VAR, env)
     digest = hashlib.sha256(url.encode()).hexdigest()[:16]
     if chosen:
         return Path(chosen) / digest

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessages
-from ..inputs.messages import ROLES
+from ..inputs.messages import check_role
 
 
 def json_text(value: Any) -> str:
@@ -27,18 +27,14 @@ def check_messages(messages: Any) -> list[dict]:
     >>> check_messages([{"content": "Hi"}])
     Traceback (most recent call last):
     ...
-    contextfit.errors.InvalidMessages: each message needs a "role" string (at messages[0].role)
+    contextfit.errors.InvalidMessages: each message needs a "role" string, got none (at messages[0].role)
     """
     if not isinstance(messages, (list, tuple)):
         raise InvalidMessages(f"messages must be a list, got {type(messages).__name__}", location="messages")
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise InvalidMessages("each message must be an object", location=f"messages[{index}]")
-        if not isinstance(message.get("role"), str) or not message["role"]:
-            raise InvalidMessages('each message needs a "role" string', location=f"messages[{index}].role")
-        if message["role"] not in ROLES:
-            raise InvalidMessages(f"role {message['role']!r} is not one of {', '.join(ROLES)}",
-                                  location=f"messages[{index}].role")
+        check_role(message, f"messages[{index}]")
         try:
             json_text(message)
         except (TypeError, ValueError) as exc:

@@ -14,7 +14,7 @@ from typing import Any
 
 from contextfit.caches import register
 from contextfit.tokens.images import IMAGE_PARTS, ImageRule, profile_rule, rule_for
-from contextfit.tokens.memo import TextMemo
+from contextfit.memo import TextMemo
 from contextfit.tokens.models import get_model
 from contextfit.tokens import openai_tools
 from contextfit.tokens.openai_tools import typescript_namespace

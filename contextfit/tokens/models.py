@@ -81,8 +81,10 @@ class ModelInfo:
     #: Published prices (US dollars per million tokens), or None when the catalog has none.
     prices: Prices | None = None
     #: The shortest prompt prefix the provider caches for this model, where it documents one per
-    #: model (Anthropic); None: its provider's rule (``replays/prompt_cache.py``).
+    #: model (Anthropic, Gemini); None: its provider's rule (``replays/prompt_cache.py``).
     cache_minimum: int | None = None
+    #: The granularity of a cached prefix in tokens (OpenAI 128, DeepSeek 64); None: its provider's rule.
+    cache_unit: int | None = None
     #: Published effective context lengths (``tokens/effective.py``): benchmark, tokens, source.
     effective_context: tuple[EffectiveLength, ...] = ()
 
@@ -137,7 +139,7 @@ def _field_problem(name: str, value: Any, values: Mapping[str, Any]) -> str | No
         return None if isinstance(value, str) else f"must be a string; got {value!r}"
     if name == "effective_context":
         return lengths_problem(value)
-    if name == "cache_minimum":
+    if name in ("cache_minimum", "cache_unit"):
         ok = value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
         return None if ok else f"must be a positive whole number of tokens; got {value!r}"
     if name == "prices":
@@ -280,7 +282,7 @@ def _apply(catalog: _Catalog, entries: list[tuple[str, dict[str, Any]]], path: o
                     path=path, model=model_id, field=missing[0],
                 )
             values = {"id": model_id, "provider": "custom", "aliases": (), "source": str(path or ""), "notes": "",
-                      "prices": None, "cache_minimum": None, "effective_context": ()}
+                      "prices": None, "cache_minimum": None, "cache_unit": None, "effective_context": ()}
             values.update(table)
         if isinstance(values.get("prices"), dict) and isinstance(values["prices"].get("date"), datetime.date):
             values["prices"] = {**values["prices"], "date": values["prices"]["date"].isoformat()}  # TOML's bare date

@@ -111,6 +111,18 @@ LLAMA4_PATTERN = "|".join(
         r"\s+",
     ]
 )
+#: tekken.json's ``config.pattern`` (Mistral's Tekken): o200k's branches without contractions, single digits.
+TEKKEN_PATTERN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+        r"\p{N}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
 #: Qwen 2.5 / 3 tokenizer.json ``Split`` regex: single digits.
 QWEN_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -130,21 +142,22 @@ QWEN35_PATTERN = (
 # match with the same leftmost-first preference, instead of trying each branch in its
 # backtracking VM in turn (a word is the fourth branch). Same pieces, about 20% less
 # time over the 10,000-message bench chat (bench/profiles.py).
-_CJK = "一-龥぀-ゟ゠-ヿ"
+#: The CJK ranges of DeepSeek's digit and CJK splits (U+4E00-U+9FA5, hiragana, katakana).
+DEEPSEEK_CJK = "一-龥぀-ゟ゠-ヿ"
 DEEPSEEK_PATTERN = "(?:" + "|".join(
     [
         r"\p{N}{1,3}",
-        rf"[{_CJK}]+",
+        rf"[{DEEPSEEK_CJK}]+",
         r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+",
-        rf"[^\r\n\p{{L}}\p{{P}}\p{{S}}\p{{N}}]?[[\p{{L}}\p{{M}}]&&[^{_CJK}]]+",
-        rf" ?[[\p{{P}}\p{{S}}]&&[^{_CJK}]]+[\r\n]*",
+        rf"[^\r\n\p{{L}}\p{{P}}\p{{S}}\p{{N}}]?[[\p{{L}}\p{{M}}]&&[^{DEEPSEEK_CJK}]]+",
+        rf" ?[[\p{{P}}\p{{S}}]&&[^{DEEPSEEK_CJK}]]+[\r\n]*",
         r"\s*[\r\n]+",
     ]
 ) + ")|" + "|".join(
     [
-        rf"\s+(?![^\s\p{{N}}{_CJK}])",
+        rf"\s+(?![^\s\p{{N}}{DEEPSEEK_CJK}])",
         r"\s+",
-        rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}](?![[\p{{L}}\p{{M}}]&&[^{_CJK}]]))+",
+        rf"(?:[^\s\p{{L}}\p{{M}}\p{{P}}\p{{S}}\p{{N}}](?![[\p{{L}}\p{{M}}]&&[^{DEEPSEEK_CJK}]]))+",
     ]
 )
 
@@ -306,10 +319,12 @@ def _nfc_encoding_class() -> type:
         class NfcEncoding(tiktoken.Encoding):
             """tiktoken after Unicode NFC (ASCII is already NFC: no work for it)."""
 
+            def normalize(self, text: str) -> str:
+                """``text`` as this tokenizer reads it: NFC."""
+                return text if text.isascii() else unicodedata.normalize("NFC", text)
+
             def encode_ordinary(self, text: str) -> list[int]:
-                if not text.isascii():
-                    text = unicodedata.normalize("NFC", text)
-                return super().encode_ordinary(text)
+                return super().encode_ordinary(self.normalize(text))
 
         _NFC_CLASS.append(NfcEncoding)
     return _NFC_CLASS[0]
@@ -355,7 +370,16 @@ class SentencePiece:
 
     ``encode_ordinary`` is SentencePiece's ``encode`` (the ``▁`` prefix included,
     control pieces such as ``[INST]`` in the text counted as text).
+
+    Both Mistral models are BPE with an identity normalizer, a dummy prefix
+    and pieces split at whitespace (``tests/test_open_models.py`` reads their
+    specs): a text splits into words where a space follows a character that is
+    not one, and the word after it encodes alone as the text after that space
+    (the dummy prefix stands for it). ``long_blanks.encode_parts`` cuts there.
     """
+
+    #: A text may be cut by leaving out a space that follows a non-space (see above).
+    dummy_prefix_words = True
 
     def __init__(self, name: str, model: bytes) -> None:
         try:

@@ -12,9 +12,11 @@ with the page they come from and the date they were read::
     date = "2026-12-03"
 
 ``cache_write`` is the price of prompt tokens written to the cache where the
-provider charges for it (Anthropic: 1.25x input for the 5-minute cache);
-absent, writing costs the plain input price (OpenAI and Gemini's implicit
-caching). A user's catalog file overrides any field, for example a negotiated
+provider charges for it (Anthropic: 1.25x input for the 5-minute cache;
+OpenAI from GPT-5.6 on: 1.25x input for its 30-minute cache); absent, writing
+costs the plain input price (OpenAI's earlier models, DeepSeek and Gemini's
+implicit caching). ``cache_write_1h`` is Anthropic's 1-hour cache write (2x
+input), listed for reference: a replay bills the 5-minute ``cache_write``. A user's catalog file overrides any field, for example a negotiated
 rate: ``[models."gpt-4o".prices]`` with ``input = 2.0`` keeps the other fields.
 
 Some providers bill a long prompt at higher prices for the whole request
@@ -49,13 +51,14 @@ from typing import Any
 __all__ = ["PRICE_FIELDS", "Prices", "RequestCost", "price_problem"]
 
 #: Fields of a ``prices`` table; every price is US dollars per million tokens.
-PRICE_FIELDS = ("input", "output", "cached_input", "cache_write", "source", "date",
-                "long_context_threshold", "long_input", "long_output", "long_cached_input", "long_cache_write")
-_AMOUNTS = ("input", "output", "cached_input", "cache_write", "long_input", "long_output", "long_cached_input",
-            "long_cache_write")
+PRICE_FIELDS = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "source", "date",
+                "long_context_threshold", "long_input", "long_output", "long_cached_input", "long_cache_write",
+                "long_cache_write_1h")
+_AMOUNTS = ("input", "output", "cached_input", "cache_write", "cache_write_1h", "long_input", "long_output",
+            "long_cached_input", "long_cache_write", "long_cache_write_1h")
 #: The long-context price that must accompany each base price a table gives.
 _LONG_OF = {"input": "long_input", "output": "long_output", "cached_input": "long_cached_input",
-            "cache_write": "long_cache_write"}
+            "cache_write": "long_cache_write", "cache_write_1h": "long_cache_write_1h"}
 _PER_TOKEN = 1_000_000
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -89,6 +92,8 @@ class Prices:
     output: float
     cached_input: float | None = None
     cache_write: float | None = None
+    #: Anthropic's 1-hour cache write (the 5-minute one is ``cache_write``); for reference.
+    cache_write_1h: float | None = None
     source: str = ""
     date: str = ""
     #: The largest prompt (in tokens, cached and cache-write tokens included) billed at the
@@ -98,6 +103,7 @@ class Prices:
     long_output: float | None = None
     long_cached_input: float | None = None
     long_cache_write: float | None = None
+    long_cache_write_1h: float | None = None
 
     def __post_init__(self) -> None:
         problem = price_problem({f.name: getattr(self, f.name) for f in fields(self)})

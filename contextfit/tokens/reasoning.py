@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..inputs import messages as msg
+from ..inputs.messages import TOOL_RESULT_ROLES, clone, role_of
 
 #: The plan's block kind for reasoning (SPEC 3.2 ``meta.kind``).
 REASONING = "reasoning"
@@ -73,7 +73,7 @@ def strip_reasoning(message: dict) -> dict | None:
         return None
     copy = {key: value for key, value in message.items() if key not in keys}
     if isinstance(content, list):
-        copy["content"] = msg.clone(kept)
+        copy["content"] = clone(kept)
     return copy
 
 
@@ -128,8 +128,14 @@ def keeps_earlier_reasoning(model_id: str, provider: str) -> bool:
     return version >= _KEEPS_FROM[family]
 
 
-def _only_results(message: dict) -> bool:
-    if msg.role_of(message) in msg.TOOL_RESULT_ROLES:
+def only_tool_results(message: dict) -> bool:
+    """Whether a message is only tool results: a ``tool`` / ``function`` message, or a
+    user message whose every content part is a ``*tool_result`` (no user input in it).
+
+    >>> only_tool_results({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]})
+    True
+    """
+    if role_of(message) in TOOL_RESULT_ROLES:
         return True
     content = message.get("content")
     return (
@@ -150,7 +156,7 @@ def current_turn_start(blocks: Sequence[dict]) -> int:
     """
     for position in range(len(blocks) - 1, -1, -1):
         block = blocks[position]
-        if msg.role_of(block) == "user" and not _only_results(block):
+        if role_of(block) == "user" and not only_tool_results(block):
             return position + 1
     return 0
 
@@ -198,7 +204,7 @@ def extended_view(
     grown, changed = dict(originals), len(sent)
     for position in range(old_start, start):  # before old_start, the view has dropped what it drops
         block = blocks[position]
-        if msg.role_of(block) != "assistant":
+        if role_of(block) != "assistant":
             continue
         copy = strip_reasoning(block)
         if copy is not None:

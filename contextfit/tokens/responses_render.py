@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..inputs import messages as msg
+from ..inputs.messages import LINK_KEYS, TOOL_RESULT_ROLES, role_of
 from .reasoning_items import REASONING_ITEM
 
 
@@ -31,9 +31,9 @@ def responses_input(messages: Iterable[Mapping]) -> list[dict]:
     """
     items: list[dict] = []
     for message in messages:
-        role = msg.role_of(dict(message))
-        if role in msg.TOOL_RESULT_ROLES:
-            link = next((message[key] for key in msg.LINK_KEYS if message.get(key) not in (None, "")), None)
+        role = role_of(dict(message))
+        if role in TOOL_RESULT_ROLES:
+            link = next((message[key] for key in LINK_KEYS if message.get(key) not in (None, "")), None)
             items.append({"type": "function_call_output", "call_id": link, "output": _output(message.get("content"))})
             continue
         content = message.get("content")

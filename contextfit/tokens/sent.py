@@ -28,7 +28,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inputs import messages as msg
+from ..inputs.messages import (
+    LINK_KEYS,
+    SUMMARY,
+    SYSTEM_ROLES,
+    TOOL_RESULT_ROLES,
+    kind_of,
+    message_text,
+    part_text,
+    role_of,
+)
 from ..caches import register
 from .chat_counter import TokenCounter
 
@@ -91,7 +100,7 @@ def trace(blocks: list[dict], template: str) -> Traced:
 
 
 def _link_id(block: dict) -> Any:
-    for key in msg.LINK_KEYS:
+    for key in LINK_KEYS:
         if block.get(key) not in (None, ""):
             return block[key]
     return None
@@ -107,7 +116,7 @@ def _thinking_parts(block: dict) -> list[str]:
 def _openai(block: dict) -> list[dict]:
     out = {key: value for key, value in block.items() if key not in _EXTRAS}
     link = _link_id(block)
-    if link is not None and out.get("role") in msg.TOOL_RESULT_ROLES:
+    if link is not None and out.get("role") in TOOL_RESULT_ROLES:
         out["tool_call_id"] = link
     content = out.get("content")
     if not isinstance(content, list) or not any(
@@ -123,11 +132,11 @@ def _openai(block: dict) -> list[dict]:
             arguments = json.dumps(part.get("input", {}), ensure_ascii=False, sort_keys=True)
             calls.append({"id": part.get("id"), "type": "function", "function": {"name": part.get("name", "tool"), "arguments": arguments}})
         elif kind.endswith("tool_result"):
-            results.append({"role": "tool", "tool_call_id": part.get("tool_use_id"), "content": msg.part_text(part)})
+            results.append({"role": "tool", "tool_call_id": part.get("tool_use_id"), "content": part_text(part)})
         elif kind in _THINKING:
             continue  # reasoning from another provider is not sent
         else:
-            texts.append(msg.part_text(part))
+            texts.append(part_text(part))
     rendered = list(results)
     text = "\n".join(t for t in texts if t)
     if calls or text or not results:
@@ -141,7 +150,7 @@ def _openai(block: dict) -> list[dict]:
 def _in_system(block: dict, role: str) -> bool:
     """Whether an Anthropic request carries the block in its ``system`` text:
     every system-role block but a summary, which keeps its place in the chat."""
-    return role in msg.SYSTEM_ROLES and msg.kind_of(block) != msg.SUMMARY
+    return role in SYSTEM_ROLES and kind_of(block) != SUMMARY
 
 
 def _anthropic(blocks: list[dict]) -> Traced:
@@ -150,9 +159,9 @@ def _anthropic(blocks: list[dict]) -> Traced:
     messages: list[dict] = []
     sources: list[tuple[int, ...]] = []
     for position, block in enumerate(blocks):
-        role = msg.role_of(block)
+        role = role_of(block)
         if _in_system(block, role):
-            system.append(msg.message_text(block))
+            system.append(message_text(block))
             system_sources.append(position)
             continue
         role, parts = _anthropic_parts(block, role)
@@ -170,8 +179,8 @@ def _anthropic(blocks: list[dict]) -> Traced:
 
 def _anthropic_parts(block: dict, role: str) -> tuple[str, list[dict]]:
     content = block.get("content")
-    if role in msg.TOOL_RESULT_ROLES:
-        text = content if isinstance(content, str) else msg.message_text(block)
+    if role in TOOL_RESULT_ROLES:
+        text = content if isinstance(content, str) else message_text(block)
         return "user", [{"type": "tool_result", "tool_use_id": _link_id(block), "content": text}]
     parts: list[dict] = []
     if isinstance(content, str):
@@ -243,10 +252,10 @@ class SentCounter:
             if content.__class__ is not list and "toolCallId" not in block and "callId" not in block:
                 return count(block)  # sent as it is, less the keys no counter reads
             return sum(map(count, _openai(block)))
-        role = msg.role_of(block)
+        role = role_of(block)
         if _in_system(block, role):
-            return self.system_tokens(msg.message_text(block))
-        if content.__class__ is str and role not in msg.TOOL_RESULT_ROLES and not block.get("tool_calls"):
+            return self.system_tokens(message_text(block))
+        if content.__class__ is str and role not in TOOL_RESULT_ROLES and not block.get("tool_calls"):
             return count({"role": "assistant" if role == "assistant" else "user", "content": content}) if content else 0
         role, parts = _anthropic_parts(block, role)
         return count({"role": role, "content": parts}) if parts else 0

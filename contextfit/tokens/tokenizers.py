@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from contextfit.caches import register
 from contextfit.tokens import approximate_rules, long_blanks, summed_counts as joins
 from contextfit.tokens import fast as fast_counting
-from contextfit.tokens.memo import DIGEST_FROM, TextMemo, digest
+from contextfit.memo import DIGEST_FROM, TextMemo, digest
 from contextfit.errors import TokenizerUnavailable
 from contextfit.tokens.profiles import ESTIMATES, PROFILES, TokenizerProfile, find_profile, profiles
 from contextfit.tokens.vocabularies import exact_encoding, load_encoding
@@ -32,7 +32,7 @@ __all__ = ["PROFILES", "Tokenizer", "TokenizerProfile", "get_tokenizer", "load_e
 
 #: Bytes a tokenizer's text-count cache may hold (each tokenizer has its own);
 #: past it the oldest counts are forgotten. Long texts are keyed by a digest
-#: (``contextfit/tokens/memo.py``), so the cache never keeps a message alive.
+#: (``contextfit/memo.py``), so the cache never keeps a message alive.
 CACHE_BYTES = 16 * 1024 * 1024
 
 _LOCK = threading.RLock()
@@ -86,6 +86,11 @@ def _json(value: object) -> str:
             return ""
 
 
+
+
+def _is_panic(exc: BaseException) -> bool:
+    """A failure that is no ``Exception`` and no request to stop: a Rust panic (``PanicException``)."""
+    return not isinstance(exc, (Exception, KeyboardInterrupt, SystemExit, GeneratorExit))
 
 
 def _upper(profile: TokenizerProfile, tokens: int, text: str) -> int:
@@ -173,6 +178,25 @@ class Tokenizer:
         The cache holds this unscaled count, which an approximate profile's
         upper bound (:meth:`count`) and point estimate (:meth:`estimate`) share.
         """
+        try:
+            tokens = self._counted(text)
+        except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException
+            if not _is_panic(exc):
+                raise
+            raise self._engine_failed(text, exc) from exc
+        self._cache.put_key(key, tokens)
+        return tokens
+
+    def _engine_failed(self, text: str, exc: BaseException) -> TokenizerUnavailable:
+        """``TOKENIZER_UNAVAILABLE`` for an engine's panic on ``text`` (a run that no cut of
+        ``long_blanks.py`` covers): a refusal that says so, never a traceback or a 500."""
+        return TokenizerUnavailable(
+            f"The {self.name} tokenizer's engine failed on a text of {len(text):,} characters "
+            f"({type(exc).__name__}: {str(exc)[:120]}); it cannot be counted exactly. Shorten the text's "
+            "longest run of one kind of character, or choose another model."
+        )
+
+    def _counted(self, text: str) -> int:
         digits = self.profile.split_digits
         if self.fast is not None and not digits:
             tokens = self.fast.count(text)
@@ -189,7 +213,6 @@ class Tokenizer:
                     tokens += sum(map(self._digit_extra.__getitem__, ids))
         if self._extra is not None:  # what the proxy under-counts (approximate_rules.py)
             tokens += self._extra(text)
-        self._cache.put_key(key, tokens)
         return tokens
 
     def estimate(self, text: str) -> int:
@@ -247,7 +270,13 @@ class Tokenizer:
         >>> get_tokenizer("cl100k_base").encode("Hello world!")
         [9906, 1917, 0]
         """
-        return long_blanks.encode_ordinary(self.encoding, _as_text(text))
+        text = _as_text(text)
+        try:
+            return long_blanks.encode_ordinary(self.encoding, text)
+        except BaseException as exc:  # noqa: BLE001 - a Rust panic is a BaseException
+            if not _is_panic(exc):
+                raise
+            raise self._engine_failed(text, exc) from exc
 
     def pieces(self, text: str) -> list[str]:
         """``text`` split into token strings, for a token viewer.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from .. import results as r
+from .. import results
 from ..analysis import FitView
 from ..results import InsertedBlock
 from ...errors import InvalidSettings
@@ -45,7 +45,7 @@ class Proposal:
     assembled: tuple[int, list[dict], list[dict]] | None = None
 
 
-def start_reasons(view: FitView, default: str | None = r.OVER_BUDGET) -> list[str | None]:
+def start_reasons(view: FitView, default: str | None = results.OVER_BUDGET) -> list[str | None]:
     """Every message set to ``default`` except the protected ones (kept)."""
     reasons: list[str | None] = [default] * view.n
     for index in view.protected:
@@ -71,7 +71,7 @@ def fill_newest(view: FitView, reasons: list[str | None], room: int) -> int:
     # does not fit keeps the longest run of recent units.
     tokens, protect, count = view.analysis.tokens, view.protect, view.count
     group_of, members = view.analysis.group_of, view.analysis.members
-    over = r.OVER_BUDGET
+    over = results.OVER_BUDGET
     for index in range(view.n - 1, -1, -1):
         if protect[index] is not None:
             continue

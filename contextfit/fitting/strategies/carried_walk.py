@@ -31,7 +31,7 @@ from itertools import compress, repeat
 from operator import is_
 from typing import Any
 
-from .. import results as r
+from .. import results
 from ..analysis import FitView
 from .base import Proposal
 from .thinking import fit_thinning
@@ -165,7 +165,7 @@ def extend_walk(view: FitView, before: Walk, room: int) -> Walk:
             cum.append(total)
     cut = bisect_left(cum, total - room)
     cut_root = roots[cut] if cut < len(roots) else n
-    over = r.OVER_BUDGET
+    over = results.OVER_BUDGET
     reasons = before.reasons
     reasons.extend(repeat(over, n - before.n))
     for index in range(first, n):

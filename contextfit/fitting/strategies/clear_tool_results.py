@@ -33,8 +33,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import TOOL_RESULT_ROLES, clone, link_ids, meta_of, role_of
+from .. import results
 from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
@@ -105,12 +105,12 @@ def tool_names(messages: Sequence[dict]) -> dict[str, str]:
     return names
 
 
-def _result_sites(message: dict) -> list[tuple[int | None, str]]:
+def result_sites(message: dict) -> list[tuple[int | None, str]]:
     """The tool results a message holds: (content part index or ``None`` for
     the whole message, link id)."""
     content = message.get("content")
-    if msg.role_of(message) in msg.TOOL_RESULT_ROLES:
-        ids, _ = msg.link_ids(message)
+    if role_of(message) in TOOL_RESULT_ROLES:
+        ids, _ = link_ids(message)
         return [(None, ids[0] if ids else "")]
     sites = []
     for position, part in enumerate(content if isinstance(content, list) else ()):
@@ -119,29 +119,30 @@ def _result_sites(message: dict) -> list[tuple[int | None, str]]:
     return sites
 
 
-def _result_tool(message: dict, link: str, names: dict[str, str]) -> str:
+def result_tool(message: dict, link: str, names: dict[str, str]) -> str:
+    """The name of the tool whose result ``link`` is (``tool`` when unknown)."""
     found = names.get(link)
     if found is None and isinstance(message.get("name"), str):
         found = message["name"]  # a legacy ``function`` message names its tool
     return found or "tool"
 
 
-def _cleared(message: dict, cleared: dict[int | None, str]) -> dict:
+def with_results(message: dict, cleared: dict[int | None, str]) -> dict:
     """A copy of ``message`` whose chosen results say ``cleared[site]`` instead."""
-    copy = msg.clone(message)
+    copy = clone(message)
     if None in cleared:
         copy["content"] = cleared[None]
     else:
         for position, text in cleared.items():
             copy["content"][position] = {**copy["content"][position], "content": text}
-    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    copy["meta"] = {**meta_of(message), "compressed": True}
     return copy
 
 
 def _without_inputs(message: dict, links: set[str]) -> dict | None:
     """A copy of a call message with the arguments of the calls in ``links``
     emptied, or ``None`` when it has none of them."""
-    copy = msg.clone(message)
+    copy = clone(message)
     changed = False
     calls = copy.get("tool_calls")
     for call in calls if isinstance(calls, list) else ():
@@ -157,7 +158,7 @@ def _without_inputs(message: dict, links: set[str]) -> dict | None:
                 changed = True
     if not changed:
         return None
-    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    copy["meta"] = {**meta_of(message), "compressed": True}
     return copy
 
 
@@ -201,11 +202,11 @@ class ClearToolResults(BuiltinStrategy):
         drop_oldest_units(view, budget, reasons, costs, replaced, total)
         for index, (copy, tokens) in cleared.items():
             if reasons[index] is None:  # sent: a copy of its own, never the cache's
-                replaced[index] = InsertedBlock(msg.clone(copy), index, r.COMPRESSED, tokens, (index,))
+                replaced[index] = InsertedBlock(clone(copy), index, results.COMPRESSED, tokens, (index,))
         # What is sent gets copies of its own, never the cache's.
         for index in shared.intersection(replaced):
             block = replaced[index]
-            replaced[index] = InsertedBlock(msg.clone(block.message), index, r.COMPRESSED, block.tokens, (index,))
+            replaced[index] = InsertedBlock(clone(block.message), index, results.COMPRESSED, block.tokens, (index,))
         return Proposal(reasons, with_replacements(reasons, replaced))
 
     def _carried(
@@ -231,12 +232,12 @@ class ClearToolResults(BuiltinStrategy):
             found = derived.get(key)
             if found is None:
                 if not names:
-                    names.append(_tool_names(view))
+                    names.append(view_tool_names(view))
                 found = _cleared_copy(view, index, template, trial, names[0])
                 return found[0], found[1], key in derived  # type: ignore[index]
             return found[0], found[1], True  # type: ignore[index]
 
-        sites = _sites(view)
+        sites = view_result_sites(view)
         target = -(-need // step) * step if step else need
         steps = _clearing_walk(view, target, keep, sites, _site_index(view), copy_of)
         links: set[str] = set()
@@ -266,8 +267,8 @@ class ClearToolResults(BuiltinStrategy):
         multiple of ``step``) are saved; fills ``replaced`` and ``costs`` (and
         ``shared`` with the indices replaced by a cached copy), returns the new total."""
         messages, protect = view.messages, view.protect
-        names = _tool_names(view)
-        sites = [found for found in _sites(view) if protect[found[0]] is None]
+        names = view_tool_names(view)
+        sites = [found for found in view_result_sites(view) if protect[found[0]] is None]
         candidates = sites[: max(len(sites) - keep, 0)]
         target = -(-need // step) * step if step else need
         saved = 0
@@ -277,7 +278,7 @@ class ClearToolResults(BuiltinStrategy):
         for index, site, link in candidates:
             if saved >= target:
                 break
-            if excluded_tools and _result_tool(messages[index], link, names) in excluded_tools:
+            if excluded_tools and result_tool(messages[index], link, names) in excluded_tools:
                 continue
             previous = chosen.get(index)
             trial = (site,) if previous is None else (*previous, site)
@@ -289,7 +290,7 @@ class ClearToolResults(BuiltinStrategy):
             costs[index] = tokens
             chosen[index] = trial
             cleared_links.add(link)
-            replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+            replaced[index] = InsertedBlock(copy, index, results.COMPRESSED, tokens, (index,))
             shared.add(index)
         if clear_inputs and cleared_links:
             self._clear_inputs(view, cleared_links, costs, replaced, shared)
@@ -305,7 +306,7 @@ class ClearToolResults(BuiltinStrategy):
             for index in range(view.n):
                 if protect[index] is not None:
                     continue
-                ids, is_result = msg.link_ids(messages[index])
+                ids, is_result = link_ids(messages[index])
                 links = cleared_links.intersection(ids)
                 if is_result or not links:
                     continue
@@ -316,7 +317,7 @@ class ClearToolResults(BuiltinStrategy):
                 tokens = view.count_block(copy)
                 if tokens < costs[index]:
                     costs[index] = tokens
-                    replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+                    replaced[index] = InsertedBlock(copy, index, results.COMPRESSED, tokens, (index,))
                     shared.discard(index)
 
 
@@ -331,7 +332,7 @@ CARRY_TRIMMERS[_SITES[0]] = trim_scan
 CARRY_TRIMMERS[_NAMES[0]] = lambda value, k: (min(value[0], k), value[1])
 
 
-def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
+def view_result_sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
     """Every tool result of the chat, oldest first: (message, site, link id)."""
     derived = view.analysis.derived
     scanned, found = derived.get(_SITES, (0, ()))  # type: ignore[misc]
@@ -339,7 +340,7 @@ def _sites(view: FitView) -> tuple[tuple[int, int | None, str], ...]:
         scanned, found = 0, ()
     if scanned < view.n:
         messages = view.messages
-        new = [(index, site, link) for index in range(scanned, view.n) for site, link in _result_sites(messages[index])]
+        new = [(index, site, link) for index in range(scanned, view.n) for site, link in result_sites(messages[index])]
         found = (*found, *new)
         derived[_SITES] = (view.n, found)
         view.analysis.derived_bytes += 72 * len(new)
@@ -351,8 +352,8 @@ CARRY_TRIMMERS[_SITE_INDEX[0]] = lambda value, k: value  # checked against the s
 
 
 def _site_index(view: FitView) -> list[int]:
-    """The message of each of :func:`_sites`' results, in the same order (ascending)."""
-    sites = _sites(view)
+    """The message of each of :func:`view_result_sites`' results, in the same order (ascending)."""
+    sites = view_result_sites(view)
     derived = view.analysis.derived
     listed, index = derived.get(_SITE_INDEX, (0, []))  # type: ignore[misc]
     if listed > len(sites) or (listed and index[listed - 1] != sites[listed - 1][0]):
@@ -364,7 +365,7 @@ def _site_index(view: FitView) -> list[int]:
     return index
 
 
-def _tool_names(view: FitView) -> dict[str, str]:
+def view_tool_names(view: FitView) -> dict[str, str]:
     """:func:`tool_names` of the chat, extended by the messages added since the last fit."""
     derived = view.analysis.derived
     scanned, names = derived.get(_NAMES, (0, {}))  # type: ignore[misc]
@@ -389,12 +390,12 @@ def _cleared_copy(view: FitView, index: int, template: str, sites: tuple, names:
     found = derived.get(key)
     if found is None:
         message = view.messages[index]
-        links = dict(_result_sites(message))
+        links = dict(result_sites(message))
         texts: dict[int | None, str] = {}
         for site in sites:
-            size = max(view.count(index) - view.count_block(_cleared(message, {site: ""})), 0)
-            texts[site] = placeholder_text(template, _result_tool(message, links.get(site, ""), names), size)
-        copy = _cleared(message, texts)
+            size = max(view.count(index) - view.count_block(with_results(message, {site: ""})), 0)
+            texts[site] = placeholder_text(template, result_tool(message, links.get(site, ""), names), size)
+        copy = with_results(message, texts)
         found = (copy, view.count_block(copy))
         # A result whose call comes later in the chat is named "tool" until then: not cached.
         if all(links.get(site, "") in names or isinstance(message.get("name"), str) for site in sites):

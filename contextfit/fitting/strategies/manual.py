@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import results as r
+from .. import results
 from ..analysis import FitView
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
 
@@ -27,13 +27,13 @@ class Manual(BuiltinStrategy):
                 ignored.append(index)
                 continue
             for member in view.group_members(index):
-                reasons[member] = r.MANUAL
+                reasons[member] = results.MANUAL
         fill_newest(view, reasons, room_left(view, budget))
         diagnostics = []
         if ignored:
             diagnostics.append(
                 {
-                    "code": r.MANUAL_MARK_IGNORED,
+                    "code": results.MANUAL_MARK_IGNORED,
                     "indices": ignored,
                     "message": "These messages are marked manualExcluded but are protected, so they stay.",
                 }

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import HISTORY
+from .. import results
 from ..analysis import FitView
 from ..relevance import DEFAULT_SCORER, EmbeddingRelevance, LexicalRelevance, RelevanceScorer, joined_bag
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
@@ -21,7 +21,7 @@ def recent_indices(view: FitView, window: int) -> list[int]:
     for index in range(view.n - 1, -1, -1):
         if len(picked) >= window:
             break
-        if kinds[index] == msg.HISTORY:
+        if kinds[index] == HISTORY:
             picked.append(index)
     picked.reverse()
     return picked
@@ -85,24 +85,24 @@ class VectorRecall(BuiltinStrategy):
         if total <= budget:
             reasons: list[str | None] = [None] * view.n
             for index in dropped:
-                reasons[index] = r.LOW_RELEVANCE
+                reasons[index] = results.LOW_RELEVANCE
         else:
             walk = _walk_past(view, budget, dropped)
             if walk is None:
                 reasons = start_reasons(view)
                 for index in dropped:
-                    reasons[index] = r.LOW_RELEVANCE
+                    reasons[index] = results.LOW_RELEVANCE
                 fill_newest(view, reasons, room_left(view, budget))
             else:
                 reasons = list(walk.reasons)
                 for index in dropped:
-                    reasons[index] = r.LOW_RELEVANCE
+                    reasons[index] = results.LOW_RELEVANCE
                 assembled = (kept_total(view, walk), walk.kept, walk.excluded)
         diagnostics = []
         if candidates:
             diagnostics.append(
                 {
-                    "code": r.RELEVANCE,
+                    "code": results.RELEVANCE,
                     "scorer": getattr(_scorer_from(options), "name", "custom"),
                     "scores": [
                         {"index": i, "relevance": round(scores[i][0], 4), "source": scores[i][1]} for i in candidates

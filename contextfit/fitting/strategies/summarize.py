@@ -34,11 +34,11 @@ from itertools import chain, compress, repeat
 from operator import add, and_, ge, itemgetter, mul, neg, or_, truediv
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import HISTORY, SUMMARY, TOOL_RESULT_ROLES, call_line, meta_of, part_text, tool_calls_of
+from .. import results
 from ...caches import register
 from ..analysis import FitView
-from ...tokens.memo import DIGEST_FROM, TextMemo, digest, text_key
+from ...memo import DIGEST_FROM, TextMemo, digest, text_key
 from ..relevance import word_counts
 from ..results import InsertedBlock
 from ...text import SENTENCE_END, sentences_with_words, words
@@ -66,7 +66,7 @@ def default_summary_tokens(budget: int) -> int:
 
 
 def _speaker(message: dict, role: str) -> str:
-    name = message.get("name") or msg.meta_of(message).get("speaker")
+    name = message.get("name") or meta_of(message).get("speaker")
     if isinstance(name, str) and name.strip():
         return name.strip()
     return {"user": "User", "assistant": "Assistant", "tool": "Tool", "function": "Tool"}.get(role, role.title() or "Message")
@@ -133,22 +133,22 @@ def _tail(text: str, limit: int | None) -> str:
 
 def _message_units(message: dict, role: str, limit: int | None = None) -> list[Unit]:
     """The summary candidates of one message: sentences, or one line per tool call/result."""
-    lines = [msg.call_line(call["name"], call["arguments"]) for call in msg.tool_calls_of(message)]
+    lines = [call_line(call["name"], call["arguments"]) for call in tool_calls_of(message)]
     content = message.get("content")
     if isinstance(content, list):
         texts = []
         for part in content:
             part_type = part.get("type") if isinstance(part, dict) else None
             if isinstance(part_type, str) and part_type.endswith("tool_use"):
-                lines.append(msg.call_line(str(part.get("name", "tool")), part.get("input")))
+                lines.append(call_line(str(part.get("name", "tool")), part.get("input")))
             elif isinstance(part_type, str) and part_type.endswith("tool_result"):
-                lines.append("result: " + _one_line(msg.part_text(part)))
+                lines.append("result: " + _one_line(part_text(part)))
             elif part_type not in ("thinking", "redacted_thinking"):
-                texts.append(msg.part_text(part))
+                texts.append(part_text(part))
         text = "\n".join(t for t in texts if t)
     else:
         text = content if isinstance(content, str) else ""
-    if role in msg.TOOL_RESULT_ROLES:
+    if role in TOOL_RESULT_ROLES:
         return [_line_unit("result: " + _one_line(text), text[:400])] if text.strip() else []
     units = [_line_unit("called " + line, line) for line in lines]
     text = _tail(text, limit)
@@ -173,7 +173,7 @@ def _rest_fits(view: FitView, reasons: list[str | None], space: int) -> bool:
     (``count_excluded=False``) does not know the chat's total; it counts the
     dropped messages until they pass ``space``, so a chat over budget costs
     at most that many tokens more to count."""
-    count, over = view.count, r.OVER_BUDGET
+    count, over = view.count, results.OVER_BUDGET
     for index, reason in enumerate(reasons):
         if reason == over:
             space -= count(index)
@@ -192,7 +192,7 @@ def summary_position(view: FitView) -> int:
         return view.current_input
     kinds, analysis = view.analysis.kinds, view.analysis
     for index in range(view.n - 1, -1, -1):
-        if kinds[index] == msg.HISTORY:
+        if kinds[index] == HISTORY:
             root = analysis.group_of.get(index)
             return analysis.members[root][0] if root is not None else index
     return view.n
@@ -241,7 +241,7 @@ class Summarize(BuiltinStrategy):
         def plain(why: str | None = None) -> Proposal:
             reasons = start_reasons(view)
             fill_newest(view, reasons, room)
-            return Proposal(reasons, diagnostics=[_skipped(why)] if why and r.OVER_BUDGET in reasons else [])
+            return Proposal(reasons, diagnostics=[_skipped(why)] if why and results.OVER_BUDGET in reasons else [])
 
         size = options.get("summary_tokens")
         size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else default_summary_tokens(budget)
@@ -259,16 +259,16 @@ class Summarize(BuiltinStrategy):
             walk = None
             reasons = start_reasons(view)
             space = fill_newest(view, reasons, room - reserve) + reserve
-        if r.OVER_BUDGET not in reasons:
+        if results.OVER_BUDGET not in reasons:
             return Proposal(reasons)
         if counted is None and _rest_fits(view, reasons, space):
             return Proposal([None] * view.n)  # a lazy fit: the whole chat fits after all, as when counted
         # The most recent dropped history, newest first, up to the scan limit.
         scanned, chars, kinds, limited = [], 0, view.analysis.kinds, False
         # Start at the newest dropped message, not at the end of the chat.
-        newest_dropped = view.n - 1 - reasons[::-1].index(r.OVER_BUDGET)
+        newest_dropped = view.n - 1 - reasons[::-1].index(results.OVER_BUDGET)
         for index in range(newest_dropped, -1, -1):
-            if reasons[index] != r.OVER_BUDGET or kinds[index] != msg.HISTORY:
+            if reasons[index] != results.OVER_BUDGET or kinds[index] != HISTORY:
                 continue
             text_size = len(view.text(index))
             if scanned and isinstance(scan_chars, int) and chars + text_size > scan_chars:
@@ -285,14 +285,14 @@ class Summarize(BuiltinStrategy):
         if block is None:
             return plain("no sentence of the dropped history fits the summary size")
         for index in scanned:
-            reasons[index] = r.SUMMARIZED
+            reasons[index] = results.SUMMARIZED
         before = summary_position(view)
         diagnostics = []
-        left_out = reasons.count(r.OVER_BUDGET)
+        left_out = reasons.count(results.OVER_BUDGET)
         if limited:
             diagnostics.append(
                 {
-                    "code": r.SUMMARY_SCAN_LIMITED,
+                    "code": results.SUMMARY_SCAN_LIMITED,
                     "scanned": len(scanned),
                     "message": f"The summary reads the {len(scanned)} most recent dropped messages ({chars} "
                     f"characters); {left_out} older ones stay excluded as over_budget.",
@@ -302,7 +302,7 @@ class Summarize(BuiltinStrategy):
         # The walk's kept and excluded messages are the fit's (what it summarized it had
         # excluded): the host need not derive them again (strategies/carried_walk.py).
         assembled = None if walk is None else (kept_total(view, walk) + tokens, walk.kept, walk.excluded)
-        return Proposal(reasons, [InsertedBlock(message, before, r.SUMMARY, tokens, tuple(sources))], diagnostics,
+        return Proposal(reasons, [InsertedBlock(message, before, results.SUMMARY, tokens, tuple(sources))], diagnostics,
                         assembled)
 
     def build(
@@ -336,7 +336,7 @@ class Summarize(BuiltinStrategy):
         salience_of = dict(zip(eligible, salience))
         heap = list(zip(map(neg, salience), eligible))
         heapq.heapify(heap)
-        empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
+        empty = {"role": "system", "content": "", "meta": {"kind": SUMMARY}}
         header = f"Summary of {len(indices)} earlier messages (sentences quoted from them):"
         empty_cost = view.count_block(empty)
         remaining = max_tokens - view.count_block({**empty, "content": header})
@@ -380,7 +380,7 @@ class Summarize(BuiltinStrategy):
         while picked:
             chosen = sorted(picked)
             sources = [{"index": lines[p][0], "id": view.id_of(lines[p][0]), "text": lines[p][1]} for p in chosen]
-            meta = {"kind": msg.SUMMARY, "id": "summary", "method": "extractive", "summarized": list(indices),
+            meta = {"kind": SUMMARY, "id": "summary", "method": "extractive", "summarized": list(indices),
                     "sources": sources}
             # The header and each line up to its line break: the text is their join, and
             # its count the sum of their cached counts where that is exact (tokens/summed_counts.py).
@@ -506,4 +506,4 @@ def _line_costs(view: FitView) -> TextMemo[int]:
 
 
 def _skipped(why: str) -> dict:
-    return {"code": r.SUMMARY_SKIPPED, "message": f"No summary: {why}; the dropped history is excluded as over_budget."}
+    return {"code": results.SUMMARY_SKIPPED, "message": f"No summary: {why}; the dropped history is excluded as over_budget."}

@@ -5,16 +5,20 @@ Providers do not need the reasoning of earlier turns: Anthropic strips the
 itself and requires only those of the current tool-use turn (the assistant
 message whose ``tool_use`` the last ``tool_result`` answers); OpenAI keeps
 reasoning items only across the tool calls of one turn; DeepSeek refuses
-``reasoning_content`` sent back. The current tool-use turn is protected by
-the engine (it is in the current input's group), so what is dropped here is
-always the reasoning of older turns.
+``reasoning_content`` sent back. When the chat ends on tool results (an agent
+in the middle of its loop), everything after the last user message is the
+current tool-use turn: its reasoning is never dropped here, whichever shape
+the results take (an OpenAI ``tool`` message is no user input, so the engine
+does not protect that turn as it protects an Anthropic ``tool_result``
+message's). What is dropped is always the reasoning of older turns.
 
 ``keep_thinking`` (for ``truncate``, ``summarize`` and ``clear-tool-results``):
 
 * ``None`` (default, what the providers require): when the prompt does not
   fit, the reasoning of older assistant turns is dropped first, oldest
   first, only as far as needed, before any turn is dropped;
-* ``False``: the reasoning of every older turn is dropped, fit or not;
+* ``False``: the reasoning of every older turn is dropped, fit or not (the
+  current tool-use turn's stays);
 * ``True``: reasoning is kept like any other content.
 
 An assistant message without its reasoning is a ``compressed`` block
@@ -27,12 +31,12 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import HISTORY, TOOL_RESULT_ROLES, meta_of
+from .. import results
 from ..analysis import CARRY_TRIMMERS, FitView, trim_scan
 from ...errors import InvalidSettings
 from ..results import InsertedBlock
-from ...tokens.reasoning import has_reasoning, strip_reasoning
+from ...tokens.reasoning import has_reasoning, only_tool_results, strip_reasoning
 
 
 def keep_thinking_option(options: dict) -> bool | None:
@@ -53,7 +57,7 @@ def without_reasoning(message: dict) -> dict | None:
     copy = strip_reasoning(message)
     if copy is None:
         return None
-    copy["meta"] = {**msg.meta_of(message), "compressed": True}
+    copy["meta"] = {**meta_of(message), "compressed": True}
     return copy
 
 
@@ -66,10 +70,11 @@ def drop_old_reasoning(
     if keep is True or (keep is None and total <= budget):
         return total
     protect, messages = view.protect, view.messages
+    turn_start = tool_turn_start(view)
     for index in reasoning_indices(view):
         if keep is None and total <= budget:
             break
-        if protect[index] is not None:
+        if protect[index] is not None or index >= turn_start:
             continue
         current = replaced[index].message if index in replaced else messages[index]
         copy = without_reasoning(current)
@@ -80,8 +85,33 @@ def drop_old_reasoning(
             continue
         total -= costs[index] - tokens
         costs[index] = tokens
-        replaced[index] = InsertedBlock(copy, index, r.COMPRESSED, tokens, (index,))
+        replaced[index] = InsertedBlock(copy, index, results.COMPRESSED, tokens, (index,))
     return total
+
+
+def tool_turn_start(view: FitView) -> int:
+    """Where the current tool-use turn starts — just after the last user message that is
+    not only tool results — when the chat ends on tool results; ``view.n`` otherwise
+    (no turn whose reasoning must stay). Blocks a template puts after the chat do not count.
+
+    >>> from contextfit.fitting.analysis import build_view
+    >>> from contextfit.fitting.counting import counting_for
+    >>> chat = [{"role": "user", "content": "Fix it."},
+    ...         {"role": "assistant", "content": None, "reasoning_content": "Edit h.py.",
+    ...          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "edit", "arguments": "{}"}}]},
+    ...         {"role": "tool", "tool_call_id": "c1", "content": "done"}]
+    >>> count = lambda messages: 3 * len(messages)
+    >>> tool_turn_start(build_view(chat, counting_for(count))), tool_turn_start(build_view(chat[:2], counting_for(count)))
+    (1, 2)
+    """
+    kinds, roles, messages = view.analysis.kinds, view.analysis.roles, view.messages
+    last = next((index for index in range(view.n - 1, -1, -1) if kinds[index] == HISTORY), None)
+    if last is None or not (roles[last] in TOOL_RESULT_ROLES or only_tool_results(messages[last])):
+        return view.n
+    for index in range(last, -1, -1):
+        if kinds[index] == HISTORY and roles[index] == "user" and not only_tool_results(messages[index]):
+            return index + 1
+    return 0
 
 
 _SCANNED = ("reasoning", -1)  # analysis.derived key: (messages scanned, assistant messages with reasoning)
@@ -119,7 +149,7 @@ def drop_oldest_units(
     if total <= budget:
         return total
     protect, group_of, members = view.protect, view.analysis.group_of, view.analysis.members
-    over = r.OVER_BUDGET
+    over = results.OVER_BUDGET
     reasons[:] = repeat(over, view.n)  # then the protected kept (C-level; a comprehension cost O(n) in Python)
     for index in view.protected:
         reasons[index] = None
@@ -150,7 +180,7 @@ def drop_oldest_units(
 def with_replacements(reasons: list[str | None], replaced: dict[int, InsertedBlock]) -> list[InsertedBlock]:
     """Mark each replaced original ``summarized``; the replacements in prompt order."""
     for index in replaced:
-        reasons[index] = r.SUMMARIZED
+        reasons[index] = results.SUMMARIZED
     return sorted(replaced.values(), key=lambda block: block.before)
 
 

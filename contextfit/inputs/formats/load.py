@@ -24,7 +24,7 @@ from .responses import import_responses
 from .png import NO_CARD, card_chunks, import_png_card
 from .records import FileConversation, conversation_label, split_records
 from .sharegpt import import_sharegpt
-from .sillytavern import import_sillytavern_chat
+from .sillytavern import import_sillytavern_chat, is_header
 from .source import (
     PNG_SIGNATURE,
     Parsed,
@@ -225,9 +225,11 @@ def _prepare(source: object, max_bytes: int) -> bytes | str | Parsed:
 
 def _import(parsed: Parsed, wanted: str | None) -> Conversation:
     record, warnings = (parsed, []) if wanted == "sillytavern-chat" else select_record(parsed)
-    if isinstance(record.value, list) and len(record.value) > MAX_MESSAGES + 1:  # + a metadata line
-        what = "lines" if record.lines is not None else "list items"
-        raise _too_many(f"{len(record.value):,} {what}", record.item_path(MAX_MESSAGES + 1))
+    if isinstance(record.value, list):  # refused before it is read, at the first item over the limit
+        allowed = MAX_MESSAGES + (1 if record.value and is_header(record.value[0]) else 0)  # + a metadata line
+        if len(record.value) > allowed:
+            what = "lines" if record.lines is not None else "list items"
+            raise _too_many(f"{len(record.value):,} {what}", record.item_path(allowed))
     refuse_lone_surrogates_in(record)
     name = wanted or detect_value(record.value, record.root)
     try:
@@ -236,7 +238,7 @@ def _import(parsed: Parsed, wanted: str | None) -> Conversation:
         if wanted is None:
             raise
         raise _mismatch(error, record, wanted) from None
-    _held_to_limits(conversation, record.root)
+    _held_to_limits(conversation, _message_list_path(record))
     if warnings:
         conversation = replace(conversation, warnings=[*warnings, *conversation.warnings])
     return conversation
@@ -246,6 +248,22 @@ def _held_to_limits(conversation: Conversation, location: str) -> Conversation:
     if len(conversation.messages) > MAX_MESSAGES:
         raise _too_many(f"{len(conversation.messages):,} messages", location)
     return conversation
+
+
+#: The keys of an object record that hold its messages (a request body, ShareGPT, a Responses request).
+_MESSAGE_LISTS = ("messages", "conversations", "conversation", "input")
+
+
+def _message_list_path(record: Parsed) -> str:
+    """Where an object record's messages go over the limit: the first item too many of the
+    list that holds them (``$.messages[100000]``), else the record itself."""
+    value = record.value
+    if isinstance(value, dict):
+        for key in _MESSAGE_LISTS:
+            items = value.get(key)
+            if isinstance(items, list) and len(items) > MAX_MESSAGES:
+                return f"{record.root}.{key}[{MAX_MESSAGES}]"
+    return record.root
 
 
 def _too_many(count: str, location: str) -> InvalidConversation:

@@ -22,33 +22,47 @@ Key matching (``matchKeys``):
   (accented letters are letters; JavaScript's ``\\W`` treats "é" as a boundary).
 
 A regex key is a user's program: ``/(a|a)+$/`` backtracks for ever on forty
-``a`` and a ``b``. Every regex search runs under a :class:`RegexBudget` —
+``a`` and a ``b``, and the 24 characters ``/(?:a{999999}){999999}/`` would
+compile into gigabytes. Every regex search runs under a :class:`RegexBudget` —
 a CPU-time limit per key and per request, with the GIL released while it runs —
-on at most :attr:`RegexLimits.max_text_chars` of the newest text, and a
-pattern longer than :attr:`RegexLimits.max_pattern_chars` is never compiled.
+on at most :attr:`RegexLimits.max_text_chars` of the newest text. A pattern
+longer than :attr:`RegexLimits.max_pattern_chars`, or one that would compile
+to more than :attr:`RegexLimits.max_pattern_units` nodes (about 120 bytes
+each; counted repeats multiply, ``pattern_size.py``), is never compiled.
 A key stopped by a limit does not match, and the budget reports it
-(``LOREBOOK_KEY_TIMEOUT``, ``LOREBOOK_KEY_TOO_LONG``, ``LOREBOOK_SCAN_LIMITED``).
-The limits in force come from :func:`regex_limits` (the API sets its own).
+(``LOREBOOK_KEY_TIMEOUT``, ``LOREBOOK_KEY_TOO_LONG``, ``LOREBOOK_KEY_TOO_LARGE``,
+``LOREBOOK_SCAN_LIMITED``). The limits in force come from :func:`regex_limits`
+(the API sets its own). A key's groups are compiled non-capturing when nothing
+reads them back (``pattern_size.without_captures``): only where it matches is
+used, and a search would otherwise keep every capture of a repeated group
+(163 MB for ``(a)*`` over a million characters, within its 0.25 s).
+
+Compiled keys are kept in a :class:`~contextfit.memo.TextMemo` of
+:data:`COMPILED_KEYS_BYTES`, each charged its compiled size; the ``regex``
+package's own pattern cache is not used (it keeps 500 patterns whatever their size).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import sys
+import threading
 import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import lru_cache
-
 import regex
 
 from contextfit.caches import register
+from contextfit.inputs.lorebook.pattern_size import pattern_units, without_captures
+from contextfit.memo import TextMemo
 
 #: The diagnostics this module reports (listed with the rest in ``fitting/results.py``).
 LOREBOOK_KEY_TIMEOUT = "LOREBOOK_KEY_TIMEOUT"
 LOREBOOK_KEY_TOO_LONG = "LOREBOOK_KEY_TOO_LONG"
+LOREBOOK_KEY_TOO_LARGE = "LOREBOOK_KEY_TOO_LARGE"
 LOREBOOK_SCAN_LIMITED = "LOREBOOK_SCAN_LIMITED"
 
 MATCHER = "\x01"
@@ -83,7 +97,9 @@ def substitute_names(text: str, names: Mapping[str, str] | None) -> str:
 @dataclass(frozen=True, slots=True)
 class RegexLimits:
     """How far user regex keys may run: seconds per key and per request
-    (one plan), and the longest pattern and scanned text evaluated.
+    (one plan), the longest pattern, the largest compiled pattern (in the
+    nodes of :func:`~contextfit.inputs.lorebook.pattern_size.pattern_units`,
+    about 120 bytes each: 10,000 is about 1.2 MB) and the scanned text evaluated.
 
     The seconds are CPU seconds of the thread that matches, as the ``regex``
     package counts its ``timeout``: on a machine busy with other work a key
@@ -97,6 +113,7 @@ class RegexLimits:
     request_seconds: float = 2.0
     max_pattern_chars: int = 1_000
     max_text_chars: int = 1_000_000
+    max_pattern_units: int = 10_000
 
 
 _LIMITS: ContextVar[RegexLimits] = ContextVar("contextfit_regex_limits", default=RegexLimits())  # noqa: B039 - frozen
@@ -124,12 +141,14 @@ def regex_limits(limits: RegexLimits) -> Iterator[RegexLimits]:
 class RegexKey:
     """A compiled ``/pattern/flags`` key; ``sticky`` (flag ``y``) anchors it at the start.
 
-    ``pattern`` is ``None`` when the key is longer than the limit: it is a
-    regex key that is never evaluated.
+    ``pattern`` is ``None`` when the key is over a limit: it is a regex key
+    that is never evaluated, and ``refused`` is the diagnostic that says why
+    (``LOREBOOK_KEY_TOO_LONG`` or ``LOREBOOK_KEY_TOO_LARGE``).
     """
 
     pattern: regex.Pattern[str] | None
     sticky: bool
+    refused: str | None = None
 
     def search(self, haystack: str, timeout: float | None = None) -> int | None:
         """Where the pattern matches, or ``None``; raises ``TimeoutError`` after ``timeout`` seconds."""
@@ -148,10 +167,19 @@ def compile_regex_key(key: str) -> RegexKey | None:
     True
     >>> compile_regex_key("forest") is None, compile_regex_key("/a/b/") is None
     (True, True)
-    >>> compile_regex_key("/" + "a" * 5000 + "/").pattern is None  # too long to evaluate
-    True
+    >>> compile_regex_key("/" + "a" * 5000 + "/").refused  # too long to evaluate
+    'LOREBOOK_KEY_TOO_LONG'
+    >>> compile_regex_key("/(?:a{999999}){999999}/").refused  # never compiled: it would take gigabytes
+    'LOREBOOK_KEY_TOO_LARGE'
     """
-    return _compile_regex_key(key, _LIMITS.get().max_pattern_chars)
+    limits = _LIMITS.get()
+    memo_key = f"{limits.max_pattern_chars}:{limits.max_pattern_units}:{key}"
+    found = _COMPILED.get(memo_key)
+    if found is None:
+        found = _compile_regex_key(key, limits)
+        size = sys.getsizeof(found.pattern) if isinstance(found, RegexKey) and found.pattern is not None else 0
+        _COMPILED.put(memo_key, found, size)
+    return found if isinstance(found, RegexKey) else None
 
 
 def regex_shaped(key: str) -> bool:
@@ -165,16 +193,23 @@ def regex_shaped(key: str) -> bool:
     return bool(found) and not _UNESCAPED_SLASH.search(found.group(1)) and len(set(found.group(2))) == len(found.group(2))
 
 
-@lru_cache(maxsize=2048)
-def _compile_regex_key(key: str, max_pattern_chars: int) -> RegexKey | None:
+#: Bytes the compiled keys may hold together (each is charged its compiled size,
+#: ``sys.getsizeof``; one is at most about 1.2 MB under the default limits).
+COMPILED_KEYS_BYTES = 8 * 1024 * 1024
+
+_PLAIN = False  # the memo's value for a key that is plain text (a TextMemo holds no None)
+_COMPILED: TextMemo[RegexKey | bool] = register("lorebook.regex_keys", TextMemo(COMPILED_KEYS_BYTES))
+
+
+def _compile_regex_key(key: str, limits: RegexLimits) -> RegexKey | bool:
     found = _REGEX_KEY.match(key)
     if not found:
-        return None
+        return _PLAIN
     pattern, flags = found.groups()
     if _UNESCAPED_SLASH.search(pattern) or len(set(flags)) != len(flags):
-        return None
-    if len(pattern) > max_pattern_chars:
-        return RegexKey(None, sticky="y" in flags)
+        return _PLAIN
+    if len(pattern) > limits.max_pattern_chars:
+        return RegexKey(None, sticky="y" in flags, refused=LOREBOOK_KEY_TOO_LONG)
     pattern = pattern.replace("\\/", "/")
     pattern = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
     pattern = re.sub(r"\\k<([A-Za-z_]\w*)>", r"(?P=\1)", pattern)
@@ -183,13 +218,38 @@ def _compile_regex_key(key: str, max_pattern_chars: int) -> RegexKey | None:
     options |= regex.IGNORECASE if "i" in flags else 0
     options |= regex.MULTILINE if "m" in flags else 0
     options |= regex.DOTALL if "s" in flags else 0
-    try:
-        return RegexKey(regex.compile(pattern, options), sticky="y" in flags)
-    except Exception:  # regex.error, and OverflowError/RecursionError on monstrous patterns
-        return None
+    if pattern_units(pattern) > limits.max_pattern_units:  # before the compiler sees it
+        return RegexKey(None, sticky="y" in flags, refused=LOREBOOK_KEY_TOO_LARGE)
+    _forget_compiled_text(len(pattern))
+    # Groups nothing reads back need not capture: a search then keeps no capture history.
+    for candidate in dict.fromkeys((without_captures(pattern), pattern)):
+        try:
+            return RegexKey(regex.compile(candidate, options, cache_pattern=False), sticky="y" in flags)
+        except Exception:  # regex.error, and OverflowError/RecursionError on monstrous patterns
+            continue
+    return _PLAIN
 
 
-register("lorebook.regex_keys", _compile_regex_key)
+_PURGE_LOCK = threading.Lock()
+_SINCE_PURGE = [0]
+#: Pattern characters compiled between two ``regex.purge()`` calls.
+_PURGE_EVERY_CHARS = 1024 * 1024
+
+
+def _forget_compiled_text(chars: int) -> None:
+    """Keep the ``regex`` package from remembering every pattern ever compiled.
+
+    Even with ``cache_pattern=False`` it notes each pattern's text (whether it
+    is locale-sensitive) in a table that only its own cache trims: a server
+    compiling distinct keys would grow by their text for ever. Its public
+    ``regex.purge()`` empties that table (and its cache, which is not used here).
+    """
+    with _PURGE_LOCK:
+        _SINCE_PURGE[0] += chars + 100
+        if _SINCE_PURGE[0] < _PURGE_EVERY_CHARS:
+            return
+        _SINCE_PURGE[0] = 0
+    regex.purge()
 
 
 class RegexBudget:
@@ -217,8 +277,13 @@ class RegexBudget:
         """Where ``key`` (written ``written``) matches ``text``, within the limits, or ``None``."""
         limits = self.limits
         if key.pattern is None:
-            self._report(LOREBOOK_KEY_TOO_LONG, written,
-                         f"A regex key longer than {limits.max_pattern_chars} characters is not evaluated; it does not match.")
+            if key.refused == LOREBOOK_KEY_TOO_LARGE:
+                self._report(LOREBOOK_KEY_TOO_LARGE, written,
+                             f"This regex key would compile to more than {limits.max_pattern_units:,} nodes (counted "
+                             "repeats multiply: (?:a{1000}){1000} is a million); it is not compiled and does not match.")
+            else:
+                self._report(LOREBOOK_KEY_TOO_LONG, written,
+                             f"A regex key longer than {limits.max_pattern_chars} characters is not evaluated; it does not match.")
             return None
         left = limits.request_seconds - self.spent
         if left <= 0:
@@ -235,6 +300,10 @@ class RegexBudget:
         except TimeoutError:
             self._report(LOREBOOK_KEY_TIMEOUT, written,
                          f"This regex key ran past its {min(limits.key_seconds, left):g} s and was stopped; it does not match.")
+            return None
+        except MemoryError:  # a runaway search can ask for more than there is before its time is up
+            self._report(LOREBOOK_KEY_TOO_LARGE, written,
+                         "This regex key ran out of memory while matching and was stopped; it does not match.")
             return None
         finally:
             self.spent += time.thread_time() - started

@@ -44,7 +44,7 @@ from ..replay_endpoint import replay_chat
 from ...replays.recommend import RETENTION
 from ...pipeline.settings import unknown_setting_message
 from ..store import Store
-from . import schemas as s
+from . import schemas
 from .guard import LOOPBACK_HOSTS, ContainFailures, RequestGuard
 from .limits import BodySizeLimit, ServerLimits
 from .workers import WorkerPool, check_deadline
@@ -87,7 +87,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI entries for the error statuses a route can answer (422 always: a bad request; 503 always:
     the database cannot be reached, ``STORE_UNAVAILABLE`` with ``Retry-After``)."""
     return {
-        status: {"model": s.ErrorResponse, "description": "An error with a stable code"}
+        status: {"model": schemas.ErrorResponse, "description": "An error with a stable code"}
         for status in sorted({*statuses, 422, 503})
     }
 
@@ -135,35 +135,35 @@ RunningDep = Annotated[RunningGenerations, Depends(app_running)]
 router = APIRouter(prefix="/api/v2")
 
 
-@router.post("/chats", status_code=201, response_model=s.ChatCreated, operation_id="createChat",
+@router.post("/chats", status_code=201, response_model=schemas.ChatCreated, operation_id="createChat",
              tags=["chats"], responses=_errors(413, 503))  # fmt: skip
-async def create_chat(body: s.ChatCreate, store: StoreDep, pool: PoolDep) -> dict:
+async def create_chat(body: schemas.ChatCreate, store: StoreDep, pool: PoolDep) -> dict:
     """Create a chat (title, model, settings, messages); settings every generation would refuse are refused now."""
     settings = _settings(body.settings)
     await pool.run(check_chat_settings, body.model, settings)
     chat = await anyio.to_thread.run_sync(
         lambda: store.create_chat(
-            title=body.title, model=body.model, settings=settings, messages=s.messages_json(body.messages)
+            title=body.title, model=body.model, settings=settings, messages=schemas.messages_json(body.messages)
         )
     )
     return {"id": chat.id}
 
 
-@router.get("/chats", response_model=s.ChatList, operation_id="listChats", tags=["chats"], responses=_errors())
+@router.get("/chats", response_model=schemas.ChatList, operation_id="listChats", tags=["chats"], responses=_errors())
 def list_chats(store: StoreDep) -> Response:
     """Every chat, most recently updated first, with its audit status."""
     return _json({"chats": [chat.to_dict() for chat in store.list_chats()]})
 
 
-@router.get("/chats/{chat_id}", response_model=s.Chat, operation_id="getChat", tags=["chats"], responses=_errors(404))
+@router.get("/chats/{chat_id}", response_model=schemas.Chat, operation_id="getChat", tags=["chats"], responses=_errors(404))
 def get_chat(chat_id: str, store: StoreDep) -> Response:
     """The chat with its messages, in order."""
     return _json(store.get_chat(chat_id).to_dict())
 
 
-@router.patch("/chats/{chat_id}", response_model=s.Chat, operation_id="updateChat", tags=["chats"],
+@router.patch("/chats/{chat_id}", response_model=schemas.Chat, operation_id="updateChat", tags=["chats"],
               responses=_errors(404, 413, 503))  # fmt: skip
-async def update_chat(chat_id: str, body: s.ChatUpdate, store: StoreDep, pool: PoolDep) -> Response:
+async def update_chat(chat_id: str, body: schemas.ChatUpdate, store: StoreDep, pool: PoolDep) -> Response:
     """Change the title, model or settings (settings are replaced whole, and checked as at creation)."""
     changes = body.model_dump(exclude_unset=True)
     if "settings" in changes:
@@ -174,14 +174,14 @@ async def update_chat(chat_id: str, body: s.ChatUpdate, store: StoreDep, pool: P
     return await anyio.to_thread.run_sync(lambda: _json(store.update_chat(chat_id, **changes).to_dict()))
 
 
-@router.post("/chats/{chat_id}/messages", response_model=s.MessagesAppended, operation_id="appendMessages",
+@router.post("/chats/{chat_id}/messages", response_model=schemas.MessagesAppended, operation_id="appendMessages",
              tags=["chats"], responses=_errors(404, 413))  # fmt: skip
-def append_messages(chat_id: str, body: s.MessagesAppend, store: StoreDep) -> Response:
+def append_messages(chat_id: str, body: schemas.MessagesAppend, store: StoreDep) -> Response:
     """Append messages to the chat; returns the chat's fields with the messages just appended (not the whole chat).
 
     A chat past its limits (as many messages and bytes as an imported file) is 413 ``CHAT_TOO_LARGE``.
     """
-    return _json(store.append_messages(chat_id, s.messages_json(body.messages)).to_dict())
+    return _json(store.append_messages(chat_id, schemas.messages_json(body.messages)).to_dict())
 
 
 @router.delete("/chats/{chat_id}", status_code=204, operation_id="deleteChat", tags=["chats"], responses=_errors(404))
@@ -191,7 +191,7 @@ def delete_chat(chat_id: str, store: StoreDep) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/chats/{chat_id}/generate", response_model=s.Generated, operation_id="generate", tags=["generation"],
+@router.post("/chats/{chat_id}/generate", response_model=schemas.Generated, operation_id="generate", tags=["generation"],
              responses=_errors(404, 409, 413, 429, 502, 503, 504))  # fmt: skip
 async def generate_reply(
     chat_id: str,
@@ -200,14 +200,14 @@ async def generate_reply(
     providers: ProvidersDep,
     pool: PoolDep,
     running: RunningDep,
-    body: s.GenerateRequest | None = None,
+    body: schemas.GenerateRequest | None = None,
 ) -> Response:
     """Plan the prompt, record the audit, call the provider (echo by default) and store the reply.
 
     The audit is finalized ``completed``, ``failed`` (the error's code) or
     ``cancelled`` (the client disconnected, or ``/cancel`` was called).
     """
-    body = body or s.GenerateRequest()
+    body = body or schemas.GenerateRequest()
 
     async def work() -> GenerationResult:
         return await generate(
@@ -219,7 +219,7 @@ async def generate_reply(
     return await anyio.to_thread.run_sync(lambda: _json(result.to_dict()))
 
 
-@router.post("/chats/{chat_id}/cancel", response_model=s.Cancelled, operation_id="cancelGeneration",
+@router.post("/chats/{chat_id}/cancel", response_model=schemas.Cancelled, operation_id="cancelGeneration",
              tags=["generation"], responses=_errors(404))  # fmt: skip
 async def cancel(chat_id: str, store: StoreDep, running: RunningDep) -> dict:
     """Cancel the chat's running generations, in whichever server process (their audits end ``cancelled``)."""
@@ -229,22 +229,22 @@ async def cancel(chat_id: str, store: StoreDep, running: RunningDep) -> dict:
     return {"cancelled": max(here, anywhere)}
 
 
-@router.get("/chats/{chat_id}/context-audit", response_model=s.ContextAudit, operation_id="getContextAudit",
+@router.get("/chats/{chat_id}/context-audit", response_model=schemas.ContextAudit, operation_id="getContextAudit",
             tags=["generation"], responses=_errors(404))  # fmt: skip
 def context_audit(chat_id: str, store: StoreDep) -> Response:
     """The latest finalized audit: 404 ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND`` otherwise."""
     return _json(store.get_audit(chat_id).to_dict())
 
 
-def _preview_settings(body: s.PreviewRequest) -> dict[str, Any]:
+def _preview_settings(body: schemas.PreviewRequest) -> dict[str, Any]:
     """A preview's (or replay's) settings with the persona, character, lorebook, memory and tools it carries."""
     extra = body.model_dump(include={"persona", "character", "lorebook", "memory", "tools"}, exclude_none=True)
     return {**(_settings(body.settings) or {}), **extra}
 
 
-@router.post("/context-preview", response_model=s.PromptPlan, operation_id="previewContext", tags=["generation"],
+@router.post("/context-preview", response_model=schemas.PromptPlan, operation_id="previewContext", tags=["generation"],
              responses=_errors(404, 413, 503))  # fmt: skip
-async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> Response:
+async def context_preview(body: schemas.PreviewRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> Response:
     """The plan generation would send, for a chat or inline messages. Writes nothing."""
 
     def plan() -> Response:
@@ -252,7 +252,7 @@ async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: Pr
             store,
             providers,
             chat_id=body.chatId,
-            messages=s.messages_json(body.messages),
+            messages=schemas.messages_json(body.messages),
             provider=body.provider,
             model=body.model,
             settings=_preview_settings(body),
@@ -261,15 +261,15 @@ async def context_preview(body: s.PreviewRequest, store: StoreDep, providers: Pr
     return await pool.run(plan)
 
 
-@router.post("/replay", response_model=s.ReplayResult, operation_id="replayConversation", tags=["generation"],
+@router.post("/replay", response_model=schemas.ReplayResult, operation_id="replayConversation", tags=["generation"],
              responses=_errors(404, 413, 503))  # fmt: skip
-async def replay_conversation(body: s.ReplayRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> Response:
+async def replay_conversation(body: schemas.ReplayRequest, store: StoreDep, providers: ProvidersDep, pool: PoolDep) -> Response:
     """Every strategy over the conversation, turn by turn: cost, prompt cache, facts kept. Writes nothing."""
 
     def run() -> Response:
         # stops after the turn that passes the time limit: the answer (503) is sent, the thread is freed
         return _json(replay_chat(
-            store, providers, chat_id=body.chatId, messages=s.messages_json(body.messages), provider=body.provider,
+            store, providers, chat_id=body.chatId, messages=schemas.messages_json(body.messages), provider=body.provider,
             model=body.model, settings=_preview_settings(body), strategies=body.strategies, facts=body.facts,
             progress=check_deadline, priority=body.priority or RETENTION,
         ).to_dict())
@@ -398,7 +398,7 @@ async def internal_error(_request: Request, _exc: Exception) -> JSONResponse:
 def _describe(error: Mapping[str, Any]) -> str:
     """One validation error as ``where: what`` (``settings.contextLimit: Input should be ...``)."""
     location = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path")]
-    if error.get("type") in (s.LONE_SURROGATE, s.TOO_DEEP):
+    if error.get("type") in (schemas.LONE_SURROGATE, schemas.TOO_DEEP):
         return str(error.get("msg"))
     if error.get("type") == "extra_forbidden" and location[-2:-1] == ["settings"]:
         return unknown_setting_message(location[-1])

@@ -19,7 +19,7 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class ServerLimits:
-    """Every limit of ``contextfit serve`` (README "Security" lists them).
+    """Every limit of ``contextfit serve`` (docs/operations.md, "Limits", lists them).
 
     The app uses the body size, the worker pool (``workers`` threads for
     fitting, tokenizing and importing, ``queue`` more requests waiting, each

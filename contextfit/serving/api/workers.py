@@ -71,11 +71,6 @@ class WorkerPool:
         self.idle = threading.Event()  # set whenever nothing is admitted
         self.idle.set()
 
-    @property
-    def admitted(self) -> int:
-        """Calls accepted and not yet finished (queued, running, or past their time limit but still running)."""
-        return self._admitted
-
     async def run(self, call: Callable[..., T], /, *args: Any) -> T:
         """``call(*args)`` on a worker thread; raises ``SERVER_BUSY`` when full, ``REQUEST_TIMEOUT`` when too slow."""
         with self._lock:

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ..caches import track_memo
+from .caches import track_memo
 
 __all__ = ["DIGEST_FROM", "ENTRY_OVERHEAD", "TextMemo", "digest", "text_key"]
 

@@ -1,0 +1,105 @@
+"""Message roles: one check, shared by every door into the engine and by the store.
+
+SPEC §3.2 allows ``system``, ``developer``, ``user``, ``assistant``, ``tool``
+and ``function``. A message with any other role (``wizard``, ``5``, ``None``,
+none at all) is refused with ``INVALID_MESSAGES`` naming ``messages[i].role``
+— by ``plan_prompt``, ``shift_context``, a session, a replay and the store
+alike — and never sent: not from the caller, not from a plugin strategy's
+added block, not from an interceptor.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import contextfit
+from contextfit.errors import InvalidMessages
+from contextfit.inputs.messages import ROLES, check_role
+from contextfit.serving.validation import check_messages
+from contextfit.tokens.chat_counter import token_counter
+
+BAD_ROLES = ["wizard", 5, None, "", "User", "SYSTEM", ["user"], {"role": "user"}, True, "x" * 5_000]
+ids = [repr(role)[:12] for role in BAD_ROLES]
+
+
+def chat(role: object) -> list[dict]:
+    return [{"role": "system", "content": "Be brief."}, {"role": role, "content": "abracadabra"},
+            {"role": "user", "content": "Hello?"}]
+
+
+def refusal(call) -> InvalidMessages:
+    with pytest.raises(InvalidMessages) as caught:
+        call()
+    assert caught.value.code == "INVALID_MESSAGES"
+    return caught.value
+
+
+@pytest.mark.parametrize("role", BAD_ROLES, ids=ids)
+def test_plan_prompt_and_shift_context_refuse_a_role_outside_the_spec(role: object) -> None:
+    counter = token_counter("gpt-4o")
+    store_error = refusal(lambda: check_messages(chat(role)))  # what the API and the store answer
+    for call in (lambda: contextfit.plan_prompt(chat(role), model="gpt-4o"),
+                 lambda: contextfit.shift_context(chat(role), counter, 1_000),
+                 lambda: contextfit.shift_context(chat(role), counter, 1_000, strategy="summarize"),
+                 lambda: dict(contextfit.FitSession(chat(role)).plans(model="gpt-4o"))):
+        error = refusal(call)
+        assert error.location == "messages[1].role"
+        assert str(error) == str(store_error)  # one check: the same words everywhere
+    assert len(str(store_error)) < 300  # a role of 5,000 characters is not echoed back whole
+
+
+def test_a_missing_role_is_refused_too() -> None:
+    messages = [{"content": "no role"}, {"role": "user", "content": "hi"}]
+    assert refusal(lambda: contextfit.plan_prompt(messages, model="gpt-4o")).location == "messages[0].role"
+    assert refusal(lambda: contextfit.shift_context(messages, token_counter("gpt-4o"), 100)).location == "messages[0].role"
+
+
+def test_every_role_of_the_spec_is_accepted() -> None:
+    messages = [{"role": role, "content": "ok", **({"tool_call_id": "c1"} if role in ("tool", "function") else {})}
+                for role in ROLES]
+    messages.insert(4, {"role": "assistant", "content": None,
+                        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
+    messages.append({"role": "user", "content": "and?"})
+    plan = contextfit.plan_prompt(messages, model="gpt-4o")
+    assert {m["role"] for m in plan.provider_messages} == set(ROLES)
+    fit = contextfit.shift_context(messages, token_counter("gpt-4o"), 10_000)
+    assert len(fit.kept) == len(messages)
+    for index, message in enumerate(messages):
+        check_role(message, f"messages[{index}]")
+
+
+@pytest.mark.parametrize("role", ["wizard", None, 7], ids=["wizard", "None", "7"])
+def test_a_session_and_a_replay_refuse_it_as_well(role: object) -> None:
+    session = contextfit.FitSession([{"role": "user", "content": "hi"}])
+    assert refusal(lambda: session.append({"role": role, "content": "x"})).location == "messages[1].role"
+    assert refusal(lambda: contextfit.FitSession(chat(role))).location == "messages[1].role"
+    assert refusal(lambda: contextfit.replay(chat(role), model="gpt-4o", strategies=["truncate"])).location == (
+        "messages[1].role")
+
+
+def test_an_interceptor_cannot_send_a_role_outside_the_spec() -> None:
+    def wizardry(messages: list[dict]) -> list[dict]:
+        return [*messages, {"role": "wizard", "content": "Sneaked in."}]
+
+    cleanup = contextfit.register_interceptor(wizardry, name="wizardry")
+    try:
+        plan = contextfit.plan_prompt([{"role": "user", "content": "hi"}], model="gpt-4o")
+    finally:
+        cleanup()
+    assert [m["role"] for m in plan.provider_messages] == ["user"]
+    [failed] = [d for d in plan.diagnostics if d["code"] == "INTERCEPTOR_FAILED"]
+    assert "'wizard'" in failed["message"]
+
+
+def test_a_plugin_strategy_cannot_add_a_block_with_a_role_outside_the_spec() -> None:
+    def sorcery(messages, count_tokens, budget, **options):
+        return [*messages[:-1], {"role": "wizard", "content": "A summary.", "meta": {"kind": "summary"}}, messages[-1]]
+
+    cleanup = contextfit.registry.register("sorcery", sorcery)
+    try:
+        fit = contextfit.shift_context(chat("assistant"), token_counter("gpt-4o"), 1_000, strategy="sorcery")
+    finally:
+        cleanup()
+    assert [m["role"] for m in fit.kept] == ["system", "assistant", "user"]
+    [rejected] = [d for d in fit.diagnostics if d["code"] == "STRATEGY_REJECTED"]
+    assert "'wizard'" in rejected["message"]
