@@ -6,8 +6,8 @@ import streamlit as st
 
 import widgets
 from widgets import compare as draw
-from contextfit.dashboard import block_chart, budget_bar, category_bar, charts, compare_view, fact_list, fate_grid, state
-from contextfit.dashboard.answer_view import CSS as answer_css, answer_view, cached_recommendation
+from contextfit.dashboard import answer_view, block_chart, budget_bar, category_bar, charts, compare_view, fact_list
+from contextfit.dashboard import fate_grid, state
 from contextfit.dashboard.sessions import session_for
 
 session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
@@ -15,9 +15,9 @@ session, shared = st.session_state, widgets.shared()  # what the sidebar app.py 
 top = st.container(horizontal=True, vertical_alignment="bottom")
 top.title("Compare strategies")
 presenting = widgets.presentation_mode(toggle=True, where=top)
-st.caption("Every strategy fits the same conversation into the same budget: which one to ship, what it costs, "
-           "what it forgets, and the context window each one sends.")
-st.html(budget_bar.CSS + block_chart.CSS + category_bar.CSS + answer_css)
+st.container(key="intro").caption("Every strategy fits the same conversation into the same budget: which one to "
+                                  "ship, what it costs, what it forgets, and the context window each one sends.")
+st.html(budget_bar.CSS + block_chart.CSS + category_bar.CSS + answer_view.CSS)
 source = widgets.start(shared)  # the sidebar's notes; no conversation yet: they say why, and the page stops here
 conversation, options = source.conversation, widgets.settings.strategy_options()  # options: below, in the sidebar
 if conversation.warnings:
@@ -58,27 +58,29 @@ legend.html(category_bar.legend_html(fitted.values()))
 with matrix_area:  # under the windows, before the charts: the first screen of a projector holds all three
     if len(fitted) > 1:
         st.subheader("Fate of every block, strategy by strategy")
-        st.html(charts.legend_html(only=fate_grid.shades_of(fitted)))
+        st.html(charts.legend_html(only=fate_grid.shades_of(fitted), window=False))
         st.html(fate_grid.fate_html(fitted))
 token_scale = charts.prompt_scale(list(fitted.values()))
 dense = block_chart.dense_threshold(len(fitted))  # side by side: few enough bars that each can be hovered
 block_scale = charts.block_scale(list(fitted.values()), dense)
+reasons, lost_places = compare_view.alike_reasons(fitted), {}
 for slot, name in zip(slots, plans):
     if name in fitted:  # HTML, not plotly: plotly charts cost the browser most
-        slot.charts.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))
-        slot.charts.html(block_chart.blocks_html(fitted[name], token_scale=block_scale, dense_threshold=dense))
-        draw.details(slot, name, fitted[name], shown[name], source, setup)
+        plan = fitted[name]
+        slot.charts.html(budget_bar.budget_html(plan, token_scale=token_scale))
+        slot.charts.html(block_chart.blocks_html(plan, token_scale=block_scale, dense_threshold=dense))
+        lost_places[name] = draw.details(slot, name, plan, shown[name], source, setup, [
+            answer_view.placement_line(plan, listed), answer_view.effective_note(plan), reasons.get(name)])
     elif outcome.failed_alike:  # said once, above the columns
         answer_places[name].caption("Does not fit (see above).")
 
 # The recommendation: one call with the plans' settings and the followed facts, kept while they stay the same.
-recommendation = cached_recommendation(session, conversation, source.key, setup.settings, setup.strategies,
+recommendation = answer_view.cached_recommendation(session, conversation, source.key, setup.settings, setup.strategies,
                                        listed.facts(), shared.priority)
-said = answer_view(recommendation, shared.conversations_per_day)
+said = answer_view.answer_view(recommendation, shared.conversations_per_day)
 draw.answer(answer_area, said, listed)
-reasons = compare_view.alike_reasons(fitted)
 for name, place in answer_places.items():
-    draw.column_answer(place, said.columns.get(name), fitted.get(name), listed, reasons.get(name))
+    draw.column_answer(place, lost_places.get(name), said.columns.get(name), fitted.get(name))
 
 import pandas as pd  # noqa: E402  (after the charts: the first table imports it, a second on a cold process)
 import widgets.facts  # noqa: E402

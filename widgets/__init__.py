@@ -106,8 +106,12 @@ _WAS_PRESENTING = "presentation.was_on"  # whether the last run folded the sideb
 
 def table(styled: Any, presenting: bool, html: Any = None, **grid: Any) -> None:
     """A table as a data grid (``grid``: ``st.dataframe``'s options), or in presentation mode as HTML
-    (``html``, else ``styled``), which the presentation CSS enlarges: a data grid is a canvas."""
+    (``html``, else ``styled``, without its index), which the presentation CSS enlarges and wraps: a
+    data grid is a canvas. A plain data frame's numbers get thousands separators and its missing
+    values "—" (a styled one says its own)."""
+    if not hasattr(styled, "hide"):  # a DataFrame, not a Styler
+        styled = styled.style.format(thousands=",", na_rep="—")
     if presenting:
-        st.table(styled if html is None else html)
+        st.table((styled if html is None else html).hide(axis="index"))
     else:
         st.dataframe(styled, **grid)

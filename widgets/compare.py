@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from contextfit.dashboard import answer_view, category_bar, exports, rounds, turn_diff
+from contextfit.dashboard import category_bar, exports, rounds, turn_diff
 from contextfit.dashboard.answer_view import AnswerView, ColumnAnswer
 from contextfit.dashboard.audit_view import send_with_echo
 from contextfit.dashboard.compare_view import Column
@@ -29,13 +29,11 @@ from contextfit.pipeline.plan import PromptPlan
 def answer(area: Any, view: AnswerView, listed: FactList) -> None:
     """The recommendation on top of the page: the sentence, its costs at volume, the retention
     protocol's figure for it, and the must-survive facts it weighed."""
+    lines = [view.costs, view.citation and view.citation + " (docs/retention.md)", view.basis, listed.summary()
+             + " (edit the list under Edit the conversation)."]
     with area.container(border=True, key="answer"):
         st.markdown(plain(view.sentence))
-        if view.costs:
-            st.caption(plain(view.costs))
-        if view.citation:
-            st.caption(plain(view.citation) + " (docs/retention.md)")
-        st.caption(plain(view.basis) + " · " + plain(listed.summary()) + " (edit the list under Edit the conversation)")
+        st.caption("  \n".join(plain(line) for line in lines if line))  # one caption: no gap between its lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,32 +67,33 @@ def head(slot: Slots, name: str, shown: Column) -> Any:
         place.error(shown.error)
         return place
     slot.window.html(category_bar.window_html(shown.plan))
-    place = slot.window.container()
-    slot.window.caption(shown.budget)
-    slot.window.caption(shown.tokenizer)
-    return place
+    return slot.window.container()
 
 
-def column_answer(place: Any, said: ColumnAnswer | None, plan: PromptPlan | None, listed: FactList,
-                  alike: str | None) -> None:
-    """Under a strategy's window: its costs, its Lost line (or why it is never recommended), where its
-    facts sit, the effective-context note, and why it sends another strategy's prompt (a strategy
-    without a plan keeps its error)."""
+def column_answer(place: Any, lost_place: Any, said: ColumnAnswer | None, plan: PromptPlan | None) -> None:
+    """Under a strategy's window its costs (and why it is never recommended, if so); at the top of its
+    details, under the fate matrix, its Lost line (a strategy without a plan keeps its error)."""
     if said is None or plan is None:
         return
     with place.container():
         st.markdown(f"**{plain(said.cost)}**")
         if said.refusal:
             st.warning(plain(said.refusal))
-        st.caption(plain(said.lost))
-        for line in (answer_view.placement_line(plan, listed) if plan else None,
-                     answer_view.effective_note(plan) if plan else None, alike):
-            if line:
-                st.caption(plain(line))
+    lost_place.markdown(plain(said.lost))
 
 
-def details(slot: Slots, name: str, plan: PromptPlan, shown: Column, source: Source, setup: Setup) -> None:
-    """Below the charts: what was left out, the summary sent, Export and Send, and the plan's notes."""
+def details(slot: Slots, name: str, plan: PromptPlan, shown: Column, source: Source, setup: Setup,
+            notes: list[str | None]) -> Any:
+    """Below the charts: the place of the Lost line (returned: it is said once the recommendation is
+    made), the exact counts, the ``notes`` (where the facts sit, the effective-context note, why it
+    sends another strategy's prompt), what was left out, the summary sent, Export and Send, and the
+    plan's own notes."""
+    lost = slot.details.empty()
+    slot.details.caption(shown.budget)
+    slot.details.caption(shown.tokenizer)
+    for line in notes:
+        if line:
+            slot.details.caption(plain(line))
     # keyed: the label's counts change with every refit, and a new unkeyed expander is drawn closed
     slot.details.expander(shown.dropped, key=f"dropped-{name}").text(shown.dropped_lines)
     if plan.summary is not None:
@@ -111,6 +110,7 @@ def details(slot: Slots, name: str, plan: PromptPlan, shown: Column, source: Sou
         st.switch_page("pages/audit.py")
     for note in shown.notes:
         slot.details.caption(note)
+    return lost
 
 
 def agent_requests(plan: PromptPlan, table: Any) -> None:

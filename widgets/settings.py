@@ -79,6 +79,12 @@ def strategy_options() -> dict[str, Any]:
                                            "messages lorebook and memory are compared with.")
         user_name = st.text_input("User name", key=state.USER_NAME, max_chars=state.MAX_USER_NAME,
                                   help="Fills {{user}} in cards, lorebooks and chats.")
+        # ── tool_result_cap (tokens): its place, until the engine on main takes the option ────────────
+        # An option every strategy accepts (SPEC §3.4): a tool result over the cap is sent as its head and
+        # tail with a marker. The engine on main does not apply it yet (the option is passed on and ignored).
+        # Once it does: a number box here, key state.TOOL_RESULT_CAP (kept and linked like the options
+        # above), empty = off, its help showing a sensible value (2,500 tokens: Strands' offloader), and
+        # "tool_result_cap" in the options returned below.
     return {"summary_tokens": int(summary_tokens) or None, "relevance_window": int(relevance_window),
             "user_name": user_name}
 

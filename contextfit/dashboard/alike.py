@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..fitting import results
 from ..inputs import messages as msg
 from ..pipeline.plan import PromptPlan
 
@@ -91,12 +92,25 @@ def reason(strategy: str, plan: PromptPlan) -> str:
         what = "summarize" if strategy == "summarize" else "put in a ledger"
         if not dropped:
             return f"nothing is dropped, so nothing to {what}"
+        if (skipped := _skipped(plan)) is not None:
+            return skipped
         if strategy == "fact-ledger":
             return "the dropped history holds no fact for its ledger"
-        return "its summary would not fit the budget"
     elif strategy == "truncate":
         return "it drops the oldest first, as the others fall back to"
     return "it drops the same blocks here"
+
+
+def _skipped(plan: PromptPlan) -> str | None:
+    """Why a summary or a ledger was not sent, as the strategy's own note says it ("no summary: no
+    sentence of the dropped history fits the summary size"), else ``None``."""
+    for note in plan.diagnostics:
+        message = str(note.get("message", ""))
+        if note.get("code") in (results.SUMMARY_SKIPPED, results.LEDGER_INCOMPLETE) and ": " in message:
+            head, _, why = message.partition(": ")
+            if head in ("No summary", "No fact ledger"):
+                return f"{head.lower()}: {why.split('; ')[0]}"
+    return None
 
 
 def _count(number: int, noun: str) -> str:

@@ -97,9 +97,9 @@ def answer_view(answer: Recommendation, conversations_per_day: int) -> AnswerVie
     >>> conversation = load_sample("roleplay")
     >>> view = answer_view(recommendation_for(conversation, suggested_setup(conversation).settings), 2_000)
     >>> view.strategy, view.costs
-    ('fact-ledger', 'A request costs $0.0050 with its reply · $5.02 per 1,000 conversations · $301 a month at 2,000 conversations a day')
+    ('fact-ledger', 'A request costs $0.0049 with its reply · $4.90 per 1,000 conversations · $294 a month at 2,000 conversations a day')
     >>> view.columns["truncate"]
-    ColumnAnswer(cost='$0.0052 a request · $310 a month', lost='Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2.', refusal=None)
+    ColumnAnswer(cost='$0.0051 a request · $303 a month', lost='Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2.', refusal=None)
     """
     volumes = answer.volumes(conversations_per_day)
     reply = answer.outcomes[0].reply.text() if answer.outcomes else ""
