@@ -96,6 +96,7 @@ def presentation_mode(toggle: bool = False, where: Any = st) -> bool:
     if presenting != session.get(_WAS_PRESENTING, False):  # turned on or off, or a reload in it: fold the sidebar
         session[_WAS_PRESENTING] = presenting
         st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
+        st.html(presentation.sidebar_script(folded=presenting), unsafe_allow_javascript=True)
     if presenting:
         st.html(presentation.CSS)
     return presenting

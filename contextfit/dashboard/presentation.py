@@ -22,7 +22,7 @@ CSS = """<style>
 [data-testid="stTable"] td, [data-testid="stTable"] th { white-space: normal !important; overflow-wrap: anywhere; }
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stCaptionContainer"],
 [data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
-[data-testid="stMain"] h1 { font-size: 2.4rem !important; padding-top: 0 !important; }
+[data-testid="stMain"] h1 { font-size: 3rem !important; padding-top: 0 !important; }
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 1.8rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend, .contextfit-lines-legend { font-size: 1.2rem !important; }
@@ -39,3 +39,34 @@ CSS = """<style>
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
+
+
+def sidebar_script(folded: bool) -> str:
+    """HTML with a script that folds the sidebar away (``folded``) or opens it, by its own button.
+
+    The page config's ``initial_sidebar_state`` only counts in a browser that never moved the sidebar
+    by hand: Streamlit remembers a hand's choice and prefers it (a presenter who opened the sidebar to
+    go to Replay had it open again after a reload in presentation mode). The button is the supported
+    door, and Streamlit remembers what it did. Static: no user text goes into it.
+
+    >>> "stSidebarCollapseButton" in sidebar_script(True), "stExpandSidebarButton" in sidebar_script(False)
+    (True, True)
+    """
+    button = ('[data-testid="stSidebarCollapseButton"] button' if folded else '[data-testid="stExpandSidebarButton"]')
+    wanted = "true" if folded else "false"
+    return (
+        # The element takes no room: its container is hidden (a script runs all the same).
+        '<style>[data-testid="stElementContainer"]:has(.contextfit-fold) { display: none; }</style>'
+        '<div class="contextfit-fold"></div>'
+        "<script>(() => {"
+        "let tries = 0;"
+        "const fold = () => {"
+        "const bar = document.querySelector('[data-testid=\"stSidebar\"]');"
+        f"if (bar && bar.getAttribute('data-collapsed') === '{wanted}') return;"
+        f"const button = document.querySelector('{button}');"
+        "if (button) button.click();"
+        "if (++tries < 20) setTimeout(fold, 150);"  # the sidebar may be drawn after this element
+        "};"
+        "fold();"
+        "})();</script>"
+    )
