@@ -112,3 +112,9 @@ def dashboard_runs_in_its_navigation(monkeypatch: pytest.MonkeyPatch) -> None:
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+def replay_table(at):
+    """The Replay page's table of every turn under every strategy (in an AppTest run): the one with
+    ``tokens sent`` (the answer's costs table comes first)."""
+    return next(frame for frame in at.dataframe if "tokens sent" in frame.value.columns)

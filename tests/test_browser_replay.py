@@ -15,6 +15,7 @@ from test_browser import (  # noqa: E402,F401  (fixtures and helpers)
 
 import contextfit  # noqa: E402
 from contextfit.inputs.samples import SAMPLES, sample_text  # noqa: E402
+from contextfit.dashboard import agent_rounds  # noqa: E402
 from contextfit.dashboard.setup import ReplaySetup, suggested_setup  # noqa: E402
 
 
@@ -33,7 +34,8 @@ def test_replay_page_draws_lines_verdict_and_a_turn(page, server):  # noqa: F811
     # prompt tokens, cumulative cost, cache hits: one line per strategy (stable_prefix variants included)
     for index in range(3):
         assert charts.nth(index).locator(".scatterlayer .trace.scatter").count() == len(expected.totals)
-    assert page.locator('[data-testid="stDataFrame"]').count() == 1
+    # the verdict, and an agent run's requests by user turn and tool round (the sample's ledger lookups)
+    assert page.locator('[data-testid="stDataFrame"]').count() == 1 + agent_rounds.view(expected).shown
     assert page.locator('[data-testid="stException"]').count() == 0
     metrics = page.locator('[data-testid="stMetricValue"]')
     last = expected.turns["truncate"][-1].prompt_tokens

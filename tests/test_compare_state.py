@@ -420,3 +420,24 @@ def test_an_approximate_model_shows_each_strategys_band_under_its_count():
     expected = [compare_view.column(name, plan_one(conversation, setup, name)).tokenizer for name in ("truncate", "manual")]
     assert [c.value for c in at.caption if c.value.startswith("tokenizer ")] == expected
     assert all(text.startswith("tokenizer o200k_base · ") and "about " not in text for text in expected)
+
+
+def test_the_tool_result_cap_box_caps_every_strategy_and_replay_follows_it():
+    at = app()
+    at.query_params["sample"] = "coding_agent"
+    at.run()
+    clean(at)
+    uncapped = prompt_tokens(at)
+    box = at.number_input(key=compare_state.TOOL_RESULT_CAP)
+    assert box.value == 0 and "2,500 is a good start" in box.help  # off by default, a sensible value shown
+    box.set_value(20).run()
+    clean(at)
+    settings = suggested_setup(load_sample("coding_agent")).replace(**compare_state.compare_settings(at.session_state))
+    assert settings.settings.options["tool_result_cap"] == 20
+    plans = dict(session_for(load_sample("coding_agent")).plans(settings.settings, strategies=settings.strategies))
+    capped = [block for block in plans["truncate"].blocks if block.reason == "compressed" and block.role == "tool"]
+    assert capped, "a tool result over 20 tokens is sent as its head and tail"
+    assert prompt_tokens(at) == [f"{plan.prompt_tokens:,}" for plan in plans.values()] != uncapped
+    at.switch_page("pages/replay.py").run()  # Replay plans with Compare's options: its last request is this plan
+    assert not at.exception and not at.error
+    assert compare_state.compare_settings(at.session_state)["tool_result_cap"] == 20

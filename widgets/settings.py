@@ -22,6 +22,7 @@ from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.dashboard.strategy_lines import strategies_help
 from contextfit.dashboard.sources import Source
 from contextfit.fitting.registry import registry
+from contextfit.fitting.result_cap import SUGGESTED_CAP
 from contextfit.replays.recommend import PRIORITIES, PRIORITY_WORDS, RETENTION
 from contextfit.replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
 from contextfit.tokens.models import list_models
@@ -71,22 +72,20 @@ def strategy_options() -> dict[str, Any]:
     """Draw the Compare page's "Strategy options" (in the sidebar, below the shared settings) and return
     them as plan settings (``summary_tokens`` 0: unchosen, a tenth of the budget)."""
     with st.sidebar, st.expander("Strategy options"):
-        summary_tokens = st.number_input("Summary size (tokens)", min_value=0, max_value=state.MAX_SUMMARY_TOKENS,
-                                         value=None, step=32, key=state.SUMMARY_TOKENS,
-                                         help="summarize: the summary's maximum size; 0 chooses a tenth of the budget.")
-        relevance_window = st.number_input("Relevance query window", min_value=1, max_value=state.MAX_RELEVANCE_WINDOW,
-                                           value=None, key=state.RELEVANCE_WINDOW, help="vector-recall: how many recent "
-                                           "messages lorebook and memory are compared with.")
-        user_name = st.text_input("User name", key=state.USER_NAME, max_chars=state.MAX_USER_NAME,
-                                  help="Fills {{user}} in cards, lorebooks and chats.")
-        # ── tool_result_cap (tokens): its place, until the engine on main takes the option ────────────
-        # An option every strategy accepts (SPEC §3.4): a tool result over the cap is sent as its head and
-        # tail with a marker. The engine on main does not apply it yet (the option is passed on and ignored).
-        # Once it does: a number box here, key state.TOOL_RESULT_CAP (kept and linked like the options
-        # above), empty = off, its help showing a sensible value (2,500 tokens: Strands' offloader), and
-        # "tool_result_cap" in the options returned below.
-    return {"summary_tokens": int(summary_tokens) or None, "relevance_window": int(relevance_window),
-            "user_name": user_name}
+        st.number_input("Summary size (tokens)", min_value=0, max_value=state.MAX_SUMMARY_TOKENS, value=None, step=32,
+                        key=state.SUMMARY_TOKENS,
+                        help="summarize: the summary's maximum size; 0 chooses a tenth of the budget.")
+        st.number_input("Relevance query window", min_value=1, max_value=state.MAX_RELEVANCE_WINDOW, value=None,
+                        key=state.RELEVANCE_WINDOW, help="vector-recall: how many recent messages lorebook and "
+                        "memory are compared with.")
+        st.text_input("User name", key=state.USER_NAME, max_chars=state.MAX_USER_NAME,
+                      help="Fills {{user}} in cards, lorebooks and chats.")
+        st.number_input("Tool result cap (tokens)", min_value=0, max_value=state.MAX_SUMMARY_TOKENS, value=None,
+                        step=500, key=state.TOOL_RESULT_CAP,
+                        help=f"Every strategy: a single tool result over the cap is sent as its head and tail with a "
+                        f"marker naming what was cut (compressed). 0 is off; {SUGGESTED_CAP:,} is a good start.")
+    chosen = state.compare_settings(st.session_state)  # what Replay reads too, without these widgets
+    return {name: chosen[name] for name in ("summary_tokens", "relevance_window", "user_name", "tool_result_cap")}
 
 
 def replay_options() -> tuple[bool, str]:

@@ -1,8 +1,9 @@
-"""Presentation mode: the Compare page (and Replay, while it is on) for a projector at 1920×1080.
+"""Presentation mode: the Compare page (and Replay, Retention and Audit, while it is on) for a projector at 1920×1080.
 
-Larger text and charts (page CSS: Compare's charts are HTML); the page folds
-the sidebar away and shows tables as HTML (a data grid is drawn on a canvas
-that page CSS cannot enlarge). Static CSS only: no user text goes into it.
+Larger text and charts (page CSS: Compare's charts are HTML), the answer box
+larger still, table text wrapped rather than cut; the page folds the sidebar
+away and shows tables as HTML (a data grid is drawn on a canvas that page CSS
+cannot enlarge). Static CSS only: no user text goes into it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ CSS = """<style>
 .contextfit-matrix, .contextfit-matrix .cfk-tip { font-size: 1.05rem !important; }
 .contextfit-matrix .cfk-xaxis { font-size: 1rem !important; height: 1.4rem !important; }
 .contextfit-matrix .cfm-row { height: 30px !important; }
-[data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; }
+[data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; white-space: normal !important;
+  overflow-wrap: anywhere; }
+[data-testid="stTable"] td > [data-testid="stMarkdownContainer"] { max-width: none !important; }
+.contextfit-answer { font-size: 1.7rem !important; line-height: 1.45 !important; }
+.contextfit-answer .cfa-label { font-size: 1rem !important; }
+.contextfit-retention { font-size: 1.2rem !important; }
+.contextfit-retention .cfr-row { grid-template-columns: 20rem 1fr 6rem !important; }
+.contextfit-retention .cfr-track { height: 24px !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
 

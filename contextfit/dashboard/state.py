@@ -40,8 +40,9 @@ PRIORITY, PER_DAY = "priority", "conversations_per_day"
 #: The sidebar's settings, shared by Compare and Replay.
 SHARED = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, PER_DAY)
 SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION = "summary_tokens", "relevance_window", "user_name", "presentation"
+TOOL_RESULT_CAP = "tool_result_cap"
 #: The Compare page's own: its "Strategy options" and presentation mode (which Replay follows).
-COMPARE = (SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION)
+COMPARE = (SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, TOOL_RESULT_CAP, PRESENTATION)
 STABLE, FACTS, TURN = "replay_stable", "replay_facts", "replay_turn"
 #: The Replay page's own: the stable_prefix variants, the must-survive facts, the turn shown.
 REPLAY = (STABLE, FACTS, TURN)
@@ -60,7 +61,7 @@ MAX_RELEVANCE_WINDOW = MAX_MESSAGES
 MAX_USER_NAME = 200
 MAX_TURN = 10_000_000
 MAX_PER_DAY = 1_000_000_000
-DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, USER_NAME: "User", STABLE: True,
+DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, TOOL_RESULT_CAP: 0, USER_NAME: "User", STABLE: True,
                             PRIORITY: RETENTION, PER_DAY: DEFAULT_CONVERSATIONS_PER_DAY}
 #: Characters of facts a link carries (longer facts stay out of it, said by :func:`unlinked_facts`).
 LINKED_FACTS = 1000
@@ -83,6 +84,27 @@ def keep(state: MutableMapping[str, Any]) -> None:
     for key in KEPT:
         if key in state:
             state[key] = state[key]
+
+
+def compare_settings(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan settings Compare adds to the sidebar's — its "Strategy options" and its hand edits
+    of the blocks — as ``Setup.replace`` takes them. Replay plans with the very same (it draws no
+    such widgets: their values are kept in the session), so its latest request is Compare's plan.
+
+    >>> compare_settings({"summary_tokens": 0, "relevance_window": 4, "user_name": "Ann", "overrides": {}})
+    {'summary_tokens': None, 'relevance_window': 4, 'user_name': 'Ann', 'tool_result_cap': None, 'overrides': None}
+    >>> compare_settings({"tool_result_cap": 2500})["tool_result_cap"]
+    2500
+    >>> compare_settings({"overrides": {"m3": {"pinned": True}}})["overrides"], compare_settings({})["user_name"]
+    ({'m3': {'pinned': True}}, 'User')
+    """
+    return {
+        "summary_tokens": _whole_in(state.get(SUMMARY_TOKENS), 0, MAX_SUMMARY_TOKENS, 0) or None,  # 0: a tenth
+        "relevance_window": _whole_in(state.get(RELEVANCE_WINDOW), 1, MAX_RELEVANCE_WINDOW, DEFAULTS[RELEVANCE_WINDOW]),
+        "user_name": DEFAULTS[USER_NAME] if state.get(USER_NAME) is None else str(state[USER_NAME]),
+        "tool_result_cap": _whole_in(state.get(TOOL_RESULT_CAP), 0, MAX_SUMMARY_TOKENS, 0) or None,  # 0: off
+        "overrides": state.get(OVERRIDES) or None,
+    }
 
 
 # -- the URL ---------------------------------------------------------------------------------
@@ -421,6 +443,7 @@ def _options(state: MutableMapping[str, Any]) -> list[str]:
             state[key] = value
     state[SUMMARY_TOKENS] = _whole_in(state[SUMMARY_TOKENS], 0, MAX_SUMMARY_TOKENS, 0)
     state[RELEVANCE_WINDOW] = _whole_in(state[RELEVANCE_WINDOW], 1, MAX_RELEVANCE_WINDOW, 6)
+    state[TOOL_RESULT_CAP] = _whole_in(state[TOOL_RESULT_CAP], 0, MAX_SUMMARY_TOKENS, 0)
     name = str(state[USER_NAME])[:MAX_USER_NAME]
     notes = []
     if replace_lone_surrogates(name) != name:  # no UTF-8 text can carry it: the engine would refuse the whole run
