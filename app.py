@@ -14,6 +14,7 @@ page = st.navigation(
         compare,
         st.Page("pages/audit.py", title="Audit"),
         replay,
+        st.Page("pages/retention.py", title="Retention benchmark"),
         st.Page("pages/models.py", title="Models & tokenizers"),
         st.Page("pages/plugins.py", title="Plugins"),
     ]

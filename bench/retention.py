@@ -12,7 +12,10 @@ tokens sent, cost per 1,000 conversations), the same at 15% on the held-out
 seeds, truncate's check against the published 14.3%, where the facts land
 in the prompt (start, middle, end), and retention on the
 shared real chats (joined end to end into long chats; skipped when the
-fixtures folder is absent). Writes ``bench/results/retention.json``.
+fixtures folder is absent). Writes ``bench/results/retention.json``, and every
+measurement of the protocol into ``contextfit/data/retention.json``
+(:mod:`contextfit.retention.results`), which the dashboard's Retention view
+reads: a full run only (``--results`` writes it elsewhere, a smoke run nowhere).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 from time import perf_counter
 
 from contextfit.replays.facts import contains_word
-from contextfit.retention import runner
+from contextfit.retention import results, runner
 
 from bench import retention_chats as real_chats
 from contextfit.retention.scoring import sent_texts
@@ -34,7 +37,7 @@ from .conversations import FIXTURES, stitched
 
 OUT = Path(__file__).resolve().parent / "results"
 #: The published figures the protocol follows (clawRxiv 2604.01047).
-PUBLISHED_TRUNCATE = 0.143
+PUBLISHED_TRUNCATE = results.PUBLISHED_TRUNCATE
 PUBLISHED_BEST = 0.886
 #: Real chats: the fixtures joined end to end, cut after this many user requests.
 REAL_TURNS = (60, 150)
@@ -52,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-held-out", action="store_true", help="skip the held-out seeds")
     parser.add_argument("--no-real", action="store_true", help="skip the real chats")
     parser.add_argument("--out", type=Path, default=OUT, help="where retention.json goes")
+    parser.add_argument("--results", type=Path, default=None,
+                        help=f"where the measurements go (default: {results.RESULTS.name} in the package data, "
+                        "on a run with the protocol's own lengths and seeds)")
     return parser
 
 
@@ -147,8 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     out["truncateFirstPlantings"] = {"found": found, "total": total, "published": PUBLISHED_TRUNCATE}
     print(f"\nCheck against the published protocol: truncate at 15% sends the first value of {found} of {total} "
           f"facts ({found / total:.1%}; published for naive truncation: {PUBLISHED_TRUNCATE:.1%}).")
+    held_measured: list = []
     if not args.no_held_out:
-        held = runner.rows_of(runner.measure(args.lengths, (runner.HEADLINE_SHARE,), args.held_out))
+        held_measured = runner.measure(args.lengths, (runner.HEADLINE_SHARE,), args.held_out)
+        held = runner.rows_of(held_measured)
         out["heldOut"] = {"seeds": list(args.held_out), "rows": [row.to_dict() for row in held]}
         print(f"\n## Held-out seeds {', '.join(map(str, args.held_out))} (never used to tune anything), 15%\n")
         print(runner.markdown_table(held))
@@ -162,6 +170,15 @@ def main(argv: list[str] | None = None) -> int:
             out["realChats"] = [row.to_dict() for row in real]
             print("\n## Real chats (shared fixtures joined end to end), default must-survive facts, every turn replayed\n")
             print(real_chats.markdown_table(real))
+    target = args.results
+    if target is None and tuple(args.lengths) == runner.LENGTHS and tuple(args.seeds) == runner.SEEDS \
+            and not args.no_held_out and tuple(args.held_out) == runner.HELD_OUT_SEEDS:
+        target = results.RESULTS  # the protocol as published: what the dashboard shows
+    if target is not None:
+        results.write(target, measured, lengths=args.lengths, shares=runner.SHARES, seeds=args.seeds,
+                      variants=[variant.label for variant in runner.VARIANTS], held_out=held_measured,
+                      held_out_seeds=() if args.no_held_out else args.held_out, first_plantings=(found, total))
+        print(f"wrote {target}", file=sys.stderr)
     elapsed = perf_counter() - started
     out["elapsedSeconds"] = elapsed
     out["loadAverage"] = os.getloadavg()

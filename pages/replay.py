@@ -1,4 +1,4 @@
-"""Replay: every strategy over a whole conversation — cost, prompt cache, and what survives."""
+"""Replay: the answer for a whole conversation — which strategy to ship, what it costs, what it forgets."""
 
 from functools import partial
 
@@ -6,31 +6,27 @@ import pandas as pd
 import streamlit as st
 
 import widgets
-from contextfit.dashboard import block_chart, budget_bar, charts, exports, facts_box, replay_charts, state
+from contextfit.dashboard import agent_rounds, answer_box, block_chart, budget_bar, charts, exports, facts_box
+from contextfit.dashboard import replay_charts, state
 from contextfit.dashboard import replay as views
 from contextfit.dashboard.markdown import plain
-from contextfit.dashboard.setup import ReplaySetup
 from contextfit.errors import ContextfitError
 
 session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
+priority, per_day = shared.priority, shared.conversations_per_day  # the sidebar's Decision
 
 st.title("Replay")
-st.caption(
-    "A strategy is chosen for a whole conversation, not one request. Each user message is replayed as a request "
-    "under every strategy: what it costs per turn and in total, how much the provider's prompt cache still serves, "
-    "and when a fact the conversation depends on stops being sent."
-)
-presenting = widgets.presentation_mode()  # Compare's: larger text here too
+st.caption("Every request of the conversation under every strategy: what it costs per turn and in total, how much "
+           "the provider's prompt cache serves, and when a fact the conversation depends on stops being sent.")
+presenting = widgets.presentation_mode()  # Compare's toggle: larger text and HTML tables here too
 source, chosen = widgets.start(shared), shared.setup  # no conversation yet: the notes say why, and the page stops
-notes = st.container()  # what the choices need said, drawn above the replay
+notes = st.container()  # what the choices need said, drawn above the answer
 stable, facts_text = widgets.settings.replay_options()  # in the sidebar, below the shared settings
 if (beyond := views.window_note(chosen.model, chosen.context_limit)):
     notes.warning(beyond)
 widgets.need_strategies(chosen)
 facts, fact_notes = facts_box.read_box(facts_text)  # a fact that does not check is left out, not the replay
-# Compare's hand edits (pins, exclusions, relevance) apply here too: the latest request is Compare's plan
-setup = ReplaySetup(chosen.settings.replace(overrides=session.get(state.OVERRIDES) or None), chosen.strategies,
-                    stable, facts)
+setup = views.setup_of(chosen, session, stable, facts)  # Compare's strategy options and hand edits too
 try:
     messages, settings = views.conversation_input(source.conversation, setup)
     setup, pin_notes = facts_box.held_facts(setup, messages, facts_text)  # a pin to a message it does not hold
@@ -46,32 +42,29 @@ except ContextfitError as error:
     st.error(facts_box.facts_error_text(error, facts_text))
     st.stop()
 
-st.subheader("Verdict")
+# The answer first: Compare's sentence for this conversation, and what each strategy costs at the user's volume.
+answer = views.answer(result, setup.strategies, priority)
+st.html(answer_box.ANSWER_CSS + answer_box.answer_html(answer))
+st.caption(answer_box.evidence_text(answer, per_day))
+costs = answer_box.volume_rows(answer, per_day)
+marks = pd.DataFrame(answer_box.volume_styles(answer, costs))
+st.table(pd.DataFrame(costs).style.apply(lambda _: marks, axis=None).hide(axis="index"))  # HTML: the Lost lines wrap
+
+st.subheader("Over the whole conversation")
+st.caption("The answer above judges the latest request, as Compare does; this table adds up every request.")
 st.markdown(views.verdict_text(result))
-# whole turn numbers or "—" (a column holding None was floats: 2.0 beside NaN); the best cells highlighted
-# as on Compare, every strategy tied for them (a verdict column took the width the last columns needed)
 table = pd.DataFrame(views.totals_rows(result)).astype({"first loss (turn)": "Int64", "first drop (turn)": "Int64"})
 highlight = pd.DataFrame(views.totals_styles(result))
 table, highlight = table.drop(columns="verdict"), highlight.drop(columns="verdict")
-# short headers, each explained on hover: at 1280 pixels the long ones pushed the last columns out of view
+short = {name: label for name, (label, _) in views.TOTALS_HEADERS.items()}  # short headers, explained on hover
 column = st.column_config
-headers = {
-    "strategy": column.TextColumn(pinned=True),
-    "total cost": column.TextColumn("total", help="Every turn's request at the catalog's prices, the real reply as output."),
-    "mean cost / turn": column.TextColumn("mean / turn", help="The total over the turns that were fitted."),
-    "cache hit rate": column.TextColumn("cache hits", help="Prompt tokens read from the provider's cache, over prompt tokens sent."),
-    "tokens sent": column.NumberColumn(format="localized", help="Prompt tokens of every request."),  # 94,562,889
-    "retention": column.TextColumn(help="Facts still sent, over facts in force, all turns."),
-    "first loss (turn)": column.NumberColumn("first loss", help="The first turn that did not send a fact in force."),
-    "first drop (turn)": column.NumberColumn(
-        "first drop", help="The first turn that dropped, summarized or compressed something."),
-    "failed turns": column.NumberColumn("failed", help="Turns the strategy could not fit (no prompt)."),
-}
-short = {name: config["label"] for name, config in headers.items() if config.get("label")}  # the grid's, for HTML
-marks = highlight.rename(columns=short)
+headers = {"strategy": column.TextColumn(pinned=True)} | {  # whole numbers with separators: 94,562,889
+    name: column.NumberColumn(label, help=hint, format="localized") if name in views.WHOLE_COLUMNS
+    else column.TextColumn(label, help=hint) for name, (label, hint) in views.TOTALS_HEADERS.items()}
 widgets.table(table.style.apply(lambda _: highlight, axis=None), presenting, hide_index=True, width="stretch",
-            html=table.rename(columns=short).style.apply(lambda _: marks, axis=None).hide(axis="index").format(
-                na_rep="—", thousands=","), key="replay-verdict", placeholder="—", column_config=headers)
+              html=table.rename(columns=short).style.apply(lambda _: highlight.rename(columns=short), axis=None).hide(
+                  axis="index").format(na_rep="—", thousands=","), key="replay-verdict", placeholder="—",
+              column_config=headers)
 if len(result.totals) > 1 and highlight.ne("").to_numpy().any():  # nothing fitted: nothing is highlighted
     st.caption("Best value of each column highlighted, for every strategy tied for it.")
 st.caption(views.replay_caption(result))
@@ -91,13 +84,23 @@ left, right = st.columns(2)
 for place, metric in ((left, "prompt"), (right, "cost"), (left, "cache"), (right, "retention")):
     place.plotly_chart(replay_charts.lines_figure(result, metric, presenting), key=f"replay-{metric}", width="stretch")
 
+rounds = agent_rounds.view(result)  # an agent's run: every tool round is a request the provider bills
+if rounds.shown:
+    st.subheader("Requests per user turn")
+    st.caption(rounds.caption)
+    strategy = st.selectbox("Strategy", list(result.turns), key="replay-rounds-strategy")
+    widgets.table(pd.DataFrame(rounds.rows[strategy]), presenting, hide_index=True, width="stretch",
+                  key="replay-rounds")
+
 st.subheader("One turn")
 state.turn_choice(session, len(result.requests))  # a link's turn, or the one shown before a page switch
 turn = st.slider("Turn", 1, len(result.requests), key=state.TURN) if len(result.requests) > 1 else 1
 widgets.write_link()  # the turn too, before the slider first moves
+if rounds.shown:
+    st.caption(agent_rounds.turn_text(result, turn))
 with st.spinner(f"Planning turn {turn:,} under {len(setup.strategy_entries())} strategies…"):
     plans = views.turn_plans(messages, settings, result, turn, setup)
-st.html(charts.legend_html())  # the bars' colours, as on Compare
+st.html(charts.legend_html())  # the bars' colours: the fates, as on Compare
 st.html(budget_bar.CSS + block_chart.CSS)  # the bars are Compare's, in HTML: presentation mode enlarges them
 # one token axis for every strategy's bars, as on Compare: side by side, lengths compare
 scale = charts.prompt_scale([plan for plan in plans.values() if not isinstance(plan, ContextfitError)])
@@ -113,7 +116,7 @@ for row in views.in_rows(list(plans.items()) if failed_all is None else [], per_
             continue
         numbers = views.turn_summary(result, label, turn)
         place.metric("Prompt tokens", f"{plan.prompt_tokens:,}", help=f"{numbers['cached']:,} read from the cache")
-        place.caption(f"cost {numbers['cost']}")
+        place.caption(f"{numbers['cost']} · {numbers['counts']}")
         place.html(budget_bar.budget_html(plan, token_scale=scale))
         if numbers["lost"]:  # under the chart: a long list wraps without moving it out of line with its row
             place.caption(f"lost: {plain(numbers['lost_text'])}")

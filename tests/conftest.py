@@ -77,3 +77,4 @@ def dashboard_runs_in_its_navigation(monkeypatch: pytest.MonkeyPatch) -> None:
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
+

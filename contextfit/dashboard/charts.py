@@ -211,9 +211,10 @@ def css_pattern(pattern: str, foreground: str = "#555555") -> str:
     return _CSS_PATTERNS[pattern].format(fg=foreground) + "," if pattern else ""
 
 
-def legend_html(only: Iterable[str] | None = None) -> str:
+def legend_html(only: Iterable[str] | None = None, window: bool = True) -> str:
     """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend;
-    ``only``: the shades to list (those the charts below use), in legend order."""
+    ``only``: the shades to list (those the charts below use), in legend order; ``window``: the free
+    budget and the response reserve too (a budget bar shows them, the fate matrix does not)."""
     # an item never breaks inside its label: a wrapped line starts with a swatch, in line with the page's text
     swatch = (
         '<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
@@ -227,8 +228,9 @@ def legend_html(only: Iterable[str] | None = None) -> str:
     wanted = None if only is None else set(only)
     items = [item(style.label, style.color, style.color, style.pattern) for shade, style in SHADES.items()
              if wanted is None or shade in wanted]
-    items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
-    items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
+    if window:
+        items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
+        items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
     return ('<div class="contextfit-legend" style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">'
             + "".join(items) + "</div>")
 

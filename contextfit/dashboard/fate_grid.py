@@ -18,7 +18,18 @@ from collections.abc import Mapping
 
 from ..pipeline.plan import PromptPlan
 from .block_chart import DENSE_THRESHOLD, SHADE_CLASS, ticks
-from .charts import MatrixView, fate_matrix_view
+from .charts import SHADES, MatrixView, fate_matrix_view, plan_shades
+
+
+def shades_of(plans: Mapping[str, PromptPlan]) -> list[str]:
+    """The shades the matrix of ``plans`` shows, for a legend that lists only those (in legend order).
+
+    >>> from contextfit import plan_prompt
+    >>> shades_of({"truncate": plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")})
+    ['protected']
+    """
+    present = {shade for plan in plans.values() for shade in plan_shades(plan)}
+    return [shade for shade in SHADES if shade in present]
 
 
 def fate_html(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> str:

@@ -19,12 +19,14 @@ from typing import Any
 from ..errors import ContextfitError, TokenBudgetExceeded
 from ..pipeline.plan import PromptPlan, plan_prompt
 from ..pipeline.settings import PlanSettings, settings_for
+from ..replays.recommend import REQUEST, RETENTION, Recommendation, decide
 from ..replays.run import Replay, replay, variants
 from ..tokens.models import get_model
 from ..tokens.tokenizers import get_tokenizer
 from .markdown import common_failure, error_text
 from .progress import PercentSteps
-from .setup import ReplaySetup
+from .setup import ReplaySetup, Setup
+from .state import compare_settings
 from .verdict import BEST_STYLE, replay_verdict, rules_text
 from ..amounts import money as dollars
 
@@ -33,6 +35,22 @@ def conversation_input(conversation: Any, setup: ReplaySetup) -> tuple[list[dict
     """The messages and settings of a conversation (its card, lorebook... included) under the setup."""
     messages, settings = settings_for(conversation, setup.settings)
     return list(messages), settings
+
+
+def setup_of(chosen: Setup, state: Mapping[str, Any], stable_prefix: bool, facts: Sequence[Any]) -> ReplaySetup:
+    """The replay's setup: the sidebar's model, limits and strategies with the plan settings
+    Compare adds (its strategy options and hand edits, :func:`~contextfit.dashboard.state.compare_settings`),
+    so the latest request is Compare's plan; ``stable_prefix`` and ``facts`` are Replay's own.
+
+    >>> chosen = Setup.of("gpt-4o", 8000, 1000, ("truncate",))
+    >>> setup = setup_of(chosen, {"summary_tokens": 300, "overrides": {"m1": {"pinned": True}}}, False, ("ORD-7",))
+    >>> setup.settings
+    PlanSettings(model='gpt-4o', context_limit=8000, response_reserve=1000, user_name='User', overrides={'m1': {'pinned': True}}, options={'summary_tokens': 300, 'relevance_window': 6})
+    >>> setup.strategies, setup.stable_prefix, setup.facts
+    (('truncate',), False, ('ORD-7',))
+    """
+    return ReplaySetup(chosen.replace(**compare_settings(state)).settings, chosen.strategies, stable_prefix,
+                       tuple(facts))
 
 
 def run(messages: list[dict], settings: PlanSettings, setup: ReplaySetup,
@@ -92,6 +110,14 @@ def cached_run(state: MutableMapping[str, Any], messages: list[dict], settings: 
     return result
 
 
+def answer(result: Replay, strategies: Sequence[str], priority: str = RETENTION) -> Recommendation:
+    """Compare's answer, from the replay's evidence: the latest request of the conversation as it
+    stands, under ``priority``, among the ``strategies`` Compare shows (the ``stable_prefix`` variants
+    are lines of the replay, not columns of Compare). For the same conversation and settings it is
+    :func:`~contextfit.replays.answer.recommendation_for`'s, sentence for sentence."""
+    return decide([outcome for outcome in result.outcomes if outcome.label in strategies], priority, REQUEST)
+
+
 def window_note(model: str, limit: int) -> str | None:
     """A note when the chosen context limit passes the model's own window (the replay plans to the
     limit it is given, which the provider would refuse).
@@ -115,6 +141,22 @@ def money(value: float | None) -> str:
     ('$0.01235', '—', '$12.50', '$0.00002500', '$0.04560')
     """
     return dollars(value, "—")
+
+
+#: The verdict table's columns: a short header each (at 1280 pixels the long ones pushed the last
+#: columns out of view) and what it means, shown on hover.
+TOTALS_HEADERS = {
+    "total cost": ("total", "Every turn's request at the catalog's prices, the real reply as output."),
+    "mean cost / turn": ("mean / turn", "The total over the turns that were fitted."),
+    "cache hit rate": ("cache hits", "Prompt tokens read from the provider's cache, over prompt tokens sent."),
+    "tokens sent": ("tokens sent", "Prompt tokens of every request."),
+    "retention": ("retention", "Facts still sent, over facts in force, all turns."),
+    "first loss (turn)": ("first loss", "The first turn that did not send a fact in force."),
+    "first drop (turn)": ("first drop", "The first turn that dropped, summarized or compressed something."),
+    "failed turns": ("failed", "Turns the strategy could not fit (no prompt)."),
+}
+#: The verdict table's columns of whole numbers (with separators; "—" where there is none).
+WHOLE_COLUMNS = ("tokens sent", "first loss (turn)", "first drop (turn)", "failed turns")
 
 
 def totals_rows(result: Replay) -> list[dict[str, Any]]:
@@ -255,10 +297,41 @@ def turn_summary(result: Replay, label: str, turn: int) -> dict[str, Any]:
     return {
         "prompt_tokens": row.prompt_tokens,
         "cached": row.cache_read,
-        "cost": money(row.cost.total if row.cost is not None else None),
+        "cost": cost_text(row),
         "lost": row.lost,
         "lost_text": names_text(row.lost),
+        "counts": counts_text(row),
     }
+
+
+def cost_text(row: Any) -> str:
+    """A request's cost as the "One turn" view says it: with its reply, or the prompt alone when the
+    conversation holds no reply to it (the latest request, most often: the answer above prices it
+    with the mean reply).
+
+    >>> from types import SimpleNamespace as S
+    >>> cost_text(S(cost=S(total=0.0051), output_tokens=72)), cost_text(S(cost=S(total=0.0044), output_tokens=0))
+    ('cost $0.005100 with its 72-token reply', 'cost $0.004400, prompt only (no reply yet)')
+    >>> cost_text(S(cost=None, output_tokens=3))
+    'no catalog price'
+    """
+    if row.cost is None:
+        return "no catalog price"
+    if row.output_tokens:
+        return f"cost {money(row.cost.total)} with its {row.output_tokens:,}-token reply"
+    return f"cost {money(row.cost.total)}, prompt only (no reply yet)"
+
+
+def counts_text(row: Any) -> str:
+    """What a request dropped, summarized and compressed, in the words and the one count of Compare's verdict.
+
+    >>> from types import SimpleNamespace as S
+    >>> counts_text(S(dropped=1_204, summarized=0, compressed=2, error=None)), counts_text(S(error="X"))
+    ('dropped 1,204 · summarized 0 · compressed 2', '—')
+    """
+    if row.error is not None:
+        return "—"
+    return f"dropped {row.dropped:,} · summarized {row.summarized:,} · compressed {row.compressed:,}"
 
 
 def replay_caption(result: Replay) -> str:
@@ -286,8 +359,8 @@ def verdict_text(result: Replay) -> str:
 
 
 __all__ = [
-    "ProgressBar", "approximate_note", "cached_run", "conversation_input", "fact_notes", "in_rows", "money",
-    "names_text", "replay_caption",
+    "TOTALS_HEADERS", "WHOLE_COLUMNS", "ProgressBar", "answer", "approximate_note", "cached_run", "conversation_input", "cost_text", "counts_text", "fact_notes",
+    "in_rows", "money", "names_text", "replay_caption", "setup_of",
     "rules_text", "run", "totals_rows", "totals_styles", "turn_errors", "turn_plans", "turn_summary", "verdict_text",
     "window_note",
 ]

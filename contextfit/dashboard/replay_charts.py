@@ -2,7 +2,8 @@
 
 Prompt tokens, cumulative cost, the share read from the provider's cache and
 the facts still sent (an × where one was lost), each strategy in the colour
-it keeps whichever others are replayed, its ``stable_prefix`` variant dotted.
+it keeps whichever others are replayed (:mod:`contextfit.dashboard.palette`, never a fate
+colour) with a marker of its own, its ``stable_prefix`` variant dotted.
 """
 
 from __future__ import annotations
@@ -12,14 +13,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ..pipeline.plan import BUILTIN_STRATEGIES
 from ..replays.run import DECLARED, Replay
 from .charts import _figure
-
-
-#: Okabe–Ito colours, one per strategy line: the built-ins' first, in their order (truncate's blue and
-#: clear-tool-results' sky blue read alike: black instead; vermillion is the bars' reserve), then the rest.
-LINE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#000000", "#56B4E9", "#D55E00", "#F0E442")
+from .palette import strategy_color, strategy_symbol
 
 
 def series(result: Replay, label: str) -> dict[str, list[Any]]:
@@ -56,30 +52,17 @@ _HOVER = {"prompt": "%{y:,} tokens", "cost": "$%{y:,.6~g}", "cache": "%{y:.1%}",
 
 
 def line_style(result: Replay, label: str) -> dict[str, Any]:
-    """The colour and dash of a strategy's line. A built-in strategy keeps its colour whichever
-    others are replayed (removing one recoloured the rest), and its stable_prefix variant takes
-    it too, dotted; any other label takes one of the colours left, in the replay's order.
+    """The colour and dash of a strategy's line: its colour in the strategies' palette
+    (:mod:`contextfit.dashboard.palette`: never a fate colour, a built-in's whichever others are
+    replayed), its stable_prefix variant dotted.
 
     >>> from types import SimpleNamespace as S
     >>> result = S(turns={"vector-recall": [], "truncate+stable_prefix": [], "mine": []})
-    >>> [line_style(result, label)["color"] for label in result.turns] == [
-    ...     LINE_COLORS[2], LINE_COLORS[0], LINE_COLORS[len(BUILTIN_STRATEGIES)]]
-    True
+    >>> [(line_style(result, label)["color"], line_style(result, label)["dash"]) for label in result.turns]
+    [('#7A7A00', 'solid'), ('#111111', 'dot'), ('#B5179E', 'solid')]
     """
-    base = _built_in(label)
-    if base is not None:
-        color = LINE_COLORS[BUILTIN_STRATEGIES.index(base)]
-    else:
-        others = [name for name in result.turns if _built_in(name) is None]
-        spare = LINE_COLORS[len(BUILTIN_STRATEGIES):]
-        color = spare[others.index(label) % len(spare)]
+    color = strategy_color(label, list(result.turns))
     return {"color": color, "dash": "dot" if label.endswith("+stable_prefix") else "solid", "width": 2}
-
-
-def _built_in(label: str) -> str | None:
-    """The built-in strategy a label is, alone or with stable_prefix only (the page's labels), else ``None``."""
-    base, _, options = label.partition("+")
-    return base if base in BUILTIN_STRATEGIES and options in ("", "stable_prefix") else None
 
 
 def lines_legend_html(result: Replay) -> str:
@@ -110,7 +93,8 @@ def lines_figure(result: Replay, metric: str, large: bool = False) -> go.Figure:
         style = line_style(result, label)
         name = html.escape(label)
         data.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": values["turn"],
-                     "y": values[metric], "line": style, "marker": {"size": 4},
+                     "y": values[metric], "line": style,
+                     "marker": {"size": 7 if large else 5, "symbol": strategy_symbol(label, list(result.turns))},
                      "hovertemplate": f"{name}: {_HOVER[metric]}<extra></extra>"})
         if metric == "retention":
             lost = [(turn, value, names) for turn, value, names in zip(values["turn"], values["retention"], values["lost"])

@@ -24,13 +24,13 @@ from typing import Any
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ..amounts import money, money_short, window_text
+from ..amounts import window_text
 from ..errors import ContextfitError
 from ..pipeline.plan import PromptPlan
 from ..replays.answer import recommend
 from ..replays.recommend import PRIORITY_WORDS, Recommendation
-from ..replays.volume import DEFAULT_CONVERSATIONS_PER_DAY, DAYS_PER_MONTH
-from . import breakdown, charts, verdict
+from ..replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
+from . import answer_box, breakdown, charts, verdict
 from .block_chart import CSS as GRID_CSS
 from .block_chart import DENSE_THRESHOLD as GRID_DENSE_THRESHOLD
 from .fate_grid import fate_html
@@ -42,7 +42,7 @@ table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0} th,td{border:1px 
 th{background:#f5f5f5} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .strategies{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:1rem}
 .strategy{border:1px solid #e3e3e3;border-radius:8px;padding:.6rem} .muted{color:#666;font-size:.85rem}
-.answer{font-size:1.2rem;line-height:1.5;border-left:6px solid #0072B2;background:#F3F8FC;padding:.8rem 1rem;margin:1rem 0}
+.answer{font-size:1.2rem;line-height:1.5;border-left:6px solid #333;background:#F4F4F4;padding:.8rem 1rem;margin:1rem 0}
 .lost{font-size:.9rem;margin:.3rem 0 .6rem}
 """
 #: What a table cell shows for no value.
@@ -115,29 +115,12 @@ def hand_edits(overrides: Mapping[str, Mapping[str, Any]] | None) -> list[dict[s
 
 def recommendation_html(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> str:
     """The recommendation at the top of the report: the sentence, then each strategy's costs at volume
-    and its **Lost:** line."""
-    basis = ("the latest request, priced with what it shares with the one before" if answer.basis == "request"
-             else "every request of the conversation")
-    reply = answer.outcomes[0].reply.text() if answer.outcomes else ""
-    parts = [
+    and its **Lost:** line (:mod:`contextfit.dashboard.answer_box`, as the Replay page shows them)."""
+    return "\n".join([
         f"<p class='answer'>{html.escape(answer.sentence)}</p>",
-        f"<p class='muted'>Priority: {html.escape(answer.priority)} ({html.escape(PRIORITY_WORDS[answer.priority])}); "
-        f"evidence: {html.escape(basis)}; {html.escape(reply)}; a month is {DAYS_PER_MONTH} days at "
-        f"{conversations_per_day:,} conversations a day.</p>",
-    ]
-    rows = []
-    for label, volume in answer.volumes(conversations_per_day).items():
-        outcome = answer.outcome(label)
-        rows.append({
-            "strategy": label,
-            "cost / request (reply included)": money(volume.per_request, EMPTY) if outcome.error is None else EMPTY,
-            "per 1,000 conversations": money_short(volume.per_1000) if outcome.error is None else EMPTY,
-            f"per month at {conversations_per_day:,} a day": money_short(volume.per_month) if outcome.error is None
-            else EMPTY,
-            "lost": outcome.lost_line() + (f" Not recommended: it {outcome.refusal}." if outcome.refusal else ""),
-        })
-    parts.append(_table(rows))
-    return "\n".join(parts)
+        f"<p class='muted'>{html.escape(answer_box.evidence_text(answer, conversations_per_day))}</p>",
+        _table(answer_box.volume_rows(answer, conversations_per_day)),
+    ])
 
 
 def comparison_html(

@@ -35,7 +35,7 @@ prefix is under the minimum), or what changed before the shared point —
 ``tools-changed``, ``system-changed`` or ``messages-changed`` (a message
 before it was dropped, summarized, compressed or edited).
 
->>> automatic_cached(1023), automatic_cached(1024), automatic_cached(1300)
+>>> prefix_cached(1023, 1024, 128), prefix_cached(1024, 1024, 128), prefix_cached(1300, 1024, 128)
 (0, 1024, 1280)
 >>> automatic_cache(prompt=1000, shared=700, minimum=64, unit=64)  # DeepSeek
 CacheUse(read=640, write=0)

@@ -9,8 +9,12 @@ strategy keeps what a conversation depends on.
   bookkeeping;
 * :mod:`.runner` fits every conversation with every strategy variant at each
   budget and returns the table rows (:func:`.runner.retention_rows`), which
-  ``python -m bench.retention`` prints and the dashboard can load (the bench
-  also measures the shared real chats, ``bench/retention_chats.py``).
+  ``python -m bench.retention`` prints (the bench also measures the shared
+  real chats, ``bench/retention_chats.py``);
+* :mod:`.results` keeps what the bench measured in the package data
+  (``contextfit/data/retention.json``, written by ``make retention``), which
+  the dashboard's Retention view reads back and tabulates with the runner's
+  own functions.
 
 This package sits above the engine: it plans through
 :func:`contextfit.plan_prompt` and :func:`contextfit.replay`, like any caller.

@@ -8,13 +8,14 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from support.charts import EVERY_STRATEGY, chart_count
+from support.charts import EVERY_STRATEGY, chart_count, prompt_tokens
 from support.paths import REPO
 from streamlit.testing.v1 import AppTest
 
 import contextfit
 from contextfit.dashboard import compare_view, editor
 from contextfit.dashboard import state as compare_state
+from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.fitting.strategies import ContextStrategy
 from contextfit.inputs.samples import load_sample, sample_text
@@ -75,18 +76,22 @@ def test_settings_are_kept_and_a_new_conversation_brings_its_defaults():
 
 def test_the_url_is_read_once_and_bad_values_are_ignored_with_a_note():
     state = {}
-    query = {"model": "gpt-4o-mini", "limit": "9000", "reserve": "1000", "strategies": "manual,truncate"}
+    query = {"model": "gpt-4o-mini", "limit": "9000", "reserve": "1000", "strategies": "manual,truncate",
+             "priority": "cache", "per_day": "250"}
     assert settle(state, query) == []
     assert (state["model"], state["limit"], state["reserve"], state["strategies"]) == ("gpt-4o-mini", 9000, 1000, ["manual", "truncate"])
+    assert (state["priority"], state["conversations_per_day"]) == ("cache", 250)
     assert compare_state.link_of(state) == query
     state["limit"] = 7000
     settle(state, query)  # read once per session: the user's edit stays
     assert state["limit"] == 7000
 
-    bad = {"model": "gpt-9", "limit": "1e9", "reserve": "12", "strategies": "nope"}
+    bad = {"model": "gpt-9", "limit": "1e9", "reserve": "12", "strategies": "nope", "priority": "speed", "per_day": "0"}
     state = {}
     notes = settle(state, bad)
-    assert len(notes) == 3 and state["model"] == "gpt-4o" and state["limit"] == 128_000 and state["strategies"] == STRATEGIES
+    assert len(notes) == 5 and state["model"] == "gpt-4o" and state["limit"] == 128_000 and state["strategies"] == STRATEGIES
+    assert (state["priority"], state["conversations_per_day"]) == ("retention", 1_000)  # the defaults
+    assert notes[3] == "Ignored priority='speed' from the link: one of retention, cost, cache is expected."
     url = compare_state.read_link({"limit": "100", "reserve": "100"}, MODELS, STRATEGIES)
     assert (url.limit, url.reserve) == (100, None) and "below the limit" in url.notes[0]
     url = compare_state.read_link({"limit": ["1", "<script>"], "reserve": "٣"}, MODELS, STRATEGIES)
@@ -128,8 +133,13 @@ def test_keep_saves_every_setting_again_and_nothing_else():
 
 
 def test_odd_widget_values_are_repaired():
-    state = {"summary_tokens": -5, "relevance_window": 10**12, "user_name": "x" * 5000, "strategies": ["gone", "manual"]}
+    state = {"summary_tokens": -5, "relevance_window": 10**12, "user_name": "x" * 5000, "strategies": ["gone", "manual"],
+             "priority": "fastest", "conversations_per_day": -3}
     settle(state)
+    assert (state["priority"], state["conversations_per_day"]) == ("retention", 1)
+    state["conversations_per_day"] = None  # the box emptied: its default
+    settle(state)
+    assert state["conversations_per_day"] == 1_000
     assert state["summary_tokens"] == 0 and state["relevance_window"] == compare_state.MAX_RELEVANCE_WINDOW
     assert len(state["user_name"]) == compare_state.MAX_USER_NAME and state["strategies"] == ["manual"]
     state["user_name"] = "Ann\ud800"
@@ -154,15 +164,18 @@ def test_squeeze_makes_the_strategies_work_when_everything_fits():
     roomy = Setup.of("gpt-4o", 128_000, 16_384)
     plans = {name: plan_one(conversation, roomy, name) for name in STRATEGIES}
     assert compare_view.everything_fits(plans)
-    limit = compare_view.squeeze_limit(plans["truncate"])
-    assert compare_view.fits_view(plans) == (compare_view.fits_note(plans), limit)
-    squeezed = Setup.of("gpt-4o", limit, 16_384)
+    replan = compare_view.replanner(session_for(conversation), Setup(roomy.settings, tuple(STRATEGIES)))
+    note, squeeze = compare_view.fits_view(plans, replan)
+    assert note == compare_view.fits_note(plans) and squeeze.limit < 128_000
+    # the reserve keeps its share of the window (16,384 of 128,000): not 16,384 of a window of a few thousand
+    assert squeeze.reserve == pytest.approx(squeeze.limit * 16_384 / 128_000, abs=1)
+    squeezed = Setup.of("gpt-4o", squeeze.limit, squeeze.reserve)
     plans = {name: plan_one(conversation, squeezed, name) for name in STRATEGIES}
-    assert not compare_view.everything_fits(plans) and compare_view.fits_view(plans) is None
+    assert not compare_view.everything_fits(plans) and compare_view.fits_view(plans, replan) is None
     assert all(any(not block.included for block in plan.blocks) for plan in plans.values())
     assert len({plan.prompt_tokens for plan in plans.values()}) >= 3 and plans["summarize"].summary is not None
-    alone = contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
-    assert compare_view.squeeze_limit(alone) is None  # nothing could ever be dropped
+    alone = {"truncate": contextfit.plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")}
+    assert compare_view.fits_view(alone, replan)[1] is None  # nothing could ever be dropped
 
 
 def test_what_is_the_current_input_when_the_chat_ends_on_a_reply():
@@ -314,13 +327,17 @@ def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
     at.sidebar.number_input(key="summary_tokens").set_value(64).run()
     at.sidebar.number_input(key="relevance_window").set_value(3).run()
     at.sidebar.text_input(key="user_name").set_value("Tomas").run()
+    at.sidebar.radio(key="priority").set_value("cost").run()
+    at.sidebar.number_input(key="conversations_per_day").set_value(250).run()
     at.session_state["overrides"] = {"m1": {"pinned": True}}
     at.run()
     expected = {"model": "gpt-4o-mini", "limit": 2000, "reserve": 300, "strategies": ["summarize", "truncate"],
-                "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas"}
-    metrics = [m.value for m in at.metric]
-    assert {key: at.query_params[key] for key in compare_state.SHARED} == {
-        "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate"}
+                "summary_tokens": 64, "relevance_window": 3, "user_name": "Tomas", "priority": "cost",
+                "conversations_per_day": 250}
+    metrics = prompt_tokens(at)
+    assert {key: at.query_params[key] for key in compare_state.LINK_KEYS if key in at.query_params} == {
+        "model": "gpt-4o-mini", "limit": "2000", "reserve": "300", "strategies": "summarize,truncate",
+        "priority": "cost", "per_day": "250"}
     for page in ("pages/models.py", "pages/audit.py", "pages/plugins.py"):
         at.switch_page(page).run()
         clean(at)
@@ -328,7 +345,7 @@ def test_settings_and_edits_survive_a_page_switch_and_the_url_follows():
         clean(at)
         assert {key: at.session_state[key] for key in expected} == expected, page
         assert at.session_state["overrides"] == {"m1": {"pinned": True}}
-        assert [m.value for m in at.metric] == metrics
+        assert prompt_tokens(at) == metrics
     at.run()  # and a plain rerun
     assert {key: at.session_state[key] for key in expected} == expected
 
@@ -367,17 +384,19 @@ def test_a_shared_link_reopens_the_comparison_and_bad_values_get_one_line():
 def test_the_first_load_shows_the_strategies_at_work_and_squeeze_when_everything_fits():
     at = app().run()
     clean(at)
-    tokens = [m.value for m in at.metric][:5]
+    tokens = prompt_tokens(at)[:5]
     assert len(set(tokens)) == 5
     assert not any(b.key == "squeeze" for b in at.button)
     at.sidebar.number_input(key="limit").set_value(128_000).run()
     assert at.info[0].value.startswith("Everything fits")
-    assert len({m.value for m in at.metric}) == 2  # all alike but manual, which drops the aside marked by hand
+    assert len(set(prompt_tokens(at))) == 2  # all alike but manual, which drops the aside marked by hand
     at.button(key="squeeze").click().run()
     clean(at)
-    assert at.sidebar.number_input(key="limit").value < 128_000
+    limit, reserve = at.sidebar.number_input(key="limit").value, at.sidebar.number_input(key="reserve").value
+    assert limit < 128_000 and reserve < limit / 4  # the reserve scaled with the window, not 16,384 of it
+    assert reserve == pytest.approx(limit / 8, abs=2)  # 400 of 128,000 would leave a reply 5 tokens: an eighth
     assert not any(b.key == "squeeze" for b in at.button)
-    assert len({m.value for m in at.metric}) >= 3
+    assert len(set(prompt_tokens(at))) >= 3
 
 
 def test_a_chat_ending_on_a_reply_says_what_the_current_input_is():
@@ -393,11 +412,32 @@ def test_an_approximate_model_shows_each_strategys_band_under_its_count():
     clean(at)
     bands = [caption.value for caption in at.caption if caption.value.startswith("tokenizer ")]
     assert len(bands) == 2 and all("(approximate, up to " in band and "about " in band for band in bands)
-    metrics = [metric.value for metric in at.metric if metric.label == "Prompt tokens"]
-    assert [band.rsplit("up to ", 1)[1].rstrip(")") for band in bands] == metrics  # the metric is the upper end
+    shown = prompt_tokens(at)
+    assert [band.rsplit("up to ", 1)[1].rstrip(")") for band in bands] == shown  # the count shown is the upper end
     at.sidebar.selectbox(key="model").set_value("gpt-4o-mini").run()
     # o200k_base: exact, but for the sample's tool-call turns, a shape no recorded count covers (counted high)
     conversation, setup = load_sample("roleplay"), Setup.of("gpt-4o-mini", 2200, 400)
     expected = [compare_view.column(name, plan_one(conversation, setup, name)).tokenizer for name in ("truncate", "manual")]
     assert [c.value for c in at.caption if c.value.startswith("tokenizer ")] == expected
     assert all(text.startswith("tokenizer o200k_base · ") and "about " not in text for text in expected)
+
+
+def test_the_tool_result_cap_box_caps_every_strategy_and_replay_follows_it():
+    at = app()
+    at.query_params["sample"] = "coding_agent"
+    at.run()
+    clean(at)
+    uncapped = prompt_tokens(at)
+    box = at.number_input(key=compare_state.TOOL_RESULT_CAP)
+    assert box.value == 0 and "2,500 is a good start" in box.help  # off by default, a sensible value shown
+    box.set_value(20).run()
+    clean(at)
+    settings = suggested_setup(load_sample("coding_agent")).replace(**compare_state.compare_settings(at.session_state))
+    assert settings.settings.options["tool_result_cap"] == 20
+    plans = dict(session_for(load_sample("coding_agent")).plans(settings.settings, strategies=settings.strategies))
+    capped = [block for block in plans["truncate"].blocks if block.reason == "compressed" and block.role == "tool"]
+    assert capped, "a tool result over 20 tokens is sent as its head and tail"
+    assert prompt_tokens(at) == [f"{plan.prompt_tokens:,}" for plan in plans.values()] != uncapped
+    at.switch_page("pages/replay.py").run()  # Replay plans with Compare's options: its last request is this plan
+    assert not at.exception and not at.error
+    assert compare_state.compare_settings(at.session_state)["tool_result_cap"] == 20

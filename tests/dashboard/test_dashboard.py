@@ -19,6 +19,7 @@ from contextfit.dashboard import audit_view, block_chart, compare_view, editor, 
 from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.inputs.samples import SAMPLES, load_sample
+from contextfit.replays.answer import recommendation_for
 from contextfit.serving.audits import chat_label
 
 STRATEGIES = ("truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger")
@@ -171,7 +172,8 @@ def app() -> AppTest:
 def test_first_load_compares_a_sample_under_every_builtin_strategy():
     at = app().run()
     assert not at.exception and not at.error
-    assert [s.value for s in at.subheader][: len(STRATEGIES) + 1] == ["Verdict", *STRATEGIES]
+    assert [s.value for s in at.subheader][: len(STRATEGIES) + 2] == [*STRATEGIES, "Fate of every block, strategy by strategy",
+                                                                      "Verdict"]
     assert chart_count(at) == (0, len(STRATEGIES), len(STRATEGIES), 1)  # every chart in HTML: no plotly chart to compile or mount anew
     bars, block_charts_drawn = budget_bars(at), block_charts(at)  # one of each per strategy
     assert [bar.strategy for bar in bars] == [chart.strategy for chart in block_charts_drawn] == list(STRATEGIES)
@@ -226,7 +228,10 @@ def test_the_verdict_has_one_row_per_strategy_matching_the_plans():
     conversation = load_sample("roleplay")
     setup = suggested_setup(conversation)
     assert list(table["strategy"]) == list(STRATEGIES)
-    expected = {row.strategy: row for row in verdict.verdict_rows(dict(session_for(conversation).plans(setup.settings, strategies=setup.strategies)))}
+    # each request priced as the page's recommendation prices it: the reply included, the cache read from the request before
+    answer = recommendation_for(conversation, setup.settings)
+    expected = {row.strategy: row for row in verdict.verdict_rows(dict(session_for(conversation).plans(
+        setup.settings, strategies=setup.strategies)), recommendation=answer)}
     for (_, row), name in zip(table.iterrows(), STRATEGIES):
         plan = plan_one(conversation, setup, name)
         counts = plan.counts  # the one count: the replay's too
@@ -268,7 +273,7 @@ def test_presentation_mode_enlarges_the_charts():
     css = next(e.proto.body for e in at.get("html") if "Presentation" not in e.proto.body and ".contextfit-blocks .cfk-plot" in e.proto.body
                and "!important" in e.proto.body)
     assert "height: 275px !important" in css and ".contextfit-budget .cfb-track { height: 26px" in css
-    assert ".contextfit-matrix .cfm-row { height: 34px !important; }" in css
+    assert ".contextfit-matrix .cfm-row { height: 30px !important; }" in css
 
 
 def test_a_bad_paste_shows_the_importers_error_and_keeps_the_text():

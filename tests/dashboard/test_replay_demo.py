@@ -8,6 +8,7 @@ import json
 import re
 
 from support.paths import REPO
+from support.charts import replay_table
 from streamlit.testing.v1 import AppTest
 
 import contextfit
@@ -110,7 +111,7 @@ def test_when_nothing_fits_the_page_says_so_once():
     at = _page("roleplay")
     at.number_input(key="limit").set_value(1).run()
     assert not at.exception
-    table = at.dataframe[0].value
+    table = replay_table(at).value
     assert set(table["cache hit rate"]) == {"—"} and set(table["retention"]) == {"—"}
     assert table["tokens sent"].isna().all()
     assert any("budget 0 tokens" in caption.value or "budget 1 token ·" in caption.value for caption in at.caption)
@@ -171,7 +172,7 @@ def test_presentation_mode_carries_over_from_compare():
     assert any(".contextfit-lines-legend" in html.proto.body for html in at.get("html"))  # the larger CSS
     assert at.table and not at.dataframe  # HTML, which that CSS enlarges
     # the grid's short headers and no verdict column (it came back in the HTML table, cut off at 1280)
-    shown = at.table[0].value
+    shown = at.table[1].value  # after the answer's costs
     assert "verdict" not in list(shown.columns) and "failed" in list(shown.columns)
     layouts = [json.loads(chart.proto.spec)["layout"] for chart in at.get("plotly_chart")]
     assert {layout["font"]["size"] for layout in layouts} == {16}  # the line charts' text too (page CSS cannot reach)

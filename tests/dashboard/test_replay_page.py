@@ -6,6 +6,7 @@ import json
 
 import pytest
 from support.paths import REPO
+from support.charts import replay_table
 from streamlit.testing.v1 import AppTest
 
 import contextfit
@@ -103,7 +104,7 @@ def test_the_page_replays_the_first_sample():
     expected = contextfit.replay(conversation, model=setup.model, context_limit=setup.context_limit,
                                  response_reserve=setup.response_reserve,
                                  strategies=ReplaySetup.of(setup.model, 1, 0).strategy_entries())
-    table = at.dataframe[0].value
+    table = replay_table(at).value
     assert list(table["strategy"]) == list(expected.totals)
     assert list(table["tokens sent"]) == [totals.tokens_sent for totals in expected.totals.values()]
     assert len(at.get("plotly_chart")) >= 4
@@ -120,7 +121,7 @@ def test_the_audit_page_opens_a_replay_of_its_chat(tmp_path, monkeypatch):
     assert not at.exception and not at.error
     assert at.title[0].value == "Replay"
     assert at.selectbox(key="source_chat_menu").value == chat_id
-    assert at.dataframe[0].value["strategy"][0] == "truncate"
+    assert replay_table(at).value["strategy"][0] == "truncate"
     # the "what if" starts from the chat's own model and limits (it started at gpt-4o, 32,000 and 4,000)
     assert (at.selectbox(key="model").value, at.number_input(key="limit").value,
             at.number_input(key="reserve").value) == ("gpt-4o", 400, 100)
@@ -241,7 +242,7 @@ def test_a_fact_written_as_a_regex_that_does_not_compile_is_left_out_with_its_er
     [warning] = [w for w in _warnings(at) if "does not compile" in w]
     assert warning.startswith("INVALID_SETTINGS: line 2 of the facts is written as a /regex/")
     assert '{"text": "/(ORD-7731/"}' in warning and warning.endswith("The line is left out until it is fixed.")
-    assert "Verdict" in [header.value for header in at.subheader]  # the replay is drawn, with the good fact
+    assert "Over the whole conversation" in [header.value for header in at.subheader]  # the replay is drawn, with the good fact
     assert "1 declared" in _turns(at)
 
 
@@ -277,7 +278,7 @@ def test_the_verdict_table_and_the_lost_facts_read_as_typed():
     at.number_input(key="reserve").set_value(100).run()
     at.text_area(key="replay_facts").input("/is la*te*/").run()
     assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    table = replay_table(at).value
     # whole turn numbers, or nothing (they were floats: "2.0" beside "NaN")
     assert str(table["first drop (turn)"].dtype) == "Int64" and str(table["first loss (turn)"].dtype) == "Int64"
     assert table["first loss (turn)"].tolist()[0] == 2
@@ -343,7 +344,7 @@ def test_a_link_opens_the_same_replay_and_the_page_keeps_its_link():
     assert reloaded.multiselect(key="strategies").value == ["truncate", "summarize"]
     assert reloaded.checkbox(key="replay_stable").value is False
     assert reloaded.text_area(key="replay_facts").value == "ORD-7731\n/zenith/i"
-    assert list(reloaded.dataframe[0].value["strategy"]) == ["truncate", "summarize"]
+    assert list(replay_table(reloaded).value["strategy"]) == ["truncate", "summarize"]
 
 
 def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
@@ -358,7 +359,7 @@ def test_a_link_with_values_the_page_cannot_take_says_so_and_draws_the_rest():
     assert any("limit='-5'" in text for text in warnings) and any("'nope'" in text for text in warnings)
     assert any("stable='x'" in text for text in warnings)
     assert at.multiselect(key="strategies").value == ["truncate"]
-    assert at.dataframe[0].value["strategy"][0] == "truncate"
+    assert replay_table(at).value["strategy"][0] == "truncate"
 
 
 def test_the_page_draws_a_progress_bar_while_it_replays_and_removes_it(monkeypatch):
@@ -432,7 +433,7 @@ def test_a_long_replay_reads_its_large_numbers_with_separators():
     assert not at.exception
     requests = len(request_positions(chat))
     assert requests > 1000 and _turns(at).startswith(f"{requests:,} turns ·")  # the caption read "1000 turns"
-    columns = json.loads(at.dataframe[0].proto.columns)
+    columns = json.loads(replay_table(at).proto.columns)
     assert columns["tokens sent"]["type_config"]["format"] == "localized"  # 94,562,889, not 94562889
 
 

@@ -70,6 +70,24 @@ def test_the_settings_a_page_does_not_draw_outlive_it(tmp_path, monkeypatch):
     assert at.text_area(key="replay_facts").value == "ORD-7731" and at.checkbox(key="replay_stable").value is False
 
 
+def test_the_priority_and_the_volume_are_the_same_on_both_pages_and_outlive_the_others(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFIT_DB", str(tmp_path / "chats.db"))
+    at = app().run()
+    assert (at.sidebar.radio(key="priority").value, at.sidebar.number_input(key="conversations_per_day").value) == (
+        "retention", 1_000)  # the defaults, shown
+    at.sidebar.radio(key="priority").set_value("cache").run()
+    at.sidebar.number_input(key="conversations_per_day").set_value(40_000).run()
+    at.switch_page("pages/replay.py").run()
+    assert (at.sidebar.radio(key="priority").value, at.sidebar.number_input(key="conversations_per_day").value) == (
+        "cache", 40_000)
+    at.switch_page("pages/models.py").run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    assert (at.sidebar.radio(key="priority").value, at.sidebar.number_input(key="conversations_per_day").value) == (
+        "cache", 40_000)
+    assert (at.query_params["priority"], at.query_params["per_day"]) == ("cache", "40000")
+
+
 def test_a_chat_from_the_audit_page_is_the_conversation_of_both_pages(tmp_path, monkeypatch):
     # "Replay under other settings" makes the stored chat the sidebar's conversation: Compare shows it too
     from contextfit import load_conversation

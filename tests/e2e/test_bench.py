@@ -81,6 +81,19 @@ def test_the_retention_bench_runs_small(tmp_path):
     assert {row["strategy"] for row in saved["rows"]} >= {"truncate", "summarize", "fact-ledger"}
 
 
+def test_a_smoke_run_of_the_retention_bench_writes_no_results_and_a_named_file_gets_them(tmp_path):
+    from contextfit.retention import results, runner
+
+    before = results.RESULTS.read_bytes()
+    small = ("--lengths", "20", "--seeds", "1", "--no-held-out", "--no-real", "--out", str(tmp_path))
+    run_bench("bench.retention", *small)
+    assert results.RESULTS.read_bytes() == before  # the shipped file is the full protocol's only
+    run_bench("bench.retention", *small, "--results", str(tmp_path / "small.json"))
+    measured = results.load(tmp_path / "small.json")
+    assert measured.lengths == (20,) and measured.held_out == ()
+    assert measured.rows() == runner.rows_of(runner.measure(lengths=(20,), seeds=(1,)))
+
+
 def test_the_bench_s_own_tests_pass():
     """bench/tests: the bench's functions, which only the bench's own tests may import."""
     done = subprocess.run([sys.executable, "-m", "pytest", "bench/tests", "-q", "-p", "no:cacheprovider"], cwd=REPO,

@@ -15,19 +15,20 @@ from support.browser import ARTIFACTS, READY, PlaywrightTimeout, edit_table_read
 
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
-METRIC = '[data-testid="stMetricValue"]'
+# Each strategy's exact count, the first words of a caption under its charts ("1,781 tokens of a 1,800-token budget").
+COUNTS = """() => [...document.querySelectorAll('[data-testid="stCaptionContainer"]')].map(e => e.innerText)
+    .filter(text => text.includes(' tokens of a ')).map(text => text.split(' tokens of a ')[0])"""
 
 
 def prompt_tokens(page, at_least: int = 1) -> list[str]:
-    """The prompt-token metrics on the page, once ``at_least`` of them are drawn (the browser may still be
-    drawing the run's last elements when the page turns idle) or after 30 s, whatever is there then."""
-    page.locator(METRIC).first.wait_for()
+    """The strategies' prompt tokens as the page says them exactly, once ``at_least`` of them are drawn (the
+    browser may still be drawing the run's last elements when the page turns idle) or after 30 s, whatever is there then."""
+    page.locator(".contextfit-window").first.wait_for()
     try:
-        page.wait_for_function("([selector, n]) => document.querySelectorAll(selector).length >= n",
-                               arg=[METRIC, at_least], timeout=30_000)
+        page.wait_for_function(f"() => ({COUNTS})().length >= {at_least}", timeout=30_000)
     except PlaywrightTimeout:
         pass  # the caller's assertion shows what is there
-    return [value.inner_text() for value in page.locator(METRIC).all()]
+    return page.evaluate(COUNTS)
 
 
 def test_first_load_shows_the_strategies_sending_different_prompts(page):

@@ -10,6 +10,7 @@ from support.browser import ARTIFACTS, READY, dashboard_server, load, script_run
 from playwright.sync_api import expect  # installed: support.browser skipped this module otherwise
 
 import contextfit
+from contextfit.dashboard import agent_rounds
 from contextfit.dashboard.setup import ReplaySetup, suggested_setup
 from contextfit.inputs.samples import SAMPLES, sample_text
 
@@ -29,7 +30,8 @@ def test_replay_page_draws_lines_verdict_and_a_turn(page, server):
     # prompt tokens, cumulative cost, cache hits: one line per strategy (stable_prefix variants included)
     for index in range(3):
         assert charts.nth(index).locator(".scatterlayer .trace.scatter").count() == len(expected.totals)
-    assert page.locator('[data-testid="stDataFrame"]').count() == 1
+    # the verdict, and an agent run's requests by user turn and tool round (the sample's ledger lookups)
+    assert page.locator('[data-testid="stDataFrame"]').count() == 1 + agent_rounds.view(expected).shown
     assert page.locator('[data-testid="stException"]').count() == 0
     metrics = page.locator('[data-testid="stMetricValue"]')
     last = expected.turns["truncate"][-1].prompt_tokens

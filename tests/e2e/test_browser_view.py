@@ -118,18 +118,16 @@ def test_screenshots_of_the_compare_page_at_1440_and_1920(page):
         assert _bars_inside_their_axes(page)
         page.screenshot(path=str(ARTIFACTS / f"compare-{width}-whole.png"))
         page.set_viewport_size({"width": width, "height": height})
-    # Presentation mode at 1920×1080: larger text (headings and the headline numbers), the sidebar folded away.
+    # Presentation mode at 1920×1080: larger text (headings and each window's headline), the sidebar folded away.
     normal = page.locator("h1").first.evaluate("h => parseFloat(getComputedStyle(h).fontSize)")
-    number = page.locator('[data-testid="stMetricValue"] p').first.evaluate("p => parseFloat(getComputedStyle(p).fontSize)")
+    number = page.locator(".contextfit-window .cfw-head").first.evaluate("p => parseFloat(getComputedStyle(p).fontSize)")
     with script_run(page):
         page.get_by_text("Presentation mode").click()
     page.wait_for_function("() => parseFloat(getComputedStyle(document.querySelector('h1')).fontSize) > %f" % normal)
     page.wait_for_function(
-        "() => parseFloat(getComputedStyle(document.querySelector('[data-testid=\"stMetricValue\"] p')).fontSize) > %f" % number)
+        "() => parseFloat(getComputedStyle(document.querySelector('.contextfit-window .cfw-head')).fontSize) > %f" % number)
     page.wait_for_function(
-        """() => { const bar = document.querySelector('[data-testid="stSidebar"]');
-                   return !bar || bar.getAttribute('aria-expanded') === 'false' || bar.getBoundingClientRect().width < 10; }"""
-    )
+        """() => document.querySelector('[data-testid="stSidebar"]').getAttribute('data-collapsed') === 'true'""")
     page.screenshot(path=str(ARTIFACTS / "compare-1920-presentation.png"), full_page=True)
 
 

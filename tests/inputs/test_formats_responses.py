@@ -189,13 +189,16 @@ def test_a_call_without_its_output_is_said():
     assert any("'c1'" in w and "has no function_call_output" in w for w in conversation.warnings)
 
 
-def test_a_duplicate_call_id_is_said_and_kept_in_one_group():
+def test_a_duplicate_call_id_is_said_and_starts_a_new_group():
     items = [user("Hi"), call("c1"), output("c1"), user("Again"), call("c1"), output("c1", "again")]
     conversation = load_conversation(request(items))
     assert any("'c1' at $.input[4] was already used at $.input[1]" in w for w in conversation.warnings)
     plan = plan_prompt(conversation, model="gpt-4o")
-    groups = {block.group for block in plan.blocks if block.id not in ("m0", "m3")}
-    assert len(groups) == 1 and None not in groups  # one tool group: the shared id links all four
+    group_of = {block.id: block.group for block in plan.blocks}
+    # Groups by answering (SPEC 3.2): each result answers the nearest earlier unanswered call with its id.
+    assert group_of["m1"] == group_of["m2"] is not None
+    assert group_of["m4"] == group_of["m5"] is not None
+    assert group_of["m1"] != group_of["m4"]
 
 
 def test_non_string_arguments():

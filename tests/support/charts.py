@@ -1,4 +1,4 @@
-"""Reads the Compare page's HTML charts (contextfit.dashboard.budget_bar, contextfit.dashboard.block_chart) back into numbers, for tests."""
+"""Reads the dashboard's HTML charts and tables (contextfit.dashboard.budget_bar, block_chart, category_bar; Replay's turns table) back into numbers, for tests."""
 
 from __future__ import annotations
 
@@ -173,3 +173,47 @@ def chart_count(at) -> tuple[int, int, int, int]:
 
 #: What Compare draws with every built-in strategy: no plotly chart, a budget bar and a block chart each, the fate matrix.
 EVERY_STRATEGY = (0, len(BUILTIN_STRATEGIES), len(BUILTIN_STRATEGIES), 1)
+
+
+class WindowBar(HTMLParser):
+    """A window bar (contextfit.dashboard.category_bar): ``strategy``, ``headline`` and ``parts``
+    [(category, tokens, width %)]."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.strategy, self.headline, self.parts = "", "", []
+        self._in_head = False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        classes = (found.get("class") or "").split()
+        if "contextfit-window" in classes:
+            self.strategy = found["data-strategy"]
+        self._in_head = "cfw-head" in classes
+        if "data-category" in found:
+            width = float(found["style"].split("width:")[1].split("%")[0])
+            self.parts.append((found["data-category"], int(found["data-tokens"]), width))
+
+    def handle_data(self, data):
+        if self._in_head:
+            self.headline += data
+
+    def handle_endtag(self, tag):
+        self._in_head = False
+
+
+def window_bars(at) -> list[WindowBar]:
+    """The window bars an AppTest run drew (one per fitted strategy, in column order)."""
+    return [WindowBar(element.proto.body) for element in at.get("html") if 'class="contextfit-window"' in element.proto.body]
+
+
+def prompt_tokens(at) -> list[str]:
+    """Each fitted strategy's prompt tokens as its column says them exactly ("1,781"), in column order."""
+    return [caption.value.split(" tokens of a ")[0] for caption in at.caption if " tokens of a " in caption.value]
+
+
+def replay_table(at):
+    """The Replay page's table of every turn under every strategy (in an AppTest run): the one with
+    ``tokens sent`` (the answer's costs table comes first)."""
+    return next(frame for frame in at.dataframe if "tokens sent" in frame.value.columns)

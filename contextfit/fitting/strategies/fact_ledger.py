@@ -24,6 +24,13 @@ the same chat gives the same ledger in every process.
   stay ``over_budget``. The ledger block is a ``summary`` block
   (``meta.kind: "summary"``, ``meta.method: "fact-ledger"``) whose
   ``meta.sources`` maps each line to its message.
+
+Which lines are facts, which are boilerplate and which supersede which is
+read from the whole history, and carried from one fit of a growing chat to
+the next (:mod:`.ledger_entries`): a refit after an appended message reads
+that message's lines, not the history again. What each fit still does in
+proportion to the history is the ledger itself (up to ``ledger_tokens``) and
+the list of dropped facts it does not show.
 """
 
 from __future__ import annotations
@@ -31,14 +38,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...inputs import messages as msg
-from .. import results as r
+from ...inputs.messages import SUMMARY
+from .. import results
 from ..analysis import FitView
 from ..results import InsertedBlock
 from .base import BuiltinStrategy, Proposal, fill_newest, room_left, start_reasons
-from .ledger_facts import (
-    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, FactLine, fact_lines, rarity, same_key,
-)
+from .ledger_entries import Entry, held_entries
 from .summarize import summary_position
 
 MIN_LEDGER_TOKENS = 24
@@ -53,66 +58,6 @@ def default_ledger_tokens(budget: int) -> int:
     (2500, 64)
     """
     return max(64, budget // 4)
-
-
-class _Entry:
-    """A fact line of one message, with its place and what superseded it."""
-
-    __slots__ = ("index", "line", "priority", "replaces", "superseded")
-
-    def __init__(self, index: int, line: FactLine, priority: float) -> None:
-        self.index = index
-        self.line = line
-        self.priority = priority
-        self.replaces: int | None = None
-        self.superseded = False
-
-
-def _lines(view: FitView, index: int) -> list[FactLine]:
-    """A message's fact lines, kept with the conversation's facts (a refit reads them again)."""
-    derived = view.analysis.derived
-    key = ("fact-ledger", index)
-    found = derived.get(key)
-    if found is None:
-        found = derived[key] = fact_lines(view.text(index), view.analysis.roles[index])
-    return found  # type: ignore[return-value]
-
-
-def ledger_entries(view: FitView) -> list[_Entry]:
-    """Every history message's fact lines worth a ledger line, in message order,
-    with boilerplate marked down and superseded lines marked."""
-    kinds = view.analysis.kinds
-    history = [index for index in range(view.n) if kinds[index] == msg.HISTORY]
-    per_message = [(index, _lines(view, index)) for index in history]
-    seen_in: dict[str, set[int]] = {}
-    for index, lines in per_message:
-        for line in lines:
-            if line.signature:
-                seen_in.setdefault(line.signature, set()).add(index)
-    entries = []
-    for index, lines in per_message:
-        for line in lines:
-            priority = line.base_priority
-            if len(seen_in.get(line.signature, ())) >= BOILERPLATE_MESSAGES:
-                priority += BOILERPLATE_PENALTY
-            if priority >= LEDGER_THRESHOLD:
-                entries.append(_Entry(index, line, priority))
-    weight = rarity([entry.line.key for entry in entries])
-    by_word: dict[str, list[_Entry]] = {}
-    for entry in entries:
-        earlier: dict[int, _Entry] = {}
-        for word in entry.line.key:
-            for other in by_word.get(word, ()):
-                earlier[id(other)] = other
-        for other in earlier.values():
-            if (not other.superseded and other.index < entry.index and other.line.main_sort == entry.line.main_sort
-                    and not set(other.line.values) & set(entry.line.values)
-                    and same_key(other.line.key, entry.line.key, weight)):
-                other.superseded = True
-                entry.replaces = other.index if entry.replaces is None else max(entry.replaces, other.index)
-        for word in entry.line.key:
-            by_word.setdefault(word, []).append(entry)
-    return entries
 
 
 class FactLedger(BuiltinStrategy):
@@ -143,91 +88,88 @@ class FactLedger(BuiltinStrategy):
             reasons = start_reasons(view)
             fill_newest(view, reasons, room)
             notes = [_incomplete(f"No fact ledger: {why}; the dropped history is excluded as over_budget.")] \
-                if why and r.OVER_BUDGET in reasons else []
+                if why and results.OVER_BUDGET in reasons else []
             return Proposal(reasons, diagnostics=notes)
 
         if reserve < MIN_LEDGER_TOKENS:
             return plain(f"only {room} tokens are free for a ledger")
         reasons = start_reasons(view)
         space = fill_newest(view, reasons, room - reserve) + reserve
-        if r.OVER_BUDGET not in reasons:
+        if results.OVER_BUDGET not in reasons:
             return Proposal(reasons)
-        entries = ledger_entries(view)
-        built = self.build(view, entries, reasons, min(space, size))
-        if built is None:  # nothing dropped states a fact, or not one line fits: truncate with the whole room
-            wanted = any(reasons[entry.index] == r.OVER_BUDGET for entry in entries)
-            return plain(f"not one fact line fits in {min(space, size)} tokens" if wanted else None)
-        # The ledger costs what it holds, not its reserve: give the rest back to recent history.
-        reasons = start_reasons(view)
-        space = fill_newest(view, reasons, room - built[1])
-        built = self.build(view, entries, reasons, min(space + built[1], size))
+        with held_entries(view) as entries:  # carried from the last fit (ledger_entries.py)
+            built = self.build(view, entries.ranked, reasons, min(space, size))
+            if built is None:  # nothing dropped states a fact, or not one line fits: truncate with the whole room
+                wanted = any(reasons[entry.index] == results.OVER_BUDGET for entry in entries.entries)
+                return plain(f"not one fact line fits in {min(space, size)} tokens" if wanted else None)
+            # The ledger costs what it holds, not its reserve: give the rest back to recent history.
+            reasons = start_reasons(view)
+            space = fill_newest(view, reasons, room - built[1])
+            built = self.build(view, entries.ranked, reasons, min(space + built[1], size))
         if built is None:  # pragma: no cover - the refill only keeps more, and the ledger's lines still fit
             return plain()
         message, tokens, sources, left_out = built
         for index in sources:
-            reasons[index] = r.SUMMARIZED
+            reasons[index] = results.SUMMARIZED
         notes = []
         if left_out:
             notes.append(_incomplete(
                 f"The fact ledger holds {len(message['meta']['sources'])} facts; {len(left_out)} more from the dropped "
                 f"history did not fit its {min(space + tokens, size)} tokens (in {_ids(view, left_out)}).",
-                [view.id_of(i) for i in left_out]))
-        return Proposal(reasons, [InsertedBlock(message, summary_position(view), r.SUMMARY, tokens, tuple(sources))],
+                message["meta"]["notShown"]))
+        return Proposal(reasons, [InsertedBlock(message, summary_position(view), results.SUMMARY, tokens, tuple(sources))],
                         notes)
 
-    def build(self, view: FitView, entries: Sequence[_Entry], reasons: Sequence[str | None],
+    def build(self, view: FitView, ranked: Sequence[Entry], reasons: Sequence[str | None],
               max_tokens: int) -> tuple[dict, int, list[int], list[int]] | None:
         """The ledger block for the facts of the messages ``reasons`` drops, in at most
         ``max_tokens``: ``(message, tokens, source indices, indices of facts left out)``, or
-        ``None`` when no dropped message states a fact (or none fits)."""
-        kept = {index for index, reason in enumerate(reasons) if reason is None}
-        superseded_by_kept = _kept_supersessions(entries, kept)
-        wanted = [entry for entry in entries if reasons[entry.index] == r.OVER_BUDGET and not entry.superseded
-                  and id(entry) not in superseded_by_kept]
+        ``None`` when no dropped message states a fact (or none fits). ``ranked``: the entries
+        in their order of choice (``Entry.rank``). A superseded fact is never wanted: its newest
+        setting is in the ledger or still sent."""
+        over = results.OVER_BUDGET
+        wanted = [entry for entry in ranked if reasons[entry.index] == over and not entry.superseded]
         if not wanted:
             return None
-        ranked = sorted(wanted, key=lambda e: (-e.priority, -e.index))
-        empty = {"role": "system", "content": "", "meta": {"kind": msg.SUMMARY}}
+        empty = {"role": "system", "content": "", "meta": {"kind": SUMMARY}}
         empty_cost = view.count_block(empty)
-        chosen: list[_Entry] = []
+        chosen: list[Entry] = []
         remaining = max_tokens - view.count_block({**empty, "content": _header(1)})
-        for entry in ranked:
-            cost = view.count_block({**empty, "content": "\n" + _line(view, entry)}) - empty_cost
+        for entry in wanted:
+            cost = entry.cost
+            if cost is None:  # a line costs the same in every ledger of this analysis (one counter)
+                cost = entry.cost = view.count_block({**empty, "content": "\n" + _line(view, entry)}) - empty_cost
             if cost <= remaining:
                 chosen.append(entry)
                 remaining -= cost
+        taken = set(map(id, chosen))
+        left = {e.index for e in wanted if id(e) not in taken}  # messages with a fact not shown
+        shown = sorted(chosen, key=lambda e: (e.index, e.line.text))
         while chosen:
-            left_out = sorted({e.index for e in wanted if e not in chosen})
-            block = _block(view, sorted(chosen, key=lambda e: (e.index, e.line.text)), left_out)
-            tokens = view.count_block(block)
+            left_out = sorted(left)
+            block, parts = _block(view, shown, left_out)
+            tokens = view.count_joined(block, parts)  # its lines' cached counts where that is exact
             if tokens <= max_tokens:
                 return block, tokens, sorted({e.index for e in chosen}), left_out
-            chosen.pop()  # the lowest priority goes first
+            last = chosen.pop()  # the lowest priority goes first
+            shown.remove(last)
+            left.add(last.index)
         return None
-
-
-def _kept_supersessions(entries: Sequence[_Entry], kept: set[int]) -> set[int]:
-    """Entries in dropped messages whose fact a sent message sets again (by :func:`ledger_entries`'
-    supersession: the entry that replaced them is in a kept message)."""
-    found = set()
-    by_index: dict[int, list[_Entry]] = {}
-    for entry in entries:
-        by_index.setdefault(entry.index, []).append(entry)
-    for entry in entries:
-        if entry.replaces is not None and entry.index in kept:
-            for old in by_index.get(entry.replaces, ()):
-                if old.superseded:
-                    found.add(id(old))
-    return found
 
 
 def _header(count: int) -> str:
     return f"Fact ledger, quoted from {count} earlier message{'s' if count != 1 else ''} not shown (newest value of each):"
 
 
-def _line(view: FitView, entry: _Entry) -> str:
-    replaced = f" (replaces {view.id_of(entry.replaces)})" if entry.replaces is not None else ""
-    return f"- [{view.id_of(entry.index)}] {entry.line.text}{replaced}"
+def _line(view: FitView, entry: Entry) -> str:
+    """The entry's ledger line (and its ``meta.sources`` item), made again when the pass runs again."""
+    shown = entry.shown
+    if shown is None:
+        replaced = f" (replaces {view.id_of(entry.replaces)})" if entry.replaces is not None else ""
+        shown = entry.shown = f"- [{view.id_of(entry.index)}] {entry.line.text}{replaced}"
+        entry.source = {"index": entry.index, "id": view.id_of(entry.index), "text": entry.line.text,
+                        **({"replaces": view.id_of(entry.replaces)} if entry.replaces is not None else {})}
+    return shown
 
 
 def _ids(view: FitView, indices: Sequence[int]) -> str:
@@ -235,24 +177,26 @@ def _ids(view: FitView, indices: Sequence[int]) -> str:
     return shown + (", …" if len(indices) > POINTERS else "")
 
 
-def _block(view: FitView, chosen: Sequence[_Entry], left_out: Sequence[int]) -> dict:
+def _block(view: FitView, chosen: Sequence[Entry], left_out: Sequence[int]) -> tuple[dict, list[str]]:
+    """The ledger block, and its content's lines each with its line break (their join)."""
     messages = sorted({entry.index for entry in chosen})
-    lines = [_header(len(messages)), *(_line(view, entry) for entry in chosen)]
+    lines = [_header(len(messages)), *[_line(view, entry) for entry in chosen]]
     if left_out:
         lines.append(f"Not shown: more facts from {len(left_out)} message{'s' if len(left_out) != 1 else ''} "
                      f"({_ids(view, left_out)}); the chat keeps them.")
-    sources = [{"index": e.index, "id": view.id_of(e.index), "text": e.line.text,
-                **({"replaces": view.id_of(e.replaces)} if e.replaces is not None else {})} for e in chosen]
-    meta = {"kind": msg.SUMMARY, "id": "fact-ledger", "method": "fact-ledger", "summarized": messages,
+    sources = [entry.source.copy() for entry in chosen]  # type: ignore[union-attr] # each result its own
+    meta = {"kind": SUMMARY, "id": "fact-ledger", "method": "fact-ledger", "summarized": messages,
             "sources": sources, "notShown": [view.id_of(i) for i in left_out]}
-    return {"role": "system", "content": "\n".join(lines), "meta": meta}
+    parts = [line + "\n" for line in lines]
+    parts[-1] = lines[-1]
+    return {"role": "system", "content": "".join(parts), "meta": meta}, parts
 
 
 def _incomplete(message: str, left_out: Sequence[str] = ()) -> dict:
-    found = {"code": r.LEDGER_INCOMPLETE, "message": message}
+    found = {"code": results.LEDGER_INCOMPLETE, "message": message}
     if left_out:
         found["notShown"] = list(left_out)
     return found
 
 
-__all__ = ["FactLedger", "default_ledger_tokens", "ledger_entries"]
+__all__ = ["FactLedger", "default_ledger_tokens"]

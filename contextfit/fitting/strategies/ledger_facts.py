@@ -44,6 +44,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from ...text import sentences, words
 
@@ -235,7 +236,16 @@ def rarity(keys: Sequence[frozenset[str]]) -> dict[str, float]:
         for word in key:
             counts[word] = counts.get(word, 0) + 1
     total = len(keys)
-    return {word: math.log(1 + total / count) for word, count in counts.items()}
+    return {word: word_weight(total, count) for word, count in counts.items()}
+
+
+def word_weight(lines: int, holding: int) -> float:
+    """A key word's weight when ``holding`` of ``lines`` lines hold it (:func:`rarity`).
+
+    >>> round(word_weight(10, 10), 3), round(word_weight(10, 1), 3)
+    (0.693, 2.398)
+    """
+    return math.log(1 + lines / holding)
 
 
 def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> bool:
@@ -250,10 +260,11 @@ def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> 
     """
     if not a or not b:
         return False
-    shared = sum(weight.get(word, 1.0) for word in a & b)
-    lighter = min(sum(weight.get(word, 1.0) for word in a), sum(weight.get(word, 1.0) for word in b))
+    get = weight.get  # each sum in C, adding the same weights in the same order as a loop would
+    shared = sum(map(get, a & b, repeat(1.0)))
+    lighter = min(sum(map(get, a, repeat(1.0))), sum(map(get, b, repeat(1.0))))
     return lighter > 0 and shared >= SUPERSEDE_SIMILARITY * lighter
 
 
 __all__ = ["BOILERPLATE_MESSAGES", "BOILERPLATE_PENALTY", "FactLine", "LEDGER_THRESHOLD", "fact_lines", "rarity",
-           "same_key"]
+           "same_key", "word_weight"]
