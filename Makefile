@@ -46,9 +46,10 @@ test-fast: $(VENV)/.installed-dev
 test-deep: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(XDIST) -m "hypothesis and not perf" --hypothesis-profile=deep $(PYTEST_ARGS)
 
-## lint: ruff with the project's rules (pyproject.toml)
+## lint: ruff with the project's rules, and the dead-code finder (both configured in pyproject.toml)
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check
+	$(BIN)/vulture
 
 ## bench: the quick benchmark (bench/README.md); `make bench ARGS=--full` runs all
 bench: $(VENV)/.installed-bench

@@ -103,19 +103,18 @@ def test_ticks_are_whole_steps_of_one_two_or_five(top, most):
 
 
 @pytest.mark.parametrize("dense", [block_chart.DENSE_THRESHOLD, 6])
-def test_the_fate_grid_has_the_cells_of_the_plotly_fate_matrix(dense):
+def test_the_fate_grid_has_the_cells_of_the_fate_matrix_view(dense):
     plans = {name: plan_for(name) for name in ("truncate", "summarize", "vector-recall")}
     grid = FateGrid(fate_grid.fate_html(plans, dense))
-    figure = json.loads(charts.fate_matrix_figure(plans, dense).to_json())
-    heatmap = figure["data"][0]
-    codes = [*charts.SHADES, "absent"]
-    assert list(grid.rows) == heatmap["y"] == list(plans)
-    assert [[codes.index(shade) for shade, _ in cells] for cells in grid.rows.values()] == heatmap["z"]
+    view = charts.fate_matrix_view(plans, dense)
+    assert list(grid.rows) == list(view.names) == list(plans)
+    assert [[shade for shade, _ in cells] for cells in grid.rows.values()] == [
+        ["absent" if shade is None else shade for shade in row] for row in view.shades]
     assert [[tip for _, tip in cells] for cells in grid.rows.values()] == [
-        [text.replace("<b>", "").replace("</b>", "").replace("<br>", "") for text in row] for row in heatmap["text"]]
+        [text.replace("<b>", "").replace("</b>", "").replace("<br>", "") for text in row] for row in view.hovers]
     if dense > 41:  # unbinned: truncate's row has an empty cell where summarize sends its summary
         assert [shade for shade, _ in grid.rows["truncate"]].count("absent") == 1
-    assert grid.x_title == figure["layout"]["xaxis"]["title"]["text"]
+    assert grid.x_title == view.x_title
 
 
 def test_the_fate_grid_escapes_strategy_names_and_block_ids():

@@ -162,24 +162,20 @@ def test_fate_matrix_rows_follow_each_plan():
     assert [row[summary] for row in rows] == [None, "summarized", None, None, None, None]  # the ledger is its own block
 
 
-def test_fate_matrix_figure_uses_the_shades_and_names_blocks_by_id():
-    plans = plans_for()
-    figure = json.loads(charts.fate_matrix_figure(plans).to_json())
-    heatmap = figure["data"][0]
-    assert heatmap["type"] == "heatmap" and heatmap["y"] == STRATEGIES
-    colours = [stop[1] for stop in heatmap["colorscale"]][::2]
-    assert colours[: len(charts.SHADES)] == [s.color for s in charts.SHADES.values()]
-    legend = [t["name"] for t in figure["data"][1:]]
-    assert "summary (sent)" in legend and "folded into the summary" in legend and "excluded: manual" in legend
-    summarize = heatmap["text"][STRATEGIES.index("summarize")]
+def test_fate_matrix_view_uses_the_shades_and_names_blocks_by_id():
+    view = charts.fate_matrix_view(plans_for())
+    assert list(view.names) == STRATEGIES and view.per_cell == 1
+    used = {shade for row in view.shades for shade in row if shade is not None}
+    assert used <= set(charts.SHADES) and {"summary", "summarized", "manual"} <= used
+    summarize = view.hovers[STRATEGIES.index("summarize")]
     assert any("<b>summary</b>: summary (sent) (summary)" in cell for cell in summarize)
 
 
 def test_dense_fate_matrix_bins_columns():
     chat = [{"role": "user" if i % 2 else "assistant", "content": f"m {i}"} for i in range(1200)]
     plans = {s: contextfit.plan_prompt(chat, model="gpt-4o", context_strategy=s, context_limit=4000, response_reserve=500) for s in STRATEGIES}
-    heatmap = json.loads(charts.fate_matrix_figure(plans, dense_threshold=300).to_json())["data"][0]
-    assert len(heatmap["z"][0]) <= 300 and heatmap["text"][0][0].startswith("truncate · blocks m0 – m3")
+    view = charts.fate_matrix_view(plans, dense_threshold=300)
+    assert len(view.shades[0]) <= 300 and view.hovers[0][0].startswith("truncate · blocks m0 – m3")
 
 
 def test_legend_lists_every_shade():

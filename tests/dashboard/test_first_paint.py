@@ -81,10 +81,12 @@ def test_every_chart_is_sent_before_the_first_table(monkeypatch):
     assert not at.exception
     assert sent.count("chart") == 2 * len(BUILTIN_STRATEGIES) + 1 and "dataframe" in sent
     assert max(n for n, kind in enumerate(sent) if kind == "chart") < sent.index("dataframe")
-    # ...and the page still shows them in their places: the matrix below the breakdown, the verdict on top.
+    # ...and the page still shows them in their places: the strategies' columns first, then the fate matrix
+    # (both in a projector's first 1080 pixels), then the verdict and the breakdown by kind.
     headers = [s.value for s in at.subheader]
-    assert headers[0] == "Verdict"
-    assert headers.index("Tokens by kind") < headers.index("Fate of every block, strategy by strategy")
+    assert headers[:len(BUILTIN_STRATEGIES)] == list(BUILTIN_STRATEGIES)
+    matrix = headers.index("Fate of every block, strategy by strategy")
+    assert matrix == len(BUILTIN_STRATEGIES) and matrix < headers.index("Verdict") < headers.index("Tokens by kind")
 
 
 def test_the_preload_imports_the_chart_code_first_then_the_rest():
