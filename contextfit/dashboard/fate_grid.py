@@ -1,8 +1,7 @@
 """The fate matrix as plain HTML and CSS, for the Compare page.
 
-The same matrix as :func:`contextfit.dashboard.charts.fate_matrix_figure` (the
-same cells, from :func:`~contextfit.dashboard.charts.fate_matrix_view`; the same
-shades and hover text): one row per strategy, one cell per block in prompt
+The cells come from :func:`~contextfit.dashboard.charts.fate_matrix_view` (the
+shades and hover text the block charts use): one row per strategy, one cell per block in prompt
 order, binned past :data:`~contextfit.dashboard.block_chart.DENSE_THRESHOLD`
 blocks. With the budget bars and block charts in HTML too, Compare draws no
 plotly chart: the browser neither compiles the 4.7 MB chart code for it nor

@@ -29,6 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .. import caches
 from ..amounts import percent
 
 #: Where the measured figures are stored (package data).
@@ -80,6 +81,9 @@ def headline() -> dict[str, Figure]:
     """The stored headline, by strategy (read once per process)."""
     stored = json.loads(HEADLINE_FILE.read_text(encoding="utf-8"))
     return {name: Figure(**values) for name, values in stored.items()}
+
+
+caches.register("retention.headline", headline)
 
 
 def citation(strategy: str | None) -> str | None:
