@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
+# The tests run in parallel over the machine's cores; each end-to-end module stays in one worker.
+XDIST ?= -n auto --dist loadgroup
 
-.PHONY: run test bench retention serve lint clean
+.PHONY: run test test-fast test-deep lint bench retention serve clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +36,20 @@ run: $(VENV)/.installed
 
 ## test: the whole test suite
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+## test-fast: everything but the end-to-end tests (browsers, servers, install, bench) and perf, in a few minutes
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(XDIST) -m "not e2e and not perf" $(PYTEST_ARGS)
+
+## test-deep: the property tests (hypothesis) under the deep profile: 3x the examples (tests/support/depth.py)
+test-deep: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(XDIST) -m "hypothesis and not perf" --hypothesis-profile=deep $(PYTEST_ARGS)
+
+## lint: ruff with the project's rules, and the dead-code finder (both configured in pyproject.toml)
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check
+	$(BIN)/vulture
 
 ## bench: the quick benchmark (bench/README.md); `make bench ARGS=--full` runs all
 bench: $(VENV)/.installed-bench

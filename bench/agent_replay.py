@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 from time import perf_counter, process_time
@@ -39,33 +38,9 @@ from typing import Any
 import contextfit
 from contextfit.caches import clear_caches
 
+from tests.support.agent_runs import agent_run  # the tests' seeded agent run (one generator for both)
+
 from .replay import STRATEGIES, _per_strategy
-ROUNDS_PER_TURN = 49
-WORDS = ("handler", "config", "parse", "request", "tests", "router", "cache", "session", "module", "fixture",
-         "timeout", "retry", "payload", "schema", "index", "token", "branch", "commit", "deploy", "error")
-
-
-def agent_run(requests: int, seed: int = 34) -> list[dict]:
-    """A seeded agent conversation with exactly ``requests`` model calls (module docstring)."""
-    rng = random.Random(seed)
-    words = lambda n: " ".join(rng.choice(WORDS) for _ in range(n))  # noqa: E731
-    chat: list[dict] = [{"role": "system", "content": "You are a coding agent. " + words(1100)}]
-    made = turn = 0
-    while made < requests:
-        turn += 1
-        chat.append({"role": "user", "content": f"Task {turn}: {words(rng.randint(10, 40))}?"})
-        made += 1
-        for _ in range(min(ROUNDS_PER_TURN, requests - made)):
-            calls = [{"id": f"call_{k}", "type": "function",
-                      "function": {"name": rng.choice(("read_file", "grep", "run_tests")),
-                                   "arguments": json.dumps({"path": words(2)})}} for k in range(rng.choice((1, 1, 2)))]
-            chat.append({"role": "assistant", "content": None, "tool_calls": calls})
-            for call in calls:
-                size = rng.randint(2500, 6000) if rng.random() < 1 / 8 else rng.randint(10, 120)
-                chat.append({"role": "tool", "tool_call_id": call["id"], "content": words(size)})
-            made += 1
-        chat.append({"role": "assistant", "content": f"Done with task {turn}: {words(30)}."})
-    return chat
 
 
 def _load() -> str:

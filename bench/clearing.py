@@ -8,7 +8,7 @@ llama-factory glaive tool-call demo records one after another as one long
 agent chat (from ``../shared/fixtures`` when present). The pydantic-ai
 recorded requests are left out: their tool results are a few tokens, no
 longer than a placeholder, so both strategies keep the same there (the test
-suite fits them, tests/test_clear_tool_results.py).
+suite fits them, tests/fitting/test_clear_tool_results.py).
 
     .venv/bin/python -m bench.clearing
 """

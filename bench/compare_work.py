@@ -38,7 +38,7 @@ _CHILD = r"""
 import json, sys, time
 started = time.perf_counter()
 from contextfit import load_conversation
-from contextfit.dashboard import charts, compare_view, editor
+from contextfit.dashboard import charts, compare_view, editor, fate_grid
 from contextfit.dashboard.sessions import session_for
 from contextfit.dashboard.setup import suggested_setup
 from contextfit.inputs.samples import SAMPLES, sample_text
@@ -53,7 +53,7 @@ def draw(conversation, setup):
     for plan in fitted.values():
         charts.budget_figure(plan); charts.blocks_figure(plan); compare_view.headline(plan)
     if len(fitted) > 1:
-        charts.fate_matrix_figure(fitted)
+        fate_grid.fate_html(fitted)
     editor.editor_rows(conversation, setup, plans)
     return setup
 

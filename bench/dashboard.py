@@ -506,21 +506,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--refit", action="store_true", help="a warm limit change on a chat of --refit-messages")
     parser.add_argument("--refit-messages", type=int, default=1000)
     parser.add_argument("--tree", type=Path, help="another source tree measured alternately with this one (before)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON results go (default bench/results)")
     options = parser.parse_args(argv)
+    options.out.mkdir(parents=True, exist_ok=True)
     if options.first_paint or options.refit:
-        RESULTS.mkdir(exist_ok=True)
         if options.first_paint:
             result = measure_first_paint(options.runs, options.tree)
-            (RESULTS / "dashboard-first-paint.json").write_text(json.dumps(result, indent=2))
+            (options.out / "dashboard-first-paint.json").write_text(json.dumps(result, indent=2))
             print(report_first_paint(result))
         if options.refit:
             result = measure_refits(options.refit_messages, options.runs, options.tree)
-            (RESULTS / "dashboard-refit.json").write_text(json.dumps(result, indent=2))
+            (options.out / "dashboard-refit.json").write_text(json.dumps(result, indent=2))
             print(report_refits(result))
         return
     result = measure(options.messages, options.runs, options.tree)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dashboard.json").write_text(json.dumps(result, indent=2))
+    (options.out / "dashboard.json").write_text(json.dumps(result, indent=2))
     print(report(result))
 
 

@@ -32,12 +32,9 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-_TESTS = Path(__file__).resolve().parent.parent / "tests"
-
 
 def _png_bomb(chunks: int) -> bytes:
-    sys.path.insert(0, str(_TESTS))
-    from test_formats_png import chunk, png  # the tests' PNG builder
+    from tests.support.png import chunk, png  # the tests' PNG builder
 
     one = chunk(b"zTXt", b"chara\x00\x00" + zlib.compress(b"\x00" * (16 * 1024 * 1024), 9))
     return png(*[one] * chunks)

@@ -49,10 +49,8 @@ from typing import Any
 
 import httpx
 
-from .load import Cluster, fresh_schema
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from api_support import TcpProxy, endpoint_calls  # noqa: E402  (the tests' proxy and list of endpoints)
+from tests.support.api import TcpProxy, endpoint_calls  # the tests' proxy and list of endpoints
+from tests.support.servers import Cluster, fresh_schema
 
 MODEL = "llama-3.1-8b"  # an approximate tokenizer: nothing to load
 KEY = "sk-bench-hostile"

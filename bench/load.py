@@ -40,16 +40,12 @@ import asyncio
 import json
 import os
 import re
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -58,15 +54,11 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from tests.support.servers import Cluster, fresh_schema
+
 RESULTS = Path(__file__).resolve().parent / "results"
 MODEL = "llama-3.1-8b"  # an approximate tokenizer: no vocabulary to load
 FAKE_KEY = "sk-load-test"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class SlowProvider:
@@ -117,76 +109,6 @@ class SlowProvider:
                 self.wfile.write(data)
 
         return Handler
-
-
-class Cluster:
-    """``count`` ``contextfit serve`` processes on loopback ports, all on ``database``."""
-
-    def __init__(self, database: str, count: int, *, env: dict[str, str] | None = None, log_dir: Path | None = None,
-                 extra: tuple[str, ...] = ()) -> None:  # fmt: skip
-        self.database, self.ports = database, [free_port() for _ in range(count)]
-        environment = {**os.environ, **(env or {})}
-        self.logs = [(log_dir or Path("/tmp")) / f"serve-{port}-{uuid.uuid4().hex[:6]}.log" for port in self.ports]
-        self.processes = []
-        for port, log in zip(self.ports, self.logs):
-            command = [sys.executable, "-m", "contextfit", "serve", "--db", database, "--port", str(port), *extra]
-            with log.open("w") as out:
-                self.processes.append(subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=out))
-        try:
-            for index in range(count):
-                self.wait_ready(index)
-        except BaseException:
-            self.close()
-            raise
-
-    def url(self, index: int) -> str:
-        return f"http://127.0.0.1:{self.ports[index]}"
-
-    def wait_ready(self, index: int, seconds: float = 120) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url(index) + "/openapi.json", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                if self.processes[index].poll() is not None:
-                    raise RuntimeError(f"contextfit serve exited: {self.logs[index].read_text()}") from None
-                time.sleep(0.1)
-        raise RuntimeError(f"contextfit serve on port {self.ports[index]} did not start")
-
-    def kill(self, index: int) -> None:
-        """SIGKILL one process: no shutdown, no cleanup, as a crash or an OOM kill."""
-        self.processes[index].send_signal(signal.SIGKILL)
-        self.processes[index].wait()
-
-    def close(self) -> None:
-        for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-@contextmanager
-def fresh_schema(url: str):
-    """A URL whose connections use a new PostgreSQL schema, dropped afterwards."""
-    from contextfit.serving.database import database_url
-
-    schema = "cf_test_" + uuid.uuid4().hex[:12]
-    admin = sa.create_engine(database_url(url))
-    with admin.begin() as connection:
-        connection.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    separator = "&" if "?" in url else "?"
-    try:
-        yield f"{url}{separator}options=-csearch_path%3D{schema}"
-    finally:
-        with admin.begin() as connection:
-            connection.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 @dataclass
@@ -472,15 +394,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chats", type=int, default=200)
     parser.add_argument("--generations", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--cancel-every", type=int, default=Workload.cancel_every,
+                        help="every n-th generation is slow and cancelled through another process (default 20)")
     parser.add_argument("--lease", type=float, default=5.0, help="$CONTEXTFIT_LEASE_SECONDS of the servers")
+    parser.add_argument("--no-baseline", action="store_true", help="only the phase of --processes, not one process first")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     url = args.db or os.environ.get("CONTEXTFIT_LOAD_PG_URL") or os.environ.get("CONTEXTFIT_TEST_PG_URL")
     if not url:
         parser.error("give a PostgreSQL URL: --db, $CONTEXTFIT_LOAD_PG_URL or $CONTEXTFIT_TEST_PG_URL")
-    workload = Workload(args.chats, args.generations, args.concurrency, lease=args.lease)
+    workload = Workload(args.chats, args.generations, args.concurrency, args.cancel_every, lease=args.lease)
     args.out.mkdir(parents=True, exist_ok=True)
-    phases = [run_phase(url, count, workload, kill=count > 1, log_dir=args.out) for count in (1, args.processes)]
+    counts = (args.processes,) if args.no_baseline else (1, args.processes)
+    phases = [run_phase(url, count, workload, kill=count > 1, log_dir=args.out) for count in counts]
     text = markdown(phases, workload, machine())
     (args.out / "load.json").write_text(json.dumps({"workload": asdict(workload), "phases": phases}, indent=2))
     (args.out / "load.md").write_text(text + "\n")

@@ -9,18 +9,16 @@ without contextfit's engine.
   contender is judged by one yardstick; :func:`counter_agreement` checks,
   message by message, that the two agree on each input.
 * Groups and protection come from the independent oracle of the property
-  tests (``tests/conversations.py``, SPEC §3.2-3.3 written out without the
+  tests (``tests/support/conversations.py``, SPEC §3.2-3.3 written out without the
   engine's code).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 PER_MESSAGE, PER_NAME, REPLY_PRIMING, PER_CALL, PER_IMAGE = 3, 1, 3, 8, 1_700
@@ -40,13 +38,10 @@ def encoding() -> Any:
     return contextfit.get_tokenizer("o200k_base").encoding
 
 
-@lru_cache(maxsize=1)
 def _test_oracle() -> Any:
-    path = Path(__file__).resolve().parent.parent / "tests" / "conversations.py"
-    spec = importlib.util.spec_from_file_location("contextfit_bench_test_oracle", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    from tests.support import conversations
+
+    return conversations
 
 
 def _text(value: Any) -> str:

@@ -65,17 +65,11 @@ from typing import Any
 
 import contextfit
 from contextfit.replays import run as replay_module
-from contextfit.replays.run import model_calls
 from contextfit.tokens.tokenizers import Tokenizer
 
-from .conversations import FIXTURES, stitched, synthetic
+from .conversations import FIXTURES, stitched, synthetic_turns, user_requests  # noqa: F401  (bench/tests reads it here)
 
 STRATEGIES = ("truncate", "summarize", "clear-tool-results", "vector-recall")
-
-
-def user_requests(messages: list[dict]) -> list[int]:
-    """The positions of a chat's user messages that are requests (its tool rounds left out)."""
-    return [call.position for call in model_calls(messages) if call.trigger == "user"]
 
 
 def conversation(turns: int, chat: str = "synthetic") -> list[dict]:
@@ -87,13 +81,7 @@ def conversation(turns: int, chat: str = "synthetic") -> list[dict]:
         if joined is None:
             raise SystemExit(f"--chat fixtures needs the shared fixtures ({FIXTURES}, or $CONTEXTFIT_SHARED_FIXTURES)")
         return joined.messages
-    size = max(4, turns * 2)
-    while True:
-        messages = synthetic(size).messages
-        requests = user_requests(messages)
-        if len(requests) >= turns:
-            return messages[: requests[turns - 1] + 1]
-        size = int(size * 1.25) + 8
+    return synthetic_turns(turns)
 
 
 @contextmanager

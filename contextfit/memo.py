@@ -11,7 +11,7 @@ count against the budget like everything else. When the bytes accounted pass
 ``max_bytes``, the oldest entries are dropped until half the budget is free.
 
 The size of an entry is estimated as the key's ``sys.getsizeof``, what the
-caller says the value costs, and :data:`ENTRY_OVERHEAD`; ``tests/test_memo.py``
+caller says the value costs, and :data:`ENTRY_OVERHEAD`; ``tests/tokens/test_memo.py``
 checks the estimate against ``tracemalloc``.
 """
 

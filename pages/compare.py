@@ -1,25 +1,23 @@
-"""Compare every strategy side by side on one conversation."""
+"""Compare every strategy side by side on one conversation — and say which one to ship."""
 
 from functools import partial
 
 import streamlit as st
 
 import widgets
-from contextfit.dashboard import block_chart, breakdown, budget_bar, charts, compare_view, diff, editor, exports, fate_grid
-from contextfit.dashboard import report, state, verdict
-from contextfit.dashboard.audit_view import send_with_echo
+from widgets import compare as draw
+from contextfit.dashboard import answer_view, block_chart, budget_bar, category_bar, charts, compare_view, fact_list
+from contextfit.dashboard import fate_grid, state
 from contextfit.dashboard.sessions import session_for
 
 session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
 
-st.title("Compare strategies")
-st.caption(
-    "Which blocks does the model see? Every strategy fits the same conversation into the same budget. "
-    "Each strategy's bar is the context window: what is sent, the free budget, and the response reserve."
-)
-presenting = widgets.presentation_mode(toggle=True)
-st.html(charts.legend_html())
-st.html(budget_bar.CSS + block_chart.CSS)
+top = st.container(horizontal=True, vertical_alignment="bottom")
+top.title("Compare strategies")
+presenting = widgets.presentation_mode(toggle=True, where=top)
+st.container(key="intro").caption("Every strategy fits the same conversation into the same budget: which one to "
+                                  "ship, what it costs, what it forgets, and the context window each one sends.")
+st.html(budget_bar.CSS + block_chart.CSS + category_bar.CSS + answer_view.CSS)
 source = widgets.start(shared)  # the sidebar's notes; no conversation yet: they say why, and the page stops here
 conversation, options = source.conversation, widgets.settings.strategy_options()  # options: below, in the sidebar
 if conversation.warnings:
@@ -28,122 +26,107 @@ if (current_input := compare_view.current_input_note(conversation)):
     st.caption(current_input)
 widgets.need_strategies(shared.setup)
 setup = shared.setup.replace(**options, overrides=session[state.OVERRIDES] or None)
+listed = fact_list.fact_list(conversation, setup.settings, session.get(state.MUST_SURVIVE))
 
-verdict_area = st.container()  # the verdict row goes on top, once every plan is made
-fits = st.empty()  # why nothing fits, or that everything does (with the Squeeze button), once every plan is made
+answer_area = st.container()  # the recommendation goes on top, once every plan is made
+fits = st.empty()  # why nothing fits, that everything does (with Squeeze), or which strategies send one prompt
+legend = st.empty()  # the window bars' categories, once every plan is made
 progress = st.progress(0.0, text="Counting tokens and fitting…")
-# Each strategy's column is drawn as soon as its plan is made, so the browser renders one strategy while the next
-# is fitted; the charts follow once all are made, so side-by-side charts can share their scales. They get a row of
-# their own, so they line up across the strategies whatever the text above them takes; actions go below them.
+# Each strategy's head is drawn as soon as its plan is made, so the browser renders one strategy while the next
+# is fitted; the charts follow once all are made, so side-by-side charts can share their scales.
 count = len(setup.strategies)
-grid = zip(st.columns(count), st.columns(count), st.columns(count))
-plans, chart_slots, error_slots = {}, {}, {}
+slots, matrix_area = draw.columns(count)
+plans, answer_places, shown = {}, {}, {}
 made = compare_view.each_strategy(session_for(conversation).plans(setup.settings, strategies=setup.strategies),
                                   setup.strategies)  # an error is a column's, never the page's
-for done, ((head, chart, details), (name, plan)) in enumerate(zip(grid, made), start=1):
-    plans[name], shown = plan, compare_view.column(name, plan)
+for done, (slot, (name, plan)) in enumerate(zip(slots, made), start=1):
+    plans[name], shown[name] = plan, compare_view.column(name, plan)
     progress.progress(done / count, text=f"Fitted {name} ({done} of {count})")
-    head.subheader(name)
-    if shown.error:
-        error_slots[name] = head.empty()
-        error_slots[name].error(shown.error)
-        continue
-    head.metric("Prompt tokens", shown.tokens, help="What is sent, counted with the model's tokenizer (tool "
-                "definitions and chat overhead included).")
-    head.caption(shown.budget)
-    head.caption(shown.tokenizer)
-    chart_slots[name] = (chart.container(), chart.container())  # not st.empty: a refit updates the charts in place
-    # keyed: the label's counts change with every refit, and a new unkeyed expander is drawn closed
-    details.expander(shown.dropped, key=f"dropped-{name}").text(shown.dropped_lines)
-    if plan.summary is not None:
-        details.expander("Summary sent to the model", key=f"summary-{name}").text(plan.summary.content)
-    actions = details.container(horizontal=True)  # side by side, or one under the other in a narrow column
-    with actions.popover("Export", help="This strategy's request, blocks or whole plan as a file."):
-        for file in exports.PLAN_FILES:  # made when its button is clicked, not on every run
-            st.download_button(file.label, partial(file.make, plan), file_name=f"{source.stem}-{name}-{file.suffix}",
-                               mime=file.mime, key=f"{file.key}-{name}", on_click="ignore")
-    if actions.button("Send", key=f"send-{name}", help="Store this conversation as a chat, generate with the offline "
-                      "echo provider under this strategy, and open its audit."):
-        with st.spinner("Generating…"):
-            session.audit_chat = send_with_echo(conversation, setup, name, name=source.name[:80])
-        st.switch_page("pages/audit.py")
-    for note in shown.notes:
-        details.caption(note)
+    answer_places[name] = draw.head(slot, name, shown[name])
 progress.empty()
-outcome = compare_view.outcome(plans)
+fitted = compare_view.fitted(plans)
+outcome = compare_view.outcome(plans, compare_view.replanner(session_for(conversation), setup))
 with fits.container():
     widgets.say(outcome.notes)
     if outcome.squeeze is not None:
-        st.button(f"Squeeze: lower the context limit to {outcome.squeeze:,}", key="squeeze", on_click=widgets.set_setting,
-                  args=(state.LIMIT, outcome.squeeze), help="A limit under which a quarter of what may be dropped no "
-                  "longer fits, to see the strategies at work.")
-for slot in error_slots.values() if outcome.failed_alike else ():  # said once, above the columns
-    slot.caption("Does not fit (see above).")
+        st.button(outcome.squeeze.label, key="squeeze", on_click=widgets.set_settings,
+                  args=({state.LIMIT: outcome.squeeze.limit, state.RESERVE: outcome.squeeze.reserve},),
+                  help="A window in which part of what may be dropped no longer fits, with the reserve scaled "
+                  "to it, so the strategies are seen at work.")
+legend.html(category_bar.legend_html(fitted.values()))
 
-fitted = compare_view.fitted(plans)
+with matrix_area:  # under the windows, before the charts: the first screen of a projector holds all three
+    if len(fitted) > 1:
+        st.subheader("Fate of every block, strategy by strategy")
+        st.html(charts.legend_html(only=fate_grid.shades_of(fitted), window=False))
+        st.html(fate_grid.fate_html(fitted))
 token_scale = charts.prompt_scale(list(fitted.values()))
 dense = block_chart.dense_threshold(len(fitted))  # side by side: few enough bars that each can be hovered
 block_scale = charts.block_scale(list(fitted.values()), dense)
-for name, (budget_slot, blocks_slot) in chart_slots.items():  # HTML, not plotly: plotly charts cost the browser most
-    budget_slot.html(budget_bar.budget_html(fitted[name], token_scale=token_scale))
-    blocks_slot.html(block_chart.blocks_html(fitted[name], token_scale=block_scale, dense_threshold=dense))
-# Every chart goes out before the tables (the fate matrix into its place below the breakdown): the browser draws
-# them while the server makes the tables, whose first one imports pandas (a second on a cold process).
-breakdown_area = st.container()
-if len(fitted) > 1:
-    st.subheader("Fate of every block, strategy by strategy")
-    st.html(fate_grid.fate_html(fitted))
-import pandas as pd  # noqa: E402  (after the charts: see above)
+reasons, lost_places = compare_view.alike_reasons(fitted), {}
+for slot, name in zip(slots, plans):
+    if name in fitted:  # HTML, not plotly: plotly charts cost the browser most
+        plan = fitted[name]
+        slot.charts.html(budget_bar.budget_html(plan, token_scale=token_scale))
+        slot.charts.html(block_chart.blocks_html(plan, token_scale=block_scale, dense_threshold=dense))
+        lost_places[name] = draw.details(slot, name, plan, shown[name], source, setup, [
+            answer_view.placement_line(plan, listed), answer_view.effective_note(plan), reasons.get(name)])
+    elif outcome.failed_alike:  # said once, above the columns
+        answer_places[name].caption("Does not fit (see above).")
 
-with verdict_area:
-    st.subheader("Verdict")
-    rows = verdict.verdict_rows(plans)
-    styles = pd.DataFrame(verdict.styles(rows))
-    widgets.table(pd.DataFrame(verdict.table(rows)).style.apply(lambda _: styles, axis=None).hide(axis="index"),
-                presenting, hide_index=True, width="stretch", key="verdict",
-                column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
-    st.caption("Best value of each column highlighted. Prompt cost: the prompt at the model's catalog input price "
-               "(the reply is billed on top).")
-    st.download_button("Download the comparison (HTML)", partial(report.comparison_html, plans, source_name=source.name,
-                       settings=compare_view.report_settings(setup)), file_name=f"contextfit-{source.stem}.html",
-                       mime="text/html", key="report", on_click="ignore",
-                       help="One file with the verdict, settings, breakdown and charts; opens offline.")
+# The recommendation: one call with the plans' settings and the followed facts, kept while they stay the same.
+recommendation = answer_view.cached_recommendation(session, conversation, source.key, setup.settings, setup.strategies,
+                                       listed.facts(), shared.priority)
+said = answer_view.answer_view(recommendation, shared.conversations_per_day)
+draw.answer(answer_area, said, listed)
+for name, place in answer_places.items():
+    draw.column_answer(place, lost_places.get(name), said.columns.get(name), fitted.get(name))
+
+import pandas as pd  # noqa: E402  (after the charts: the first table imports it, a second on a cold process)
+import widgets.facts  # noqa: E402
+from contextfit.dashboard import breakdown, diff, editor, report, verdict  # noqa: E402  (pandas, once imported)
+
+st.subheader("Verdict")
+rows = verdict.verdict_rows(plans, recommendation=recommendation)
+styles = pd.DataFrame(verdict.styles(rows))
+widgets.table(pd.DataFrame(verdict.table(rows)).style.apply(lambda _: styles, axis=None).hide(axis="index"),
+              presenting, hide_index=True, width="stretch", key="verdict",
+              column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
+st.caption(verdict.caption(rows, recommendation))
+st.download_button("Download the comparison (HTML)", partial(
+    report.comparison_html, plans, source_name=source.name, settings=compare_view.report_settings(setup),
+    recommendation=recommendation, overrides=session[state.OVERRIDES], conversations_per_day=shared.conversations_per_day),
+    file_name=f"contextfit-{source.stem}.html", mime="text/html", key="report", on_click="ignore",
+    help="One file with the recommendation, verdict, settings, breakdown and charts; opens offline.")
 
 if fitted:
-    with breakdown_area:
-        st.subheader("Tokens by kind")
-        st.caption("What each strategy sends, by kind of block (SillyTavern's prompt itemization); chat overhead is "
-                   "the reply priming and framing no block holds. Each column adds up to the prompt tokens.")
-        st.dataframe(pd.DataFrame(breakdown.breakdown_table(fitted)), hide_index=True, key="breakdown")
-        if (tools := breakdown.per_tool(next(iter(fitted.values())))):
-            st.caption("Tool definitions, per tool (the same for every strategy), largest first:")
-            st.dataframe(pd.DataFrame(tools), hide_index=True, key="tools")
+    st.subheader("Tokens by kind")
+    st.caption("What each strategy sends, by kind of block (SillyTavern's prompt itemization); chat overhead is "
+               "the reply priming and framing no block holds. Each column adds up to the prompt tokens.")
+    widgets.table(pd.DataFrame(breakdown.breakdown_table(fitted)), presenting, hide_index=True, key="breakdown")
+    first = next(iter(fitted.values()))
+    if (tools := breakdown.per_tool(first)):
+        st.caption("Tool definitions, per tool (the same for every strategy), largest first:")
+        widgets.table(pd.DataFrame(tools), presenting, hide_index=True, key="tools")
+    draw.agent_requests(first, partial(widgets.table, presenting=presenting, hide_index=True))
+    draw.previous_turn(conversation, setup, list(fitted), recommendation.strategy)
 
 if len(fitted) > 1:
     st.subheader("What two strategies do differently")
     names, (left, right), pair = list(fitted), st.columns(2), diff.default_pair(fitted)
-    first = left.selectbox("Strategy A", names, index=pair[0], key="diff-a")
+    first_name = left.selectbox("Strategy A", names, index=pair[0], key="diff-a")
     second = right.selectbox("Strategy B", names, index=pair[1], key="diff-b")
-    differences = diff.differences(fitted[first], fitted[second])  # none when the two are one
-    st.caption(diff.summary(first, second, differences))
+    differences = diff.differences(fitted[first_name], fitted[second])  # none when the two are one
+    st.caption(diff.summary(first_name, second, differences))
     if differences:
-        st.dataframe(pd.DataFrame([d.to_row(first, second) for d in differences]), hide_index=True, key="diff")
+        widgets.table(pd.DataFrame([d.to_row(first_name, second) for d in differences]), presenting, hide_index=True,
+                      key="diff")
 
 st.subheader("Edit the conversation")
+st.caption("The must-survive facts the recommendation weighs: untick one, edit one, or add a line (Replay follows "
+           "the same list).")
+widgets.facts.editor(listed)
 st.caption("Pin a block to protect it, mark it for manual exclusion, or set its relevance (0–1); the comparison follows.")
-rows, fate_columns, column = editor.editor_rows(conversation, setup, plans), [f"fate: {name}" for name in plans], st.column_config
-edited = st.data_editor(
-    pd.DataFrame(diff.fate_columns(rows, plans)), key=f"editor-{session[state.EDITOR_VERSION]}", placeholder="—",
-    hide_index=True, width="stretch", disabled=["id", "role", "kind", "text", "tokens", *fate_columns],
-    column_order=["id", "role", "kind", "text", "tokens", *editor.EDITABLE.values(), *fate_columns],
-    column_config={
-        "pinned": column.CheckboxColumn("pinned", help="Protected: never dropped."),
-        "exclude": column.CheckboxColumn("exclude", help="meta.manualExcluded: the manual strategy drops it first."),
-        "relevance": column.NumberColumn("relevance", min_value=0.0, max_value=1.0, step=0.05,
-                                         help="meta.relevance, used by vector-recall instead of its own score."),
-        "text": column.TextColumn("text", width="medium"),  # room for each strategy's fate column
-    },
-)
-if (changes := editor.overrides_from_rows(edited.to_dict("records"), rows)):
+if (changes := draw.edit_table(conversation, setup, plans)):
     session[state.OVERRIDES] = editor.merge_overrides(session[state.OVERRIDES], changes)
     st.rerun()  # the same editor (same key) stays: its scroll position and the open sections are kept

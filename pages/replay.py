@@ -11,12 +11,9 @@ from contextfit.dashboard import replay_charts, state
 from contextfit.dashboard import replay as views
 from contextfit.dashboard.markdown import plain
 from contextfit.errors import ContextfitError
-from contextfit.replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
 
 session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
-# the priority and the volume are the shared sidebar's (their defaults until it draws them)
-priority = getattr(shared, "priority", "retention")
-per_day = getattr(shared, "conversations_per_day", DEFAULT_CONVERSATIONS_PER_DAY)
+priority, per_day = shared.priority, shared.conversations_per_day  # the sidebar's Decision
 
 st.title("Replay")
 st.caption("Every request of the conversation under every strategy: what it costs per turn and in total, how much "

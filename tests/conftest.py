@@ -1,44 +1,33 @@
-"""Shared test fixtures.
+"""Shared test configuration.
 
-The real public samples live in ``../shared/fixtures`` beside the checkout
-(override with ``CONTEXTFIT_SHARED_FIXTURES``). When that folder is missing,
-the tests that need it skip with one reason, :data:`FIXTURES_MISSING`, and the
-run ends with one line saying how many; in CI (``CI=true``) a missing folder is
-an error that stops the run before any test. The project's own small fixtures
-live in ``tests/data``.
+The helpers live in ``tests/support`` (paths, fake servers, chart parsers, conversation
+generators); this file wires them into pytest:
+
+* the hypothesis profile of the run (``support/depth.py``): ``contextfit`` by default,
+  ``--hypothesis-profile=deep`` for ``make test-deep``;
+* the store and API fixtures (``support/api_fixtures.py``), as a plugin;
+* one line at the end for the tests the missing shared fixtures folder skipped, and an
+  error before any test when CI runs without it.
 
 Wall-clock checks are marked ``perf`` and left out of the default run
-(``pyproject.toml``); ``pytest -m perf`` runs them. Hypothesis never fails an
-example for being slow here (no deadline): speed is what ``perf`` tests and
-``bench/`` measure.
+(``pyproject.toml``); ``pytest -m perf`` runs them. Tests that start browsers, servers,
+installs or the bench live in ``tests/e2e`` and carry the ``e2e`` marker
+(``make test-fast`` leaves them out).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
+from support.depth import EVERYDAY  # noqa: F401  (registers the profiles)
+from support.paths import FIXTURES_MISSING, IN_CI, SHARED_FIXTURES, TEST_DATA, shared_path
 
-REPO = Path(__file__).resolve().parent.parent
-TEST_DATA = Path(__file__).resolve().parent / "data"
-SHARED_FIXTURES = Path(
-    os.environ.get("CONTEXTFIT_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures")
-)
-IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-FIXTURES_MISSING = (
-    f"the shared fixtures folder {SHARED_FIXTURES} is missing "
-    "(put the samples there or point CONTEXTFIT_SHARED_FIXTURES at them)"
-)
+pytest_plugins = ["support.api_fixtures"]  # the database, store and fake_provider fixtures
 
-# Slowness is never a failure in the default run: no per-example deadline, no "too slow" health check.
-settings.register_profile(
-    "contextfit", parent=settings.default, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.load_profile("contextfit")
+settings.load_profile("contextfit")  # --hypothesis-profile=deep replaces it when pytest configures
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -51,30 +40,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if FIXTURES_MISSING in str(r.longrepr)]
     if skipped:
         terminalreporter.write_line(f"{len(skipped)} tests skipped: {FIXTURES_MISSING}.", yellow=True)
-
-
-def shared_path(*parts: str) -> Path:
-    """Path into the shared fixtures: the test skips when the folder is missing.
-
-    A file missing from a folder that is there skips that test alone, and
-    fails it in CI.
-    """
-    if not SHARED_FIXTURES.is_dir():
-        pytest.skip(FIXTURES_MISSING)
-    path = SHARED_FIXTURES.joinpath(*parts)
-    if not path.exists():
-        (pytest.fail if IN_CI else pytest.skip)(f"shared fixture {path} is absent")
-    return path
-
-
-def shared_params(paths: Iterable[Path]) -> list:
-    """Parameters for a test over shared fixture files: one skipped case when the folder is missing.
-
-    (An empty list would make pytest skip with a reason of its own.)
-    """
-    if not SHARED_FIXTURES.is_dir():
-        return [pytest.param(None, id="shared-fixtures-missing", marks=pytest.mark.skip(reason=FIXTURES_MISSING))]
-    return list(paths)
 
 
 @pytest.fixture
@@ -113,8 +78,3 @@ def dashboard_runs_in_its_navigation(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(PagesManager, "__init__", init)
 
-
-def replay_table(at):
-    """The Replay page's table of every turn under every strategy (in an AppTest run): the one with
-    ``tokens sent`` (the answer's costs table comes first)."""
-    return next(frame for frame in at.dataframe if "tokens sent" in frame.value.columns)

@@ -9,7 +9,7 @@ import pkgutil
 from pathlib import Path
 
 import pytest
-from api_support import FakeProvider
+from support.api import FakeProvider
 
 import contextfit
 from contextfit import caches
@@ -63,6 +63,11 @@ def _warm_everything() -> None:
 
     chat_sessions().session_for(Chat("chat_warm", None, None, {}, history, "t0", "t0"))  # the API's sessions
     session_for(contextfit.load_conversation('{"messages": [{"role": "user", "content": "Hi"}]}'))
+    from contextfit.dashboard import retention_view
+    from contextfit.retention.headline import citation
+
+    retention_view.load()  # the Retention page's measurements
+    citation("fact-ledger")  # the protocol's headline the answer cites
 
     from contextfit.serving import native_count
 

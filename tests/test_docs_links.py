@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 PAGES = sorted([REPO / "README.md", REPO / "CHANGELOG.md", *(REPO / "docs").glob("*.md")])
 LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)\)")

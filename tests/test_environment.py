@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from contextfit import environment
 

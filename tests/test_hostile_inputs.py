@@ -24,7 +24,7 @@ import textwrap
 
 import pytest
 
-from conftest import REPO
+from support.paths import REPO
 from contextfit import limits
 
 CAP_BYTES = 4 * 1024**3

@@ -111,7 +111,7 @@ def test_the_entry_limit_holds_for_character_books_and_plan_prompt(monkeypatch) 
 
 
 def test_the_documented_limits_tables_state_the_constants() -> None:
-    from conftest import REPO
+    from support.paths import REPO
 
     from contextfit import text
     from contextfit.inputs.lorebook import matching

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SHARED_FIXTURES
-from test_readme import table
+from support.paths import REPO, SHARED_FIXTURES
+from support.readme import table
 
 import contextfit
 from contextfit.fitting import results as r

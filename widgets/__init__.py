@@ -1,7 +1,8 @@
 """What ``app.py`` draws around the pages, and what the pages read from it.
 
 Compare and Replay share one sidebar — the conversation (:mod:`widgets.source`)
-and the model, limits and strategies (:mod:`widgets.settings`) — drawn once per
+and the model, limits, strategies, priority and conversations a day
+(:mod:`widgets.settings`) — drawn once per
 run by ``app.py`` before it runs the page, the way Streamlit documents widgets
 that several pages share; a page reads what was chosen with :func:`shared`
 and adds its own widgets below. Everything here draws: the rules are in
@@ -10,9 +11,7 @@ and adds its own widgets below. Everything here draws: the rules are in
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
@@ -22,25 +21,10 @@ from contextfit.dashboard.setup import Setup
 from contextfit.dashboard.sources import QUERY_KEYS, Source
 
 from . import settings, source
+from .chosen import Note, Sidebar, end_of_run, in_frame, keep, shared
 
-#: A note for the page to show above its content: the Streamlit call (``info``, ``warning``,
-#: ``error``, ``caption``) and its text (Markdown-safe).
-Note = tuple[str, str]
-
-
-@dataclass(frozen=True, slots=True)
-class Sidebar:
-    """What the shared sidebar chose in this run: the conversation (``None``: nothing to show yet,
-    the notes say why), the model, limits and strategies (``None`` without a conversation), and
-    what the page says about them above its content."""
-
-    source: Source | None
-    setup: Setup | None
-    notes: tuple[Note, ...] = ()
-    replay: bool = False
-
-
-_run = threading.local()  # this run's sidebar: each session's script runs in a thread of its own
+__all__ = ["Note", "Sidebar", "draw_sidebar", "end_of_run", "in_frame", "need_strategies", "presentation_mode", "say",
+           "set_setting", "set_settings", "shared", "start", "table", "write_link"]
 
 
 def draw_sidebar(replay: bool = False) -> None:
@@ -50,23 +34,8 @@ def draw_sidebar(replay: bool = False) -> None:
     with st.sidebar:
         chosen = source.conversation_source(notes)
         setup = settings.draw(chosen, notes) if chosen is not None else None
-    _run.sidebar = Sidebar(chosen, setup, tuple(notes), replay)
+    keep(Sidebar(chosen, setup, tuple(notes), replay, *settings.decision()))
     write_link()
-
-
-def end_of_run() -> None:
-    """Forget this run's sidebar (``app.py``, once the page has run)."""
-    _run.sidebar = None
-
-
-def shared() -> Sidebar:
-    """What the shared sidebar chose in this run, for a page ``app.py`` draws it for (the page
-    runs inside ``app.py`` first: :func:`in_frame`)."""
-    in_frame()
-    found = getattr(_run, "sidebar", None)
-    if found is None:  # a page that app.py does not give the sidebar
-        raise RuntimeError("widgets.shared() is for the pages app.py draws the shared sidebar for.")
-    return found
 
 
 def say(notes: Iterable[Note]) -> None:
@@ -92,28 +61,10 @@ def set_setting(key: str, value: Any) -> None:
     st.session_state[key] = value
 
 
-def in_frame() -> None:
-    """Run this page inside ``app.py`` when Streamlit ran it on its own.
-
-    A server whose main script has a ``pages/`` folder beside it starts in Streamlit's
-    first multipage mode: until some session runs ``st.navigation`` (``app.py`` does), a
-    page opened by its address (a bookmark, a reload after a restart) runs alone, without
-    the sidebar it shares, with the file names for navigation and the narrow layout. This
-    ends that mode for the server, as ``st.navigation`` does, and runs the same page again
-    (the same address and query), now through ``app.py``. A no-op inside ``app.py``.
-
-    On a server that mode lasts until the first run. Streamlit's AppTest starts every run
-    in it again, where the rerun would lose the run's clicks: the tests run ``app.py`` as a
-    server does after its first run (``tests/conftest.py``), and test this first run apart.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:  # a Streamlit whose pages manager moved: the page runs alone
-        return
-    if get_script_run_ctx() is not None and getattr(PagesManager, "uses_pages_directory", None):
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+def set_settings(values: dict[str, Any]) -> None:
+    """Set several settings at once from a button's callback (Squeeze: the limit and its reserve)."""
+    for key, value in values.items():
+        st.session_state[key] = value
 
 
 def start(sidebar: Sidebar) -> Source:
@@ -131,26 +82,37 @@ def need_strategies(setup: Setup) -> None:
         st.stop()
 
 
-def presentation_mode(toggle: bool = False) -> bool:
-    """Whether presentation mode is on — Compare's toggle (``toggle``: draw it here), which Replay
-    follows — with its larger page CSS; the sidebar folds away when it is turned on, and back."""
+def presentation_mode(toggle: bool = False, where: Any = st) -> bool:
+    """Whether presentation mode is on — Compare's toggle (``toggle``: draw it, in ``where``), which
+    every page follows — with its larger page CSS. It is in the page's address, so it survives page
+    switches and reloads; the sidebar folds away when it comes on (a reload in it included), and
+    comes back when it goes off."""
     session = st.session_state
     if toggle:
-        st.toggle("Presentation mode", key=state.PRESENTATION,
-                  help="Larger text and charts for a projector (1920×1080); the sidebar folds away.")
+        where.toggle("Presentation mode", key=state.PRESENTATION,
+                     help="Larger text, tables and charts for a projector (1920×1080): the answer, the windows "
+                     "and the fate matrix on the first screen; the sidebar folds away.")
     presenting = bool(session.get(state.PRESENTATION))
-    if toggle and presenting != session.get("was_presenting", False):  # turned on or off: fold the sidebar
-        session.was_presenting = presenting
+    if presenting != session.get(_WAS_PRESENTING, False):  # turned on or off, or a reload in it: fold the sidebar
+        session[_WAS_PRESENTING] = presenting
         st.set_page_config(initial_sidebar_state="collapsed" if presenting else "expanded")
+        st.html(presentation.sidebar_script(folded=presenting), unsafe_allow_javascript=True)
     if presenting:
         st.html(presentation.CSS)
     return presenting
 
 
+_WAS_PRESENTING = "presentation.was_on"  # whether the last run folded the sidebar for presentation mode
+
+
 def table(styled: Any, presenting: bool, html: Any = None, **grid: Any) -> None:
     """A table as a data grid (``grid``: ``st.dataframe``'s options), or in presentation mode as HTML
-    (``html``, else ``styled``), which the presentation CSS enlarges: a data grid is a canvas."""
+    (``html``, else ``styled``, without its index), which the presentation CSS enlarges and wraps: a
+    data grid is a canvas. A plain data frame's numbers get thousands separators and its missing
+    values "—" (a styled one says its own)."""
+    if not hasattr(styled, "hide"):  # a DataFrame, not a Styler
+        styled = styled.style.format(thousands=",", na_rep="—")
     if presenting:
-        st.table(styled if html is None else html)
+        st.table((styled if html is None else html).hide(axis="index"))
     else:
         st.dataframe(styled, **grid)

@@ -15,12 +15,19 @@ from typing import Any
 import streamlit as st
 
 from contextfit.dashboard import state
+from contextfit.dashboard.fact_list import fact_list
 from contextfit.dashboard.facts_box import facts_to_text
 from contextfit.dashboard.markdown import plain
 from contextfit.dashboard.setup import Setup, suggested_setup
+from contextfit.dashboard.strategy_lines import strategies_help
 from contextfit.dashboard.sources import Source
 from contextfit.fitting.registry import registry
+from contextfit.fitting.result_cap import SUGGESTED_CAP
+from contextfit.replays.recommend import PRIORITIES, PRIORITY_WORDS, RETENTION
+from contextfit.replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
 from contextfit.tokens.models import list_models
+
+from .chosen import shared
 
 
 def draw(source: Source, notes: list[tuple[str, str]]) -> Setup:
@@ -40,12 +47,25 @@ def draw(source: Source, notes: list[tuple[str, str]]) -> Setup:
                               step=128, key=state.RESERVE, help="Room kept free for the answer; the prompt's budget "
                               "is the limit minus this, so it stays below the limit.")
     strategies = st.multiselect("Strategies", registry.names(), key=state.STRATEGIES,
-                                help="Each one fits the same conversation; they are shown side by side.")
-    # ── Priority (retention / cost / cache) ─────────────────────────────────────────────────────
-    # The place of the control that says what matters most when the strategies are ranked. A later
-    # change draws it here (key state.PRIORITY, kept and linked like the settings above, see
-    # contextfit/dashboard/state.py) and adds it to the Setup below, so Compare and Replay read it.
+                                help=strategies_help(registry.names()))
+    st.header("Decision")
+    st.radio("Priority", PRIORITIES, format_func=PRIORITY_WORDS.__getitem__, key=state.PRIORITY,
+             help="What the recommendation favours when it ranks the strategies: the share of the must-survive "
+             "facts kept (then cost), the cost per conversation (then what is kept), or the prompt tokens read "
+             "from the provider's cache (then cost).")
+    st.number_input("Conversations per day", min_value=1, max_value=state.MAX_PER_DAY, value=None, step=100,
+                    key=state.PER_DAY, help=f"The volume a month's cost is shown for ({DAYS_PER_MONTH} days); "
+                    f"empty: {DEFAULT_CONVERSATIONS_PER_DAY:,}.")
     return Setup.of(model, limit, reserve, strategies)
+
+
+def decision() -> tuple[str, int]:
+    """The priority and the conversations a day the sidebar chose (their defaults before it draws them)."""
+    session = st.session_state
+    priority = session.get(state.PRIORITY)
+    per_day = session.get(state.PER_DAY)
+    return (priority if priority in PRIORITIES else RETENTION,
+            per_day if isinstance(per_day, int) and per_day >= 1 else DEFAULT_CONVERSATIONS_PER_DAY)
 
 
 def strategy_options() -> dict[str, Any]:
@@ -60,13 +80,19 @@ def strategy_options() -> dict[str, Any]:
                         "memory are compared with.")
         st.text_input("User name", key=state.USER_NAME, max_chars=state.MAX_USER_NAME,
                       help="Fills {{user}} in cards, lorebooks and chats.")
+        st.number_input("Tool result cap (tokens)", min_value=0, max_value=state.MAX_SUMMARY_TOKENS, value=None,
+                        step=500, key=state.TOOL_RESULT_CAP,
+                        help=f"Every strategy: a single tool result over the cap is sent as its head and tail with a "
+                        f"marker naming what was cut (compressed). 0 is off; {SUGGESTED_CAP:,} is a good start.")
     chosen = state.compare_settings(st.session_state)  # what Replay reads too, without these widgets
-    return {name: chosen[name] for name in ("summary_tokens", "relevance_window", "user_name")}
+    return {name: chosen[name] for name in ("summary_tokens", "relevance_window", "user_name", "tool_result_cap")}
 
 
 def replay_options() -> tuple[bool, str]:
     """Draw the Replay page's own settings (in the sidebar, below the shared ones): whether the
-    ``stable_prefix`` variants are replayed too, and the must-survive facts box's text."""
+    ``stable_prefix`` variants are replayed too, and the must-survive facts to follow, as the facts
+    box's lines — the box's own when it holds any, else the shared list as the user edited it on
+    Compare ("" while it is not edited: the replay then finds the same defaults itself)."""
     with st.sidebar:
         stable = st.checkbox("Also with stable_prefix", key=state.STABLE,
                              help="truncate, summarize and clear-tool-results cutting down to 70% of the budget, "
@@ -78,4 +104,13 @@ def replay_options() -> tuple[bool, str]:
                              "message shares with an earlier one).")
         if (unlinked := state.unlinked_facts(facts)):
             st.caption(unlinked)
-    return stable, facts
+    return stable, facts if facts.strip() else shared_facts()
+
+
+def shared_facts() -> str:
+    """The must-survive list Compare shows, as the user edited it, in facts-box lines ("" unedited)."""
+    sidebar, session = shared(), st.session_state
+    if sidebar.source is None or sidebar.setup is None or not session.get(state.MUST_SURVIVE):
+        return ""
+    settings = sidebar.setup.settings.replace(overrides=session.get(state.OVERRIDES) or None)
+    return fact_list(sidebar.source.conversation, settings, session[state.MUST_SURVIVE]).text()

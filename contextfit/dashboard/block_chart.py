@@ -52,8 +52,9 @@ SHADE_CLASS = {shade: f"cfk-s{number}" for number, shade in enumerate(SHADES)}
 
 #: Both HTML charts of Compare: the block charts and the fate matrix (:mod:`contextfit.dashboard.fate_grid`).
 _BOTH = ":is(.contextfit-blocks, .contextfit-matrix)"
-#: ...and the budget bars (:mod:`contextfit.dashboard.budget_bar`), whose hover labels look the same.
-_LABELLED = ":is(.contextfit-blocks, .contextfit-matrix, .contextfit-budget)"
+#: ...and the budget bars (:mod:`contextfit.dashboard.budget_bar`) and window bars (:mod:`contextfit.dashboard.category_bar`),
+#: whose hover labels look the same.
+_LABELLED = ":is(.contextfit-blocks, .contextfit-matrix, .contextfit-budget, .contextfit-window)"
 
 #: Page CSS for the block charts and the fate matrix (static: no user text goes into it); drawn once per page.
 CSS = "<style>\n" + "\n".join([
@@ -99,7 +100,7 @@ CSS = "<style>\n" + "\n".join([
     # A hover label reaches past its chart (a block chart is some 180 pixels wide at 1440), above its neighbours.
     f'[data-testid="stElementContainer"]:has({_LABELLED}), [data-testid="stHtml"]:has({_LABELLED})'
     " { overflow: visible !important; }",
-    '[data-testid="stColumn"]:has(.contextfit-blocks .cfk-col:hover, .contextfit-budget .cfb-part:hover)'
+    '[data-testid="stColumn"]:has(.contextfit-blocks .cfk-col:hover, :is(.contextfit-budget, .contextfit-window) .cfb-part:hover)'
     " { position: relative; z-index: 1000; }",
     *(f"{_BOTH} .{css} {{ background: {css_pattern(SHADES[shade].pattern)}{SHADES[shade].color}; }}"
       for shade, css in SHADE_CLASS.items()),

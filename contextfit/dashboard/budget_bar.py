@@ -45,7 +45,7 @@ CSS = """<style>
 </style>"""
 
 
-def _part(css_class: str, width: float, background: str, label: str, extra: str = "", data: str = "", start: float = 0.0) -> str:
+def stretch_html(css_class: str, width: float, background: str, label: str, extra: str = "", data: str = "", start: float = 0.0) -> str:
     """A stretch ``width`` percent wide starting at ``start`` percent, with its hover ``label`` (plain text)."""
     side = "cfk-from-left" if start + width / 2 < 50 else "cfk-from-right"  # the label opens towards the middle
     escaped = html.escape(label)
@@ -75,7 +75,7 @@ def _html(view: BudgetView, strategy: str) -> str:
         else:
             background, extra = css_pattern("/", RESERVE_COLOR) + "rgba(213,94,0,0.25)", f";box-shadow:inset 0 0 0 1px {RESERVE_COLOR}"
         count = view.band if name == "prompt" and view.approximate else f"{tokens:,} tokens"  # an estimate: its band
-        window.append(_part("cfb-part", share, background, f"{name}: {count} ({share:.1f}% of the window)", extra,
+        window.append(stretch_html("cfb-part", share, background, f"{name}: {count} ({share:.1f}% of the window)", extra,
                             f' data-part="{name}" data-tokens="{tokens}"', start))
         start += share
     rows: dict[str, list[str]] = {"sent": [], "not sent": []}
@@ -84,7 +84,7 @@ def _html(view: BudgetView, strategy: str) -> str:
         style = SHADES[segment.shade]
         label = f"{style.label} · {KIND_LABELS.get(segment.kind, segment.kind)}: {segment.count}\nprompt: {view.band}"
         width = 100 * segment.tokens / scale
-        rows[segment.row].append(_part("cfb-part", width, css_pattern(style.pattern) + style.color, label,
+        rows[segment.row].append(stretch_html("cfb-part", width, css_pattern(style.pattern) + style.color, label,
                                        data=f' data-shade="{html.escape(segment.shade)}" data-tokens="{segment.tokens}"',
                                        start=starts[segment.row]))
         starts[segment.row] += width

@@ -36,7 +36,6 @@ FATE_COLORS = {
 }
 FREE_COLOR = "#EDEDED"
 RESERVE_COLOR = "#D55E00"
-ABSENT_COLOR = "#FFFFFF"
 #: Past this many blocks, block charts and the fate matrix bin neighbouring blocks.
 DENSE_THRESHOLD = 300
 _FONT = {"family": "Inter, system-ui, sans-serif", "size": 12}
@@ -211,9 +210,10 @@ def css_pattern(pattern: str, foreground: str = "#555555") -> str:
     return _CSS_PATTERNS[pattern].format(fg=foreground) + "," if pattern else ""
 
 
-def legend_html(only: Iterable[str] | None = None) -> str:
+def legend_html(only: Iterable[str] | None = None, window: bool = True) -> str:
     """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend;
-    ``only``: the shades to list (those the charts below use), in legend order."""
+    ``only``: the shades to list (those the charts below use), in legend order; ``window``: the free
+    budget and the response reserve too (a budget bar shows them, the fate matrix does not)."""
     # an item never breaks inside its label: a wrapped line starts with a swatch, in line with the page's text
     swatch = (
         '<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
@@ -227,8 +227,9 @@ def legend_html(only: Iterable[str] | None = None) -> str:
     wanted = None if only is None else set(only)
     items = [item(style.label, style.color, style.color, style.pattern) for shade, style in SHADES.items()
              if wanted is None or shade in wanted]
-    items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
-    items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
+    if window:
+        items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
+        items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
     return ('<div class="contextfit-legend" style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">'
             + "".join(items) + "</div>")
 
@@ -596,8 +597,8 @@ def _matrix(plans: Mapping[str, PromptPlan]) -> tuple[list[str], list[str], list
 
 @dataclass(frozen=True, slots=True)
 class MatrixView:
-    """What a fate matrix shows (:func:`fate_matrix_view`), drawn by :func:`fate_matrix_figure` (plotly, for
-    the report) and by :func:`contextfit.dashboard.fate_grid.fate_html` (Compare): one row per strategy in
+    """What a fate matrix shows (:func:`fate_matrix_view`), drawn as HTML by
+    :func:`contextfit.dashboard.fate_grid.fate_html` (Compare and the report): one row per strategy in
     ``names``, one cell per block (or per ``per_cell`` neighbouring blocks) with its shade (the most
     common one in a bin; ``None``: not in this plan) and its hover text (HTML, user text escaped)."""
 
@@ -613,7 +614,7 @@ class MatrixView:
 
 
 def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> MatrixView:
-    """The cells of a fate matrix: see :func:`fate_matrix_figure`."""
+    """The cells of a fate matrix (:class:`MatrixView`): strategies × blocks, each cell shaded by the block's fate."""
     names, columns, rows = _matrix(plans)
     order = list(SHADES)
     size = max(1, math.ceil(len(columns) / dense_threshold))
@@ -637,43 +638,3 @@ def fate_matrix_view(plans: Mapping[str, PromptPlan], dense_threshold: int = DEN
         shades.append(tuple(shade_row))
         hovers.append(tuple(text_row))
     return MatrixView(tuple(names), tuple(shades), tuple(hovers), size, len(columns))
-
-
-def fate_matrix_figure(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> go.Figure:
-    """How each strategy reshapes the same conversation: strategies × blocks, coloured by shade."""
-    view = fate_matrix_view(plans, dense_threshold)
-    names = list(view.names)
-    order = list(SHADES)
-    codes = {shade: number for number, shade in enumerate(order)}
-    absent = len(order)
-    z = [[absent if shade is None else codes[shade] for shade in row] for row in view.shades]
-    text = [list(row) for row in view.hovers]
-    scale = []
-    colors = [*(SHADES[shade].color for shade in order), ABSENT_COLOR]
-    for number, color in enumerate(colors):
-        scale += [[number / len(colors), color], [(number + 1) / len(colors), color]]
-    traces: list[dict[str, Any]] = [{
-        "type": "heatmap",
-        "z": z,
-        "y": names,
-        "x": list(range(len(z[0]) if z else 0)),
-        "text": text,
-        "hoverinfo": "text",
-        "colorscale": scale,
-        "zmin": -0.5,
-        "zmax": len(colors) - 0.5,
-        "showscale": False,
-        "xgap": 1,
-        "ygap": 3,
-    }]
-    used = {z_value for z_row in z for z_value in z_row}
-    for shade in order:  # a legend for the heatmap's colours (the shades it uses)
-        if codes[shade] in used:
-            traces.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": SHADES[shade].label,
-                           "marker": {"color": SHADES[shade].color, "size": 10, "symbol": "square"}})
-    label = view.x_title
-    width = len(z[0]) if z else 0
-    ticks = {"tickmode": "linear", "tick0": 0, "dtick": 1} if width <= 12 else {"tickformat": ",d"}
-    return _figure(traces, xaxis={"title": label, "showgrid": False, **ticks},
-                   yaxis={"autorange": "reversed", "showgrid": False},
-                   height=110 + 42 * len(names))

@@ -2,14 +2,15 @@
 
 :func:`column` is one strategy's column (its numbers, captions and notes, or
 its error); :func:`fits_view` what the page says when every block fits, with
-the limit "Squeeze" offers; :func:`each_strategy` keeps a failing run from
+the window "Squeeze" offers (:mod:`.alike`, which also says why strategies
+that send one prompt do); :func:`each_strategy` keeps a failing run from
 taking the page with it. Charts are in :mod:`contextfit.dashboard.charts`,
 the verdict in :mod:`contextfit.dashboard.verdict`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +19,12 @@ from ..fitting import results
 from ..inputs.formats import Conversation
 from ..inputs.messages import HISTORY, kind_of, role_of
 from ..pipeline.plan import PromptPlan
+from .alike import Squeeze, alike, squeeze
 from .bands import band_text
 from .charts import block_keys
 from .markdown import common_failure, error_text, plain
 from .setup import Setup
 
-#: What "Squeeze" keeps of the tokens strategies may drop.
-SQUEEZE_SHARE = 0.75
 #: Diagnostics a column does not repeat (the charts and the relevance column show them).
 QUIET_DIAGNOSTICS = ("RELEVANCE", "ORPHAN_TOOL_RESULT")
 
@@ -74,7 +74,7 @@ def column(name: str, plan: PromptPlan | ContextfitError) -> Column:
     >>> shown = column("truncate", plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o", context_limit=1000,
     ...                                       response_reserve=200))
     >>> shown.tokens, shown.budget, shown.tokenizer, shown.dropped
-    ('8', 'of a 800-token budget (1.0%) · context 1,000 · reserve 200', 'tokenizer o200k_base · exact', 'Excluded or summarized: 0 blocks, 0 tokens')
+    ('8', '8 tokens of a 800-token budget (1.0%) · context 1,000 · reserve 200', 'tokenizer o200k_base · exact', 'Excluded or summarized: 0 blocks, 0 tokens')
     >>> from contextfit.errors import TokenBudgetExceeded
     >>> column("manual", TokenBudgetExceeded(294, 1, "Too big.")).error
     'TOKEN_BUDGET_EXCEEDED: Too big.'
@@ -85,8 +85,8 @@ def column(name: str, plan: PromptPlan | ContextfitError) -> Column:
     return Column(
         name, plan,
         tokens=f"{numbers['prompt_tokens']:,}",
-        budget=(f"of a {numbers['budget']:,}-token budget ({numbers['used_percent']}%) · context "
-                f"{numbers['context_limit']:,} · reserve {numbers['response_reserve']:,}"),
+        budget=(f"{numbers['prompt_tokens']:,} tokens of a {numbers['budget']:,}-token budget ({numbers['used_percent']}%)"
+                f" · context {numbers['context_limit']:,} · reserve {numbers['response_reserve']:,}"),
         # an approximate profile's count is a band: "about E tokens (approximate, up to N)"; the metric is N
         tokenizer=f"tokenizer {numbers['tokenizer']} · " + (numbers["band"] if numbers["approximate"] else "exact"),
         dropped=f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens",
@@ -148,32 +148,40 @@ def fits_note(plans: Mapping[str, Any]) -> str:
             f"{by_hand} {blocks} marked by hand for exclusion; nothing gives way for room, so the strategies look alike.")
 
 
-def squeeze_limit(plan: PromptPlan) -> int | None:
-    """A context limit under which strategies have work to do: the protected
-    blocks and the chat overhead fit, and a quarter of the rest does not.
-    ``None`` when nothing could be dropped.
+def replanner(session: Any, setup: Setup) -> Callable[[int, int], dict[str, PromptPlan | ContextfitError]]:
+    """``replan(limit, reserve)``: the plans of every strategy of ``setup`` at another window, through
+    the conversation's ``session`` (a :class:`~contextfit.FitSession`), for "Squeeze"."""
+    def replan(limit: int, reserve: int) -> dict[str, PromptPlan | ContextfitError]:
+        settings = setup.settings.replace(context_limit=limit, response_reserve=reserve)
+        return dict(each_strategy(session.plans(settings, strategies=setup.strategies), setup.strategies))
+
+    return replan
+
+
+def alike_reasons(plans: Mapping[str, PromptPlan]) -> dict[str, str]:
+    """For each strategy that sends another's prompt, the line under its column saying so and why.
 
     >>> from contextfit import plan_prompt
-    >>> chat = [{"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 20} for i in range(1, 12)]
-    >>> plan = plan_prompt(chat, model="gpt-4o", context_limit=100_000, response_reserve=1000)
-    >>> limit = squeeze_limit(plan)
-    >>> squeezed = plan_prompt(chat, model="gpt-4o", context_limit=limit, response_reserve=1000)
-    >>> limit < 100_000 and any(not block.included for block in squeezed.blocks)
-    True
+    >>> chat = [{"role": "user", "content": "hello " * 40}, {"role": "assistant", "content": "hi " * 40},
+    ...         {"role": "user", "content": "And now?"}]
+    >>> plans = {name: plan_prompt(chat, model="gpt-4o", context_limit=120, response_reserve=20, context_strategy=name)
+    ...          for name in ("truncate", "manual")}
+    >>> alike_reasons(plans)
+    {'manual': 'Same prompt as truncate: nothing is marked by hand for exclusion.'}
     """
-    droppable = sum(block.tokens or 0 for block in plan.blocks if block.included and block.fate != "protected")
-    if droppable <= 1:
-        return None
-    budget = plan.prompt_tokens - droppable + int(droppable * SQUEEZE_SHARE)
-    return plan.response_reserve + max(1, budget)
+    return {name: f"Same prompt as {group.first}: {group.reasons[name]}."
+            for group in alike(plans) for name in group.others}
 
 
-def fits_view(plans: Mapping[str, Any]) -> tuple[str, int | None] | None:
-    """When :func:`everything_fits`: what the page says, and the limit "Squeeze" lowers the context to
-    (``None`` when nothing could ever be dropped); else ``None``."""
+def fits_view(plans: Mapping[str, Any], replan: Callable[[int, int], Mapping[str, Any]] | None = None
+              ) -> tuple[str, Squeeze | None] | None:
+    """When :func:`everything_fits`: what the page says, and the window "Squeeze" offers
+    (:func:`~contextfit.dashboard.alike.squeeze`, with ``replan(limit, reserve)`` making the plans
+    of another window; ``None`` without it, or when nothing could ever be dropped); else ``None``."""
     if not everything_fits(plans):
         return None
-    return fits_note(plans), squeeze_limit(next(iter(fitted(plans).values())))
+    first = next(iter(fitted(plans).values()))
+    return fits_note(plans), None if replan is None else squeeze(first, replan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +191,13 @@ class Outcome:
     whether every column failed alike (each then only points above)."""
 
     notes: tuple[tuple[str, str], ...] = ()
-    squeeze: int | None = None
+    squeeze: Squeeze | None = None
     failed_alike: bool = False
 
 
-def outcome(plans: Mapping[str, PromptPlan | ContextfitError]) -> Outcome:
-    """The :class:`Outcome` of the comparison.
+def outcome(plans: Mapping[str, PromptPlan | ContextfitError],
+            replan: Callable[[int, int], Mapping[str, Any]] | None = None) -> Outcome:
+    """The :class:`Outcome` of the comparison (``replan``: as :func:`fits_view` takes it).
 
     >>> from contextfit import plan_prompt
     >>> chat = [{"role": "user", "content": "Hi"}]
@@ -201,7 +210,7 @@ def outcome(plans: Mapping[str, PromptPlan | ContextfitError]) -> Outcome:
     """
     if (common := common_failure(plans)) is not None:
         return Outcome((("error", f"No strategy can fit this conversation: {common}"),), failed_alike=True)
-    if (fits := fits_view(plans)) is None:
+    if (fits := fits_view(plans, replan)) is None:
         return Outcome()
     return Outcome((("info", fits[0]),), fits[1])
 

@@ -49,10 +49,19 @@ class BlockDifference:
     reason_b: str | None
 
     def to_row(self, a: str, b: str) -> dict[str, Any]:
-        """A table row with the strategies' names in the headers."""
+        """A table row with the strategies' names in the headers; tokens with thousands separators,
+        "—" where a plan does not have the block (never ``None``).
+
+        >>> BlockDifference("summary", "system", "summary", None, 1234, ABSENT, "summary (sent)", None, "summary").to_row("a", "b")
+        {'block': 'summary', 'role': 'system', 'kind': 'summary', 'a: fate': 'not in this plan', 'b: fate': 'summary (sent)', 'a: tokens': '—', 'b: tokens': '1,234'}
+        """
         return {"block": self.block, "role": self.role, "kind": self.kind,
                 f"{a}: fate": self.fate_a, f"{b}: fate": self.fate_b,
-                f"{a}: tokens": self.tokens_a, f"{b}: tokens": self.tokens_b}
+                f"{a}: tokens": _tokens(self.tokens_a), f"{b}: tokens": _tokens(self.tokens_b)}
+
+
+def _tokens(tokens: int | None) -> str:
+    return "—" if tokens is None else f"{tokens:,}"
 
 
 def _keyed(plan: PromptPlan) -> dict[str, PlanBlock]:

@@ -1,8 +1,7 @@
 """The fate matrix as plain HTML and CSS, for the Compare page.
 
-The same matrix as :func:`contextfit.dashboard.charts.fate_matrix_figure` (the
-same cells, from :func:`~contextfit.dashboard.charts.fate_matrix_view`; the same
-shades and hover text): one row per strategy, one cell per block in prompt
+The cells come from :func:`~contextfit.dashboard.charts.fate_matrix_view` (the
+shades and hover text the block charts use): one row per strategy, one cell per block in prompt
 order, binned past :data:`~contextfit.dashboard.block_chart.DENSE_THRESHOLD`
 blocks. With the budget bars and block charts in HTML too, Compare draws no
 plotly chart: the browser neither compiles the 4.7 MB chart code for it nor
@@ -18,7 +17,18 @@ from collections.abc import Mapping
 
 from ..pipeline.plan import PromptPlan
 from .block_chart import DENSE_THRESHOLD, SHADE_CLASS, ticks
-from .charts import MatrixView, fate_matrix_view
+from .charts import SHADES, MatrixView, fate_matrix_view, plan_shades
+
+
+def shades_of(plans: Mapping[str, PromptPlan]) -> list[str]:
+    """The shades the matrix of ``plans`` shows, for a legend that lists only those (in legend order).
+
+    >>> from contextfit import plan_prompt
+    >>> shades_of({"truncate": plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")})
+    ['protected']
+    """
+    present = {shade for plan in plans.values() for shade in plan_shades(plan)}
+    return [shade for shade in SHADES if shade in present]
 
 
 def fate_html(plans: Mapping[str, PromptPlan], dense_threshold: int = DENSE_THRESHOLD) -> str:

@@ -8,13 +8,23 @@ cannot enlarge). Static CSS only: no user text goes into it.
 
 from __future__ import annotations
 
-#: Page CSS for a projector: larger body text, headings, metrics and tables.
+#: Page CSS for a projector: larger body text, headings, metrics and tables, text that wraps instead of being
+#: cut, and little room above the page's title, so the answer, the windows and the fate matrix fit 1080 pixels.
 CSS = """<style>
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2.5rem; padding-right: 2.5rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.25rem 2.5rem 4rem; }
+.st-key-answer [data-testid="stMarkdownContainer"]:not([data-testid="stCaptionContainer"] *) > p {
+  font-size: 1.55rem !important; line-height: 1.35; }
+.st-key-intro { display: none; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.7rem; }
+[data-testid="stMain"] h3 { padding: 0.6rem 0 0.3rem !important; }
+.contextfit-window .cfw-head { font-size: 1.45rem !important; }
+.contextfit-window .cfw-track { height: 30px !important; }
+.contextfit-category-legend { font-size: 1.15rem !important; }
+[data-testid="stTable"] td, [data-testid="stTable"] th { white-space: normal !important; overflow-wrap: anywhere; }
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stCaptionContainer"],
 [data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
-[data-testid="stMain"] h1 { font-size: 3rem !important; }
-[data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 2rem !important; }
+[data-testid="stMain"] h1 { font-size: 3rem !important; padding-top: 0 !important; }
+[data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 1.8rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend, .contextfit-lines-legend { font-size: 1.2rem !important; }
 .contextfit-budget, .contextfit-budget .cfb-note, .contextfit-budget .cfb-axis { font-size: 1.1rem !important; }
@@ -26,7 +36,7 @@ CSS = """<style>
 .contextfit-blocks .cfk-tip { max-width: 420px !important; }
 .contextfit-matrix, .contextfit-matrix .cfk-tip { font-size: 1.05rem !important; }
 .contextfit-matrix .cfk-xaxis { font-size: 1rem !important; height: 1.4rem !important; }
-.contextfit-matrix .cfm-row { height: 34px !important; }
+.contextfit-matrix .cfm-row { height: 30px !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; white-space: normal !important;
   overflow-wrap: anywhere; }
 [data-testid="stTable"] td > [data-testid="stMarkdownContainer"] { max-width: none !important; }
@@ -37,3 +47,34 @@ CSS = """<style>
 .contextfit-retention .cfr-track { height: 24px !important; }
 [data-testid="stDataFrame"], [data-testid="stTable"] { font-size: 1.15rem; }
 </style>"""
+
+
+def sidebar_script(folded: bool) -> str:
+    """HTML with a script that folds the sidebar away (``folded``) or opens it, by its own button.
+
+    The page config's ``initial_sidebar_state`` only counts in a browser that never moved the sidebar
+    by hand: Streamlit remembers a hand's choice and prefers it (a presenter who opened the sidebar to
+    go to Replay had it open again after a reload in presentation mode). The button is the supported
+    door, and Streamlit remembers what it did. Static: no user text goes into it.
+
+    >>> "stSidebarCollapseButton" in sidebar_script(True), "stExpandSidebarButton" in sidebar_script(False)
+    (True, True)
+    """
+    button = ('[data-testid="stSidebarCollapseButton"] button' if folded else '[data-testid="stExpandSidebarButton"]')
+    wanted = "true" if folded else "false"
+    return (
+        # The element takes no room: its container is hidden (a script runs all the same).
+        '<style>[data-testid="stElementContainer"]:has(.contextfit-fold) { display: none; }</style>'
+        '<div class="contextfit-fold"></div>'
+        "<script>(() => {"
+        "let tries = 0;"
+        "const fold = () => {"
+        "const bar = document.querySelector('[data-testid=\"stSidebar\"]');"
+        f"if (bar && bar.getAttribute('data-collapsed') === '{wanted}') return;"
+        f"const button = document.querySelector('{button}');"
+        "if (button) button.click();"
+        "if (++tries < 20) setTimeout(fold, 150);"  # the sidebar may be drawn after this element
+        "};"
+        "fold();"
+        "})();</script>"
+    )

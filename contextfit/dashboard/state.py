@@ -1,7 +1,8 @@
 """The dashboard's settings in the browser session — without Streamlit, so it is tested here.
 
-One model, context limit, response reserve and set of strategies serve the
-Compare and Replay pages (the sidebar ``app.py`` draws for both); each page
+One model, context limit, response reserve, set of strategies, priority and
+number of conversations a day serve the Compare and Replay pages (the
+sidebar ``app.py`` draws for both); each page
 adds a few of its own (Compare's strategy options, Replay's facts,
 ``stable_prefix`` and turn). They live in ``st.session_state`` (any mutable
 mapping here) under the keys of the widgets that show them:
@@ -27,23 +28,31 @@ from typing import Any
 from ..jsonpath import replace_lone_surrogates
 from ..limits import MAX_MESSAGES
 from ..pipeline.plan import BUILTIN_STRATEGIES
+from ..replays.recommend import PRIORITIES, RETENTION
+from ..replays.volume import DEFAULT_CONVERSATIONS_PER_DAY
 
 # -- the settings, by the widget keys that show them ------------------------------------------
 
 MODEL, LIMIT, RESERVE, STRATEGIES = "model", "limit", "reserve", "strategies"
-#: The sidebar's settings, shared by Compare and Replay. A "priority" setting (retention / cost /
-#: cache) joins them here: its key, its URL parameter in :func:`read_link` and :func:`link_of`, and
-#: its widget in the sidebar (``widgets/settings.py``, where its place is marked).
-SHARED = (MODEL, LIMIT, RESERVE, STRATEGIES)
+#: What the recommendation favours (``retention``, ``cost`` or ``cache``) and the conversations a day its costs
+#: at volume are shown for; the pages read them as ``widgets.shared().priority`` and ``.conversations_per_day``.
+PRIORITY, PER_DAY = "priority", "conversations_per_day"
+#: The sidebar's settings, shared by Compare and Replay.
+SHARED = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, PER_DAY)
 SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION = "summary_tokens", "relevance_window", "user_name", "presentation"
+TOOL_RESULT_CAP = "tool_result_cap"
 #: The Compare page's own: its "Strategy options" and presentation mode (which Replay follows).
-COMPARE = (SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, PRESENTATION)
+COMPARE = (SUMMARY_TOKENS, RELEVANCE_WINDOW, USER_NAME, TOOL_RESULT_CAP, PRESENTATION)
 STABLE, FACTS, TURN = "replay_stable", "replay_facts", "replay_turn"
 #: The Replay page's own: the stable_prefix variants, the must-survive facts, the turn shown.
 REPLAY = (STABLE, FACTS, TURN)
 KEPT = SHARED + COMPARE + REPLAY
 #: The Compare page's edits of the blocks (no widget holds them) and its edit table's version.
 OVERRIDES, EDITOR_VERSION = "overrides", "editor_version"
+#: The must-survive facts Compare and Replay follow: the user's edits of the conversation's own list
+#: (``{"off": names no longer followed, "added": lines typed}``, :mod:`contextfit.dashboard.fact_list`;
+#: no widget holds them) and the version of the table that edits them.
+MUST_SURVIVE, FACTS_VERSION = "must_survive", "must_survive_version"
 
 #: Bounds of the widgets: the engine has no upper bound, a browser's number field has (2**53).
 MAX_LIMIT = 100_000_000
@@ -51,11 +60,14 @@ MAX_SUMMARY_TOKENS = 1_000_000
 MAX_RELEVANCE_WINDOW = MAX_MESSAGES
 MAX_USER_NAME = 200
 MAX_TURN = 10_000_000
-DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, USER_NAME: "User", STABLE: True}
+MAX_PER_DAY = 1_000_000_000
+DEFAULTS: dict[str, Any] = {SUMMARY_TOKENS: 0, RELEVANCE_WINDOW: 6, TOOL_RESULT_CAP: 0, USER_NAME: "User", STABLE: True,
+                            PRIORITY: RETENTION, PER_DAY: DEFAULT_CONVERSATIONS_PER_DAY}
 #: Characters of facts a link carries (longer facts stay out of it, said by :func:`unlinked_facts`).
 LINKED_FACTS = 1000
 #: The URL parameters of the settings (the conversation's are ``sample``, ``upload`` and ``chat``).
-LINK_KEYS = (MODEL, LIMIT, RESERVE, STRATEGIES, "stable", "facts", "turn")
+LINK_KEYS = (MODEL, LIMIT, RESERVE, STRATEGIES, PRIORITY, "per_day", "unfollow", "follow", "present", "stable", "facts",
+             "turn")
 
 # Session keys no widget owns.
 _CONVERSATION, _LIMITS_FOR, _LINK_READ, _PENDING = "settings.conversation", "settings.limits_for", "settings.link_read", "settings.pending"
@@ -80,7 +92,9 @@ def compare_settings(state: Mapping[str, Any]) -> dict[str, Any]:
     such widgets: their values are kept in the session), so its latest request is Compare's plan.
 
     >>> compare_settings({"summary_tokens": 0, "relevance_window": 4, "user_name": "Ann", "overrides": {}})
-    {'summary_tokens': None, 'relevance_window': 4, 'user_name': 'Ann', 'overrides': None}
+    {'summary_tokens': None, 'relevance_window': 4, 'user_name': 'Ann', 'tool_result_cap': None, 'overrides': None}
+    >>> compare_settings({"tool_result_cap": 2500})["tool_result_cap"]
+    2500
     >>> compare_settings({"overrides": {"m3": {"pinned": True}}})["overrides"], compare_settings({})["user_name"]
     ({'m3': {'pinned': True}}, 'User')
     """
@@ -88,6 +102,7 @@ def compare_settings(state: Mapping[str, Any]) -> dict[str, Any]:
         "summary_tokens": _whole_in(state.get(SUMMARY_TOKENS), 0, MAX_SUMMARY_TOKENS, 0) or None,  # 0: a tenth
         "relevance_window": _whole_in(state.get(RELEVANCE_WINDOW), 1, MAX_RELEVANCE_WINDOW, DEFAULTS[RELEVANCE_WINDOW]),
         "user_name": DEFAULTS[USER_NAME] if state.get(USER_NAME) is None else str(state[USER_NAME]),
+        "tool_result_cap": _whole_in(state.get(TOOL_RESULT_CAP), 0, MAX_SUMMARY_TOKENS, 0) or None,  # 0: off
         "overrides": state.get(OVERRIDES) or None,
     }
 
@@ -106,6 +121,12 @@ class Link:
     stable: bool | None = None
     facts: str | None = None
     turn: int | None = None
+    priority: str | None = None
+    per_day: int | None = None
+    #: the must-survive facts' edits: names no longer followed, lines added
+    unfollow: tuple[str, ...] | None = None
+    follow: tuple[str, ...] | None = None
+    present: bool | None = None
     notes: tuple[str, ...] = field(default=())
 
 
@@ -133,9 +154,10 @@ def read_link(params: Mapping[str, Any], models: Sequence[str], names: Sequence[
     """The settings a URL asks for; a value that is not valid is ignored with a note.
 
     >>> link = read_link({"model": "gpt-4o", "limit": "8000", "reserve": "-1", "strategies": "truncate,nope",
-    ...                   "stable": "0", "turn": "4"}, ["gpt-4o"], ["truncate", "summarize"])
-    >>> link.model, link.limit, link.reserve, link.strategies, link.stable, link.turn
-    ('gpt-4o', 8000, None, ('truncate',), False, 4)
+    ...                   "stable": "0", "turn": "4", "priority": "cost", "per_day": "2,500"}, ["gpt-4o"],
+    ...                  ["truncate", "summarize"])
+    >>> link.model, link.limit, link.reserve, link.strategies, link.stable, link.turn, link.priority, link.per_day
+    ('gpt-4o', 8000, None, ('truncate',), False, 4, 'cost', 2500)
     >>> link.notes
     ("Ignored reserve='-1' from the link: a whole number of tokens from 0 is expected.", "Ignored the unknown strategy 'nope' from the link.")
     """
@@ -169,8 +191,27 @@ def read_link(params: Mapping[str, Any], models: Sequence[str], names: Sequence[
     turn = None if turn_text is None else _whole(turn_text, 1, MAX_TURN)
     if turn_text is not None and turn is None:
         notes.append(f"Ignored turn={turn_text[:60]!r} from the link: a turn number from 1 is expected.")
+    priority = query_value(params, PRIORITY)
+    if priority is not None and priority not in PRIORITIES:
+        notes.append(f"Ignored priority={priority[:60]!r} from the link: one of {', '.join(PRIORITIES)} is expected.")
+        priority = None
+    per_day_text = query_value(params, "per_day")
+    per_day = None if per_day_text is None else _whole(per_day_text, 1, MAX_PER_DAY)
+    if per_day_text is not None and per_day is None:
+        notes.append(f"Ignored per_day={per_day_text[:60]!r} from the link: a whole number of conversations a day "
+                     "from 1 is expected.")
+    unfollow, follow = (_lines(query_value(params, key)) for key in ("unfollow", "follow"))
+    present = query_value(params, "present")
+    if present not in (None, "0", "1"):
+        notes.append(f"Ignored present={present[:60]!r} from the link: 0 or 1 is expected.")
     return Link(model, limit, reserve, strategies, None if stable not in ("0", "1") else stable == "1",
-                query_value(params, "facts"), turn, tuple(notes))
+                query_value(params, "facts"), turn, priority, per_day, unfollow, follow,
+                None if present not in ("0", "1") else present == "1", tuple(notes))
+
+
+def _lines(text: str | None) -> tuple[str, ...] | None:
+    """A link's list of facts, one a line (``None``: not given)."""
+    return None if text is None else tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
 def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
@@ -178,14 +219,25 @@ def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
     adds the Replay page's own (facts too long for an address stay out: :func:`unlinked_facts`).
 
     >>> state = {"model": "gpt-4o", "limit": 8000, "reserve": 1000, "strategies": ["truncate", "manual"],
+    ...          "priority": "cost", "conversations_per_day": 250,
     ...          "replay_stable": False, "replay_facts": "ORD-7731", "replay_turn": 4}
     >>> link_of(state)
-    {'model': 'gpt-4o', 'limit': '8000', 'reserve': '1000', 'strategies': 'truncate,manual'}
+    {'model': 'gpt-4o', 'limit': '8000', 'reserve': '1000', 'strategies': 'truncate,manual', 'priority': 'cost', 'per_day': '250'}
     >>> link_of(state, replay=True)["stable"], link_of(state, replay=True)["facts"], link_of(state, replay=True)["turn"]
     ('0', 'ORD-7731', '4')
     """
     link = {MODEL: state.get(MODEL), LIMIT: _text(state.get(LIMIT)), RESERVE: _text(state.get(RESERVE)),
             STRATEGIES: ",".join(state.get(STRATEGIES) or ())}
+    # the priority and the volume when they are not the defaults (a link without them opens the defaults)
+    if state.get(PRIORITY, RETENTION) != RETENTION:
+        link[PRIORITY] = state.get(PRIORITY)
+    if state.get(PER_DAY, DEFAULT_CONVERSATIONS_PER_DAY) != DEFAULT_CONVERSATIONS_PER_DAY:
+        link["per_day"] = _text(state.get(PER_DAY))
+    edits = state.get(MUST_SURVIVE) or {}
+    for key, names in (("unfollow", edits.get("off")), ("follow", edits.get("added"))):
+        text = "\n".join(names or ())
+        link[key] = text if len(text) <= LINKED_FACTS else None
+    link["present"] = "1" if state.get(PRESENTATION) else None  # a reload keeps the room's view
     if replay:
         facts = state.get(FACTS) or None
         link.update(stable="1" if state.get(STABLE, True) else "0", turn=_text(state.get(TURN)),
@@ -199,17 +251,17 @@ def _text(number: Any) -> str | None:
 
 def unlinked_facts(facts: str | None) -> str | None:
     """What the page says when the facts are too long for its address (:func:`link_of` leaves
-    them out): a reload or a shared link would open the replay without them, unsaid.
+    them out): a reload or a shared link would open the page without them, unsaid.
 
     >>> unlinked_facts("ORD-7731") is None
     True
     >>> print(unlinked_facts("x" * 3000))
-    These facts (3,000 characters) are too long for the page's address (1,000 at most): a reload or a shared link opens the replay without them. Keep them elsewhere to paste them again.
+    These facts (3,000 characters) are too long for the page's address (1,000 at most): a reload or a shared link opens the page without them. Keep them elsewhere to paste them again.
     """
     if not facts or len(facts) <= LINKED_FACTS:
         return None
     return (f"These facts ({len(facts):,} characters) are too long for the page's address ({LINKED_FACTS:,} at "
-            "most): a reload or a shared link opens the replay without them. Keep them elsewhere to paste them again.")
+            "most): a reload or a shared link opens the page without them. Keep them elsewhere to paste them again.")
 
 
 def write_link(params: MutableMapping[str, Any], wanted: Mapping[str, Any], owned: Sequence[str]) -> None:
@@ -339,13 +391,18 @@ def settle(
         state[_CONVERSATION] = conversation
         state[OVERRIDES] = {}
         state[EDITOR_VERSION] = state.get(EDITOR_VERSION, 0) + 1
+        state[MUST_SURVIVE] = {"off": [], "added": []}
+        state[FACTS_VERSION] = state.get(FACTS_VERSION, 0) + 1
         state[FACTS] = facts
         state.pop(TURN, None)
         state[MODEL] = pending.model if pending is not None and pending.model else suggest(None).model
     if pending is not None:  # the link's choices, for the first conversation of the session
-        for key, value in ((STABLE, pending.stable), (FACTS, pending.facts), (TURN, pending.turn)):
+        for key, value in ((STABLE, pending.stable), (FACTS, pending.facts), (TURN, pending.turn),
+                           (PRIORITY, pending.priority), (PER_DAY, pending.per_day), (PRESENTATION, pending.present)):
             if value is not None:
                 state[key] = value
+        if pending.unfollow is not None or pending.follow is not None:
+            state[MUST_SURVIVE] = {"off": list(pending.unfollow or ()), "added": list(pending.follow or ())}
     if state.get(MODEL) not in models:
         state[MODEL] = suggest(None).model if suggest(None).model in models else models[0]
     chosen = state.get(STRATEGIES)
@@ -386,6 +443,7 @@ def _options(state: MutableMapping[str, Any]) -> list[str]:
             state[key] = value
     state[SUMMARY_TOKENS] = _whole_in(state[SUMMARY_TOKENS], 0, MAX_SUMMARY_TOKENS, 0)
     state[RELEVANCE_WINDOW] = _whole_in(state[RELEVANCE_WINDOW], 1, MAX_RELEVANCE_WINDOW, 6)
+    state[TOOL_RESULT_CAP] = _whole_in(state[TOOL_RESULT_CAP], 0, MAX_SUMMARY_TOKENS, 0)
     name = str(state[USER_NAME])[:MAX_USER_NAME]
     notes = []
     if replace_lone_surrogates(name) != name:  # no UTF-8 text can carry it: the engine would refuse the whole run
@@ -393,6 +451,9 @@ def _options(state: MutableMapping[str, Any]) -> list[str]:
         notes.append("A broken character (a lone surrogate) in the user name was replaced by \ufffd.")
     state[USER_NAME] = name
     state[STABLE] = bool(state[STABLE])
+    if state[PRIORITY] not in PRIORITIES:
+        state[PRIORITY] = RETENTION
+    state[PER_DAY] = _whole_in(state[PER_DAY], 1, MAX_PER_DAY, DEFAULT_CONVERSATIONS_PER_DAY)
     state[FACTS] = str(state.get(FACTS) or "")
     return notes
 

@@ -23,6 +23,7 @@ from ..replays.prompt_cache import BREAKPOINTS
 from ..replays.answer import plan_outcomes
 from ..replays.recommend import Recommendation
 from ..replays.run import DECLARED, DEFAULT_FACTS
+from ..replays.volume import ESTIMATED_REPLY_TOKENS, Reply
 from ..fitting.registry import registry as default_registry
 from ..errors import ContextfitError
 from ..tokens.models import get_model
@@ -201,6 +202,24 @@ def table(rows: Sequence[VerdictRow]) -> list[dict[str, Any]]:
             }
         out.append(cells)
     return out
+
+
+def caption(rows: Sequence[VerdictRow], recommendation: Recommendation | None = None) -> str:
+    """The line under the verdict table: what is highlighted, which strategies never are and why,
+    and what "cost / request" holds.
+
+    >>> rows = [VerdictRow("a", "", 10, 1.0, 2, 0, 0), VerdictRow("b", "", 8, 0.8, 3, 1, 0, not_recommended="drops your question")]
+    >>> print(caption(rows))
+    The best value of each column is highlighted (fewer tokens, less of the budget, fewer blocks dropped, a cheaper request; summarized and compressed are neither better nor worse). Never highlighted: b, which drops your question. Cost / request: the prompt at the model's catalog prices, cached input as the provider bills it, and the reply (replies: estimated at 300 tokens (the conversation holds no reply)).
+    """
+    refused = [f"{row.strategy}, which {row.not_recommended}" for row in rows if row.not_recommended]
+    never = f" Never highlighted: {and_list(refused)}." if refused else ""
+    outcomes = recommendation.outcomes if recommendation is not None else ()
+    reply = outcomes[0].reply.text() if outcomes else Reply(ESTIMATED_REPLY_TOKENS, 0).text()
+    return ("The best value of each column is highlighted (fewer tokens, less of the budget, fewer blocks dropped, "
+            "a cheaper request; summarized and compressed are neither better nor worse)." + never +
+            " Cost / request: the prompt at the model's catalog prices, cached input as the provider bills it, and "
+            f"the reply ({reply}).")
 
 
 def styles(rows: Sequence[VerdictRow]) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ the new messages changed.
 
 A session answers exactly what a fresh :func:`~contextfit.shift_context` or
 :func:`~contextfit.plan_prompt` on :attr:`FitSession.messages` answers (the
-property tests in ``tests/test_session.py`` hold it to that, for every
+property tests in ``tests/pipeline/test_session.py`` hold it to that, for every
 strategy, after appends and edits). It is safe to share between threads:
 each call holds the session's lock.
 """

@@ -14,8 +14,11 @@ caller says otherwise. Nothing connects until the first query.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -118,7 +121,7 @@ def create_database_engine(database: str | os.PathLike | None = None, *, timeout
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA foreign_keys = ON")
         if not memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(cursor, wait)
             cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 
@@ -128,6 +131,23 @@ def create_database_engine(database: str | os.PathLike | None = None, *, timeout
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+def _switch_to_wal(cursor: Any, wait: float) -> None:
+    """``PRAGMA journal_mode = WAL``, retried for up to ``wait`` seconds: two processes that open
+    a new database at once race to switch it, and SQLite answers the loser "database is locked"
+    at once, without its busy timeout (a server started beside another then exited)."""
+    deadline = time.monotonic() + wait
+    pause = 0.01
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
 
 def check_files(database: str | os.PathLike | None = None) -> None:
@@ -146,7 +166,9 @@ def check_files(database: str | os.PathLike | None = None) -> None:
     folder = os.path.dirname(path)
     for file, what in ((path, "the database file"), (path + "-wal", "its write-ahead log"),
                        (path + "-shm", "its shared-memory file")):  # fmt: skip
-        if os.path.exists(file) and not os.access(file, os.W_OK):
+        # Asked in this order: another process that closes the database removes its -wal and -shm files,
+        # and a file gone between the two questions is not read-only (a server started beside it refused).
+        if not os.access(file, os.W_OK) and os.path.exists(file):
             raise StoreUnavailable(
                 f"Cannot use the SQLite database {path}: {what} {file} is read-only for this user (uid "
                 f"{os.getuid() if hasattr(os, 'getuid') else '?'}), and SQLite fails on it, or crashes the process. "

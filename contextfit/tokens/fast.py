@@ -9,7 +9,7 @@ vocabulary, shared by every tokenizer profile counting with it) counts with
 * **pinned**: only toktok-rs :data:`ENGINE_VERSION` is used, the version the
   differential tests prove exact; its per-text counter is the package's
   private ``toktok._encoding(name).count``, tested explicitly
-  (``tests/test_fast_count.py``);
+  (``tests/tokens/test_fast_count.py``);
 * **vocabulary checksum**: the ranks compiled into the engine must hash to
   :data:`VOCABULARY_SHA256`, the hash of the ``bpe-openai`` ranks that
   tiktoken's own SHA-256 vouches for;
@@ -78,7 +78,7 @@ AUTOLOAD_CHARS = 4_000_000
 
 #: sha256 of the engine's ranks: one byte per token (its length), then every
 #: token's bytes, in rank order. Equal to the same hash of the ``bpe-openai``
-#: ranks (``tests/test_fast_count.py`` proves it), which tiktoken checks.
+#: ranks (``tests/tokens/test_fast_count.py`` proves it), which tiktoken checks.
 VOCABULARY_SHA256 = {
     "o200k_base": "440741350e7cfa1c0f4869ce742d1b043550adbda5187adcac9e787edac6fba9",
     "cl100k_base": "18288f996f452d44e0e65996176591a4b712a3eb1b42afd6f0511e735c099480",

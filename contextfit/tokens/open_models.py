@@ -372,7 +372,7 @@ class SentencePiece:
     control pieces such as ``[INST]`` in the text counted as text).
 
     Both Mistral models are BPE with an identity normalizer, a dummy prefix
-    and pieces split at whitespace (``tests/test_open_models.py`` reads their
+    and pieces split at whitespace (``tests/tokens/test_open_models.py`` reads their
     specs): a text splits into words where a space follows a character that is
     not one, and the word after it encodes alone as the text after that space
     (the dummy prefix stands for it). ``long_blanks.encode_parts`` cuts there.

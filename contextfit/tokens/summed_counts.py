@@ -42,7 +42,7 @@ starts with ``-`` (:func:`splits_between`):
 
 Each count is tiktoken's (or the fast engine's, held to it), so the sum is
 exact. Any other pattern, an approximate profile (its band is not additive)
-or a join the rule does not cover is counted whole. ``tests/test_joins.py``
+or a join the rule does not cover is counted whole. ``tests/tokens/test_joins.py``
 holds the sum to a direct count on generated lines for both encodings.
 """
 

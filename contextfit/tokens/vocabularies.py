@@ -49,7 +49,7 @@ class EncodingSpec:
 
 #: The exact encodings as tiktoken 0.8-0.14 builds them (the patterns are long_blanks'
 #: own, which it was proven for);
-#: tests/test_tokenizers.py checks them against the installed tiktoken.
+#: tests/tokens/test_tokenizers.py checks them against the installed tiktoken.
 ENCODINGS: dict[str, EncodingSpec] = {
     "o200k_base": EncodingSpec(
         pat_str=O200K_PATTERN,

@@ -1,7 +1,7 @@
 """Regenerate ``tests/data/open_model_refs.json``: reference token counts for the exact open-model profiles.
 
 The numbers come from each family's REFERENCE tokenizer, never from contextfit,
-so that ``tests/test_open_models.py`` compares contextfit with something
+so that ``tests/tokens/test_open_models.py`` compares contextfit with something
 independent:
 
 ==============  ============================================================================

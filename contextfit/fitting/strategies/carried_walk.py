@@ -18,8 +18,8 @@ lists are cut there and extended in place (a store keeps one walk per
 counter and budget, the newest): a refit after one appended message does
 work in proportion to what changed and to the kept run, not to the chat.
 
-The answer is the plain walk's, exactly (``tests/test_session.py`` holds a
-session's fits to fresh ones, and ``tests/test_walk.py`` this walk to
+The answer is the plain walk's, exactly (``tests/pipeline/test_session.py`` holds a
+session's fits to fresh ones, and ``tests/fitting/test_walk.py`` this walk to
 :func:`~contextfit.fitting.strategies.base.fill_newest`).
 """
 

@@ -47,7 +47,7 @@ import re
 __all__ = ["BYTES_PER_UNIT", "FOLDED_CLASS_UNITS", "pattern_units", "without_captures"]
 
 #: Bytes one unit of :func:`pattern_units` stands for once compiled (measured:
-#: about 108; ``tests/test_lorebook.py`` checks the estimate against ``sys.getsizeof``).
+#: about 108; ``tests/inputs/test_lorebook.py`` checks the estimate against ``sys.getsizeof``).
 BYTES_PER_UNIT = 120
 
 #: The least a class counts under full case folding (measured: ``(?fi)[\\x00-\\U0010ffff]``

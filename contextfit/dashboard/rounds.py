@@ -1,0 +1,146 @@
+"""An agent run's requests on Compare: which request each block came in with, and which one overflowed.
+
+An agent sends a request for every model call: the user's message, then
+every round of tool results the model answers without a user message in
+between (SPEC §9). Compare plans the conversation as it stands, so a
+presenter needs to point at the round that pushed it past the budget.
+:func:`requests_of` lists the requests of a plan's chat — what triggered
+each, the messages it added, their tokens, and the prompt it would send
+with nothing left out (every block before it, tool definitions and the
+chat's framing included) — and marks the first one over the budget;
+:func:`block_requests` names, for each block of the plan, the request it
+came in with ("turn 2 · round 1"), or "every request" for what each one
+sends (system prompt, card, lore, tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..inputs import messages as msg
+from ..pipeline.plan import PlanBlock, PromptPlan
+
+#: What a block that every request sends says in the "request" column.
+EVERY_REQUEST = "every request"
+#: What the chat's closing reply says (it answers the last request; no request sends it yet).
+REPLY = "the reply"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One model call of the chat: its place, what triggered it, and its prompt with nothing left out."""
+
+    number: int
+    user_turn: int
+    #: 0 for the user's message, then 1, 2… for each tool round the model answers
+    round: int
+    trigger: str
+    messages: int
+    tokens_added: int
+    whole_prompt: int
+    over_budget: bool = False
+
+    @property
+    def name(self) -> str:
+        """``turn 2`` for a user message, ``turn 2 · round 1`` for a tool round."""
+        return f"turn {self.user_turn}" + (f" · round {self.round}" if self.round else "")
+
+    def to_row(self) -> dict[str, Any]:
+        """A table row (thousands separators; the first request over the budget says so)."""
+        return {"request": self.number, "call": self.name, "sent because of": self.trigger,
+                "messages added": f"{self.messages:,}", "tokens added": f"{self.tokens_added:,}",
+                "prompt before fitting": f"{self.whole_prompt:,}",
+                "budget": "overflows here" if self.over_budget else ""}
+
+
+def _history(plan: PromptPlan) -> list[PlanBlock]:
+    return [block for block in plan.blocks if block.origin == "input" and block.kind == msg.HISTORY]
+
+
+def _every_request(block: PlanBlock) -> bool:
+    """A block of the chat's own (not one a strategy inserted) that every request sends: tools, system, card, lore."""
+    return block.origin in ("input", "request") and block.kind != msg.HISTORY
+
+
+def _calls(history: Sequence[dict]) -> list[tuple[int, int, int, str]]:
+    """``(last position, user turn, round, trigger)`` of each model call of the history messages."""
+    calls: list[tuple[int, int, int, str]] = []
+    pending: int | None = None
+    turn = rounds = 0
+    for position, message in enumerate(history):
+        role = msg.role_of(message)
+        if role == "assistant":
+            if pending is not None:
+                rounds += 1
+                calls.append((pending, turn, rounds, _results(history, pending)))
+                pending = None
+        elif role in msg.TOOL_RESULT_ROLES or (role == "user" and msg.link_ids(message)[1]):
+            pending = position
+        elif role == "user":
+            pending, turn, rounds = None, turn + 1, 0
+            calls.append((position, turn, 0, f"the user's message {msg.message_id(message, position)}"))
+        elif pending is not None:  # a system message sent with the results
+            pending = position
+    if pending is not None:
+        calls.append((pending, turn, rounds + 1, _results(history, pending)))
+    return calls
+
+
+def _results(history: Sequence[dict], last: int) -> str:
+    """The tool results that end at ``last``, in words."""
+    first = last
+    while first > 0 and msg.role_of(history[first - 1]) != "assistant":
+        first -= 1
+    count = sum(1 for message in history[first:last + 1] if msg.role_of(message) != "system")
+    return f"{count} tool result{'' if count == 1 else 's'}"
+
+
+def is_agent_run(plan: PromptPlan) -> bool:
+    """Whether the chat has a tool round the model answers (a request that is no user message)."""
+    return any(round_ for _, _, round_, _ in _calls([block.message for block in _history(plan)]))
+
+
+def requests_of(plan: PromptPlan) -> list[Request]:
+    """The requests of ``plan``'s chat, in order, the first whose prompt passes the budget marked.
+
+    >>> from contextfit import plan_prompt
+    >>> call = {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    >>> chat = [{"role": "user", "content": "Find it."}, {"role": "assistant", "content": None, "tool_calls": [call]},
+    ...         {"role": "tool", "tool_call_id": "c1", "content": "result " * 400}, {"role": "assistant", "content": "Done."}]
+    >>> [(r.name, r.trigger, r.over_budget) for r in requests_of(plan_prompt(chat, model="gpt-4o", context_limit=300,
+    ...                                                                      response_reserve=50))]
+    [('turn 1', "the user's message m0", False), ('turn 1 · round 1', '1 tool result', True)]
+    >>> block_requests(plan_prompt(chat, model="gpt-4o"))
+    ['turn 1', 'turn 1 · round 1', 'turn 1 · round 1', 'the reply']
+    """
+    history = _history(plan)
+    framing = max(plan.prompt_tokens - sum(block.tokens or 0 for block in plan.blocks if block.included), 0)
+    always = sum(block.tokens or 0 for block in plan.blocks if _every_request(block))
+    out, start, total, over = [], 0, framing + always, False
+    for number, (last, turn, round_, trigger) in enumerate(_calls([block.message for block in history]), start=1):
+        added = sum(block.tokens or 0 for block in history[start:last + 1])
+        total += added
+        first_over = not over and total > plan.budget
+        over = over or first_over
+        out.append(Request(number, turn, round_, trigger, last + 1 - start, added, total, first_over))
+        start = last + 1
+    return out
+
+
+def block_requests(plan: PromptPlan) -> list[str]:
+    """For each block of ``plan``, the request it came in with (:attr:`Request.name`), "every request"
+    for a block every request sends, "the reply" for what follows the last request."""
+    history = _history(plan)
+    positions = {id(block): position for position, block in enumerate(history)}
+    calls = _calls([block.message for block in history])
+    names = []
+    for block in plan.blocks:
+        position = positions.get(id(block))
+        if position is None:
+            names.append(EVERY_REQUEST if _every_request(block) else "")
+            continue
+        call = next((c for c in calls if c[0] >= position), None)
+        names.append(REPLY if call is None else f"turn {call[1]}" + (f" · round {call[2]}" if call[2] else ""))
+    return names

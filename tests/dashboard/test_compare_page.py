@@ -1,0 +1,163 @@
+"""The Compare page through AppTest: the answer on top agrees with ``contextfit fit --recommend``, the
+sidebar's priority and volume move it, the must-survive list edits it, an agent run shows its requests,
+presentation mode lives in the URL, and no table shows ``None``."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from support.charts import window_bars
+from support.paths import REPO, shared_path
+from streamlit.testing.v1 import AppTest
+
+from contextfit import cli
+from contextfit.dashboard import state
+from contextfit.inputs.samples import sample_text
+from contextfit.pipeline.plan import BUILTIN_STRATEGIES
+
+AGENT_RUN = ("pydantic-ai", "openai_chat", "test_complex_agent_run.request.json")
+
+
+def app() -> AppTest:
+    return AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+
+
+def clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def unescaped(text: str) -> str:
+    """Markdown text as it reads (the page escapes every Markdown character of the engine's words)."""
+    return text.replace("\\", "")
+
+
+def sentence(at) -> str:
+    """The recommendation on top of the page."""
+    return unescaped(at.markdown[0].value)
+
+
+def answer_lines(at) -> list[str]:
+    """The lines under the sentence: its costs, the protocol's figure, the priority, the facts."""
+    said = next(c.value for c in at.caption if "Priority: " in c.value)
+    return unescaped(said).split("  \n")
+
+
+def cli_lines(path, limit: int, reserve: int, *extra: str) -> list[str]:
+    out = io.StringIO()
+    assert cli.main(["fit", str(path), "--strategy", "all", "--recommend", "--limit", str(limit), "--reserve",
+                     str(reserve), *extra], out=out) == 0
+    return out.getvalue().splitlines()
+
+
+def test_the_answer_on_top_is_the_cli_s_and_follows_the_priority_and_the_volume(tmp_path):
+    path = tmp_path / "roleplay.json"
+    path.write_text(sample_text("roleplay"))
+    at = app().run()
+    clean(at)
+    assert sentence(at) == cli_lines(path, 2200, 400)[0]
+    assert sentence(at).startswith("Ship fact-ledger: it keeps your question and all 4 must-survive facts")
+    lines = answer_lines(at)
+    assert lines[0].startswith("A request costs $") and lines[0].endswith("a month at 1,000 conversations a day")
+    assert lines[1].startswith("On the standard retention protocol") and "fact-ledger keeps 97% of the facts" in lines[1]
+    assert lines[2].startswith("Priority: keep the most of what matters · replies: the mean of the conversation")
+    assert lines[3].startswith("Must-survive facts: 4, found in the conversation — Mara Quill, Tomas Venn")
+    at.sidebar.radio(key="priority").set_value("cost").run()
+    clean(at)
+    assert sentence(at) == cli_lines(path, 2200, 400, "--priority", "cost")[0]
+    at.sidebar.number_input(key="conversations_per_day").set_value(25_000).run()
+    assert answer_lines(at)[0].endswith("a month at 25,000 conversations a day")
+    costs = [unescaped(m.value) for m in at.markdown[1:] if unescaped(m.value).startswith("**$")]
+    assert len(costs) == len(BUILTIN_STRATEGIES) and all(" a request · $" in c and "K a month**" in c for c in costs)
+
+
+def test_an_uploaded_agent_run_shows_the_cli_s_answer_its_requests_and_each_block_s_request():
+    path = shared_path(*AGENT_RUN)
+    at = app().run()
+    at.sidebar.radio[0].set_value("Upload").run()
+    at.get("file_uploader")[0].set_value([(path.name, path.read_bytes(), "application/json")]).run()
+    at.sidebar.number_input(key="limit").set_value(700).run()
+    at.sidebar.number_input(key="reserve").set_value(100).run()
+    clean(at)
+    assert sentence(at) == cli_lines(path, 700, 100)[0]
+    requests = next(frame.value for frame in at.dataframe if "prompt before fitting" in frame.value.columns)
+    assert list(requests["call"]) == ["turn 1", "turn 1 · round 1", "turn 1 · round 2"]
+    edits = at.dataframe[-1].value
+    assert list(edits["request"][:3]) == ["turn 1", "turn 1 · round 1", "turn 1 · round 1"]
+    assert "What changed since the previous turn" in [s.value for s in at.subheader]
+    assert at.code and at.code[0].language == "diff"
+
+
+def test_the_must_survive_list_is_edited_and_the_answer_follows_it():
+    at = app().run()
+    before = sentence(at)
+    at.session_state[state.MUST_SURVIVE] = {"off": ["Mara Quill", "Tomas Venn"], "added": ["Hesk"]}
+    at.run()
+    clean(at)
+    assert sentence(at) != before and "must-survive facts" in sentence(at)
+    assert answer_lines(at)[-1].startswith("Must-survive facts: 3, edited by hand — lore “Greywater Isle”, Saltwitch, Hesk")
+    assert at.query_params["unfollow"] in ("Mara Quill\nTomas Venn", ["Mara Quill\nTomas Venn"])
+    at.button(key="must-survive-reset").click().run()
+    assert sentence(at) == before and not at.session_state[state.MUST_SURVIVE]["off"]
+
+
+def test_each_strategy_has_its_window_by_category_its_costs_and_its_lost_line():
+    at = app().run()
+    bars = window_bars(at)
+    assert [bar.strategy for bar in bars] == list(BUILTIN_STRATEGIES)
+    assert all(bar.headline.endswith("%") and " of 2.2K tokens, " in bar.headline for bar in bars)
+    assert all(sum(tokens for _, tokens, _ in bar.parts) == 2200 for bar in bars)
+    lost = [unescaped(m.value) for m in at.markdown if unescaped(m.value).startswith("Lost: ")]
+    assert len(lost) == len(BUILTIN_STRATEGIES)
+    assert any(c.value.startswith("Where the must-survive facts sit: ") for c in at.caption)
+    assert "drops the oldest messages first" in [c.value for c in at.caption]  # truncate's one line
+
+
+def test_presentation_mode_is_in_the_url_and_survives_a_page_round_trip_and_a_reload():
+    at = app().run()
+    at.toggle(key=state.PRESENTATION).set_value(True).run()
+    clean(at)
+    assert at.query_params["present"] in ("1", ["1"])
+    # every table in HTML, which the page CSS enlarges and wraps; the grids left are the two editors
+    assert [frame.key.split("-")[0] for frame in at.dataframe] == ["must", "editor"]
+    assert len(at.table) >= 3  # the verdict, the tokens by kind, the agent run's requests…
+    at.switch_page("pages/replay.py").run()
+    at.switch_page("pages/compare.py").run()
+    clean(at)
+    assert at.toggle(key=state.PRESENTATION).value is True and at.query_params["present"] in ("1", ["1"])
+    reloaded = app()
+    reloaded.query_params["present"] = "1"
+    reloaded.run()
+    clean(reloaded)
+    assert reloaded.toggle(key=state.PRESENTATION).value is True and reloaded.table
+
+
+@pytest.mark.parametrize("presenting", [False, True])
+def test_no_table_shows_none_and_numbers_have_thousands_separators(presenting):
+    at = app()
+    if presenting:
+        at.query_params["present"] = "1"
+    at.run()
+    at.sidebar.number_input(key="limit").set_value(128_000).run()  # everything fits: thousands in every column
+    at.sidebar.number_input(key="reserve").set_value(16_384).run()
+    clean(at)
+    # the editors show an empty cell as "—" (their placeholder); every other table has a value in each cell
+    tables = [*at.table, *(frame for frame in at.dataframe if not (frame.key or "").startswith(("editor-", "must-surv")))]
+    assert len(tables) >= 3
+    for element in tables:
+        frame = element.value
+        assert not frame.isna().any().any(), element
+        assert "None" not in frame.astype(str).to_numpy()
+    shown = " ".join(displayed(element).to_string() for element in tables)
+    assert re.search(r"\b\d,\d{3}\b", shown)  # the history's tokens by kind, say
+    assert not re.search(r"(?<![\d.,$])\d{4,}(?![\d.])", shown), shown  # never 1477 (a price's digits aside)
+
+
+def displayed(element) -> pd.DataFrame:
+    """A table's cells as the page shows them (the Styler's display values)."""
+    data = element.proto.arrow_data if hasattr(element.proto, "arrow_data") else element.proto
+    assert data.HasField("styler"), element
+    return pa.ipc.open_stream(data.styler.display_values).read_all().to_pandas()
