@@ -11,6 +11,11 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
 * ``contextfit <strategy> cold``: ``shift_context`` with a fresh counter, every
   block counted, into 25% of the chat, counting with the fast engine; and the
   same with tiktoken alone (the engine's fallback);
+* ``contextfit clear-tool-results cold`` and ``contextfit fact-ledger cold``: the same
+  for the other strategies, reported against ``contextfit truncate cold`` (no target);
+  and ``contextfit <strategy> session refit x20``: each strategy's warm refit into 25%
+  (a session that fitted the chat without its last 20 messages, then 20 appends and
+  fits), reported against truncate's;
 * ``contextfit truncate lazy cold``: ``count_excluded=False`` into 128k;
 * ``contextfit truncate cold 128k``: every block counted, into 128k: the cold
   fit the session's refit is compared with;
@@ -24,7 +29,8 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
   fresh per run: a LangChain user who caches counts, on a new chat.
 
 Each target is the median of the per-repetition ratios (both sides timed in
-the same repetition). The cold cost of each engine (import and vocabulary
+the same repetition); so is each strategy's cold fit against truncate's, in a
+table of its own. The cold cost of each engine (import and vocabulary
 load in a fresh process) is printed apart, with the first pass after it.
 """
 
@@ -42,7 +48,9 @@ from time import perf_counter, process_time
 from typing import Any
 
 from . import oracle
-from .contenders import STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, langchain_counter, openai_only
+from .contenders import (
+    STRATEGIES, TIMED_STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, langchain_counter, openai_only,
+)
 from .conversations import synthetic
 from .oracle import encoding
 
@@ -54,6 +62,8 @@ FIXED_BUDGET = 128_000
 REFIT_MS = 1.0  # a session's refit after one appended message, at 10,000 messages
 REFITS = 20  # appended messages timed in one session run (one refit is too short to time alone)
 PLAN_REFITS = 5
+#: Every strategy timed cold (the targets are STRATEGIES'; the others are reported against truncate).
+COLD_STRATEGIES = (*TIMED_STRATEGIES, "fact-ledger")
 
 
 def _tiktoken_counter() -> Any:
@@ -87,7 +97,8 @@ def _memoized_langchain_counter() -> Callable[[list[Any]], int]:
 _PLAN = {"model": "gpt-4o", "context_limit": FIXED_BUDGET + 4_000, "response_reserve": 4_000}
 
 
-def _session(messages: list[dict], appended: int, plan: bool = False) -> tuple[Any, Any, list[dict]]:
+def _session(messages: list[dict], appended: int, plan: bool = False, strategy: str = "truncate",
+             budget: int = FIXED_BUDGET) -> tuple[Any, Any, list[dict], str, int]:
     """A session that fitted (or planned) the chat but its last ``appended`` messages, cold before that."""
     from contextfit.pipeline.session import FitSession
 
@@ -96,20 +107,20 @@ def _session(messages: list[dict], appended: int, plan: bool = False) -> tuple[A
     if plan:
         session.plan("truncate", **_PLAN)
     else:
-        session.fit(counter, FIXED_BUDGET)
-    return session, counter, messages[-appended:]
+        session.fit(counter, budget, strategy)
+    return session, counter, messages[-appended:], strategy, budget
 
 
-def _refits(state: tuple[Any, Any, list[dict]]) -> Any:
-    session, counter, new = state
+def _refits(state: tuple[Any, Any, list[dict], str, int]) -> Any:
+    session, counter, new, strategy, budget = state
     for message in new:
         session.append(message)
-        result = session.fit(counter, FIXED_BUDGET)
+        result = session.fit(counter, budget, strategy)
     return result
 
 
-def _plan_refits(state: tuple[Any, Any, list[dict]]) -> Any:
-    session, _counter, new = state
+def _plan_refits(state: tuple[Any, Any, list[dict], str, int]) -> Any:
+    session, _counter, new, _strategy, _budget = state
     for message in new:
         session.append(message)
         plan = session.plan("truncate", **_PLAN)
@@ -130,11 +141,14 @@ def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[
     }
     if fast is not None:
         found["engine alone"] = (lambda: (messages, lambda text: range(fast.count(text))), _floor_run)
-    for strategy in STRATEGIES:
+    for strategy in COLD_STRATEGIES:
         found[f"contextfit {strategy} cold"] = (
             fresh_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
-        found[f"contextfit {strategy} cold, tiktoken only"] = (
-            _tiktoken_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
+        if strategy in STRATEGIES:
+            found[f"contextfit {strategy} cold, tiktoken only"] = (
+                _tiktoken_counter, lambda counter, s=strategy: _fit(messages, counter, budget, s, True))
+        found[f"contextfit {strategy} session refit x{REFITS}"] = (
+            lambda s=strategy: _session(messages, REFITS, strategy=s, budget=budget), _refits)
     found["contextfit truncate lazy cold 128k"] = (
         fresh_counter, lambda counter: _fit(messages, counter, FIXED_BUDGET, "truncate", False))
     found["contextfit truncate cold 128k"] = (
@@ -206,6 +220,27 @@ def targets(times: dict[str, list[float]]) -> list[dict[str, Any]]:
     found.append({"target": f"contextfit truncate lazy cold into 128k: >= {LAZY_SPEEDUP:g}x faster than LangChain memoized",
                   "measured": speedup, "met": None if speedup is None else speedup >= LAZY_SPEEDUP, "unit": "x faster"})
     found += _session_targets(times)
+    return found
+
+
+def against_truncate(times: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Each strategy's cold fit: its median, and the median of its per-repetition ratios to
+    truncate's cold fit (both timed in the same repetition); apart, the same of its warm refit
+    (a session's, after one appended message: a twentieth of a run) against truncate's."""
+    found = []
+    for strategy in COLD_STRATEGIES:
+        seconds = times.get(f"contextfit {strategy} cold")
+        if not seconds:
+            continue
+        row = {"strategy": strategy, "median_ms": statistics.median(seconds) * 1000, "min_ms": min(seconds) * 1000,
+               "max_ms": max(seconds) * 1000,
+               "x_truncate": _paired(times, f"contextfit {strategy} cold", "contextfit truncate cold")}
+        warm = times.get(f"contextfit {strategy} session refit x{REFITS}")
+        if warm:
+            row["refit_ms"] = statistics.median(warm) / REFITS * 1000
+            row["refit_x_truncate"] = _paired(times, f"contextfit {strategy} session refit x{REFITS}",
+                                              f"contextfit truncate session refit x{REFITS}")
+        found.append(row)
     return found
 
 
@@ -286,6 +321,16 @@ def markdown(times: dict[str, list[float]], found: list[dict], cold_runs: dict[s
     for target, measured in info.get("cpu_targets", {}).items():
         if measured is not None:
             lines.append(f"| {target}, in CPU time of the process | {measured:.2f} | — |")
+    lines += ["", f"Each strategy into 25% of the chat, every block counted: cold, against truncate cold timed in "
+              f"the same repetition; warm, a session's refit after one appended message (a twentieth of "
+              f"{REFITS}), against truncate's (each the median of {info['runs']} per-repetition ratios):", "",
+              "| strategy | cold ms [min-max] | cold x truncate (paired) | warm refit ms | warm x truncate (paired) |",
+              "|---|--:|--:|--:|--:|"]
+    for row in against_truncate(times):
+        warm = (f"{row['refit_ms']:.2f} | {row['refit_x_truncate']:.1f}" if row.get("refit_x_truncate") is not None
+                else "— | —")
+        lines.append(f"| {row['strategy']} | {row['median_ms']:.1f} [{row['min_ms']:.1f}-{row['max_ms']:.1f}] | "
+                     f"{row['x_truncate']:.2f} | {warm} |")
     lines += ["", "Cold, one fresh process each (load, then one pass over the message texts):", "",
               "| engine | tiktoken load ms | engine load ms | first pass ms | tokens |", "|---|--:|--:|--:|--:|"]
     for which, run in cold_runs.items():
@@ -328,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fast.md").write_text(text)
-    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "cpu": cpu, "targets": found, "cold": cold_runs},
+    (args.out / "fast.json").write_text(json.dumps({"info": info, "times": times, "cpu": cpu, "targets": found,
+                                                   "perStrategy": against_truncate(times), "cold": cold_runs},
                                                   indent=1, default=str))
     return 0
 

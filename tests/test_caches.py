@@ -49,7 +49,7 @@ def _warm_everything() -> None:
         LorebookEntry(uid=1, keys=("/shadow ?fangs?/i",), content="Shadow fangs bite."),
         LorebookEntry(uid=2, keys=("needle",), content="A needle is sharp."),
     ))
-    for strategy in ("truncate", "summarize", "vector-recall"):
+    for strategy in ("truncate", "summarize", "vector-recall", "fact-ledger"):
         contextfit.plan_prompt(history, model="gpt-4o", context_strategy=strategy, context_limit=600,
                                response_reserve=100, lorebook=book, memory=["The fangs are silver.", "Needles."])
     contextfit.get_tokenizer("gemini").count("12345 apples")  # a digit-splitting profile

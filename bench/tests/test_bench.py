@@ -117,6 +117,18 @@ def test_the_dashboard_report_keeps_cold_and_warm_uploads_apart():
     assert "| warm upload: the same process" in text and "38%" in text
 
 
+def test_each_strategy_cold_is_paired_with_truncate_cold():
+    from bench.fast import against_truncate
+
+    times = {"contextfit truncate cold": [0.125, 0.25, 0.125], "contextfit fact-ledger cold": [0.625, 0.5, 0.375],
+             "contextfit truncate session refit x20": [0.02, 0.04, 0.02],
+             "contextfit fact-ledger session refit x20": [0.08, 0.04, 0.04]}
+    rows = {row["strategy"]: row for row in against_truncate(times)}
+    assert set(rows) == {"truncate", "fact-ledger"}  # the strategies not timed are left out
+    assert rows["fact-ledger"]["x_truncate"] == 3.0 and rows["fact-ledger"]["median_ms"] == 500.0  # ratios 5, 2, 3
+    assert rows["fact-ledger"]["refit_x_truncate"] == 2.0 and rows["fact-ledger"]["refit_ms"] == 2.0  # ratios 4, 1, 2
+
+
 def test_fast_engine_targets_are_medians_of_paired_ratios():
     from bench.fast import targets
 

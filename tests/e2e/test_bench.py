@@ -59,6 +59,12 @@ def test_fast_engine_bench_prints_every_issue_19_target(tmp_path):
     assert all(target["measured"] is not None for target in data["targets"] if langchain or "floor" in target["target"])
     assert data["info"].get("engine_total_equals_tiktoken", True) is True
     assert "| contextfit truncate lazy cold into 128k: >= 20x faster than LangChain memoized |" in out
+    from bench.fast import COLD_STRATEGIES
+
+    per_strategy = {row["strategy"]: row["x_truncate"] for row in data["perStrategy"]}
+    assert list(per_strategy) == list(COLD_STRATEGIES) and per_strategy["truncate"] == 1.0
+    assert "fact-ledger" in per_strategy and "| fact-ledger |" in out and "cold x truncate (paired)" in out
+    assert all(row["refit_x_truncate"] is not None for row in data["perStrategy"])
 
 
 def test_the_profiles_bench_prints_every_exact_profile_against_the_floor(tmp_path):

@@ -10,6 +10,7 @@ import math
 import threading
 
 from support.conversations import word_count_counter
+from support.depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.agent_runs import agent_run
@@ -20,7 +21,8 @@ from contextfit.fitting.analysis import ChatAnalysis, FitView
 from contextfit.fitting.counting import counting_for
 from contextfit.fitting.strategies import ledger_entries as carried
 from contextfit.fitting.strategies.ledger_facts import (
-    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, fact_lines,
+    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, FactLine, fact_lines, rarity,
+    same_key,
 )
 from contextfit.inputs import messages as msg
 from contextfit.pipeline.session import FitSession
@@ -378,3 +380,95 @@ def test_an_agent_run_refits_like_fresh_fits():
                                         "fact-ledger")
         assert _ledger_outcome(warm) == _ledger_outcome(cold)
     assert any(d.reason == "summarized" for d in warm.decisions)  # the ledger was at work
+
+
+@st.composite
+def pass_entries(draw) -> list[carried.Entry]:
+    """Entries in message order (a message may hold several), keys over a few words so that they
+    overlap, hold one another or are empty; values and sorts shared now and then."""
+    words = ["port", "billing", "search", "owner", "region", "limit", "cache", "queue", "alpha", "bravo", "delta", "golf"]
+    entries, index = [], 0
+    for order in range(draw(st.integers(1, 40))):
+        index += draw(st.integers(0, 2))
+        if draw(st.booleans()):
+            key = frozenset(draw(st.lists(st.sampled_from(words[:6]), max_size=4)))
+        else:  # most of the words, one or two swapped: keys near the supersession mark, the weights decide
+            key = frozenset(words) - frozenset(draw(st.lists(st.sampled_from(words), min_size=1, max_size=3)))
+        values = tuple(draw(st.lists(st.sampled_from(["5433", "6001", "eu-west-3", "pnpm", "uv"]), min_size=1, max_size=2)))
+        sort = draw(st.sampled_from(["number", "identifier", "choice"]))
+        line = FactLine(f"line {order}", values, (sort,) if sort != "choice" else (), None, key, 2.0, "")
+        entries.append(carried.Entry(index, line, 2.0, order))
+    return entries
+
+
+@settings(max_examples=examples(150))
+@given(pass_entries())
+def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
+    """The pass over the index of entries not superseded yet (each entry meets only those that
+    share a key word and its sort) makes the pairwise rule's decisions — every earlier entry,
+    same_key weighed over all the entries — and asks same_key of exactly the pairs that need it:
+    not those the words alone answer (one key holds the other; too many words of their own)."""
+    keys = [entry.line.key for entry in entries]
+    weight = rarity(keys)
+    bound = carried.unasked_bound(max(2 * len(entries), carried.UNASKED_FLOOR))
+    expected, asked, unasked = [], [], []
+    superseded = [False] * len(entries)
+    for later, entry in enumerate(entries):
+        replaces = None
+        for earlier, other in enumerate(entries[:later]):
+            if (superseded[earlier] or other.index >= entry.index or other.sort != entry.sort
+                    or set(other.line.values) & set(entry.line.values)):
+                continue
+            answer = same_key(other.line.key, entry.line.key, weight)
+            shared = len(other.line.key & entry.line.key)
+            if shared and not (other.line.key <= entry.line.key or entry.line.key <= other.line.key):
+                ratio = (min(len(other.line.key), len(entry.line.key)) - shared) / shared
+                if ratio > bound:  # too many words of their own: the same key under no weights, not asked
+                    assert not answer
+                    unasked.append(ratio)
+                else:
+                    asked.append((earlier, later, answer))
+            if answer:
+                superseded[earlier] = True
+                replaces = other.index if replaces is None else max(replaces, other.index)
+        expected.append(replaces)
+    counts: dict[str, int] = {}
+    for key in keys:
+        for word in key:
+            counts[word] = counts.get(word, 0) + 1
+    by_word: dict = {}
+    checks: list = []
+    pass_weight = carried._Rarity(len(entries), counts)
+    least = min(carried._supersede(entry, by_word, pass_weight, checks) for entry in entries)
+    assert [(entry.superseded, entry.replaces) for entry in entries] == list(zip(superseded, expected))
+    assert least == min(unasked, default=math.inf)
+    place = {id(entry): at for at, entry in enumerate(entries)}
+    assert sorted((place[id(a)], place[id(b)], answer) for a, b, answer in checks) == sorted(asked)
+    assert all(not entry.superseded for passed in by_word.values() for entry in passed)  # they left the index
+
+
+def test_a_pair_left_unasked_is_asked_again_once_the_entries_could_make_it_the_same(monkeypatch):
+    """m1 and m2 share four key words and have three of their own each (ratio 0.75): past the
+    bound of 64 entries, left unasked. With 107 entries weights could make them the same key
+    (the bound passes 0.75): that append runs the pass again over every entry; the one before
+    passes over its own entry only. Every state is the plain pass's."""
+    assert carried.unasked_bound(106) < 0.75 < carried.unasked_bound(107)
+    chat = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Important: the alpha bravo charlie delta echo foxtrot golf is 5433."},
+            {"role": "user", "content": "Important: the alpha bravo charlie delta hotel india juliet is 6001."}]
+    chat += [{"role": "user", "content": f"Important: the w{n}a w{n}b w{n}c w{n}d w{n}e is {1000 + n}."} for n in range(105)]
+    counting = counting_for(lambda ms: word_count_counter(ms))
+    analysis = ChatAnalysis()
+    steps = _entries_and_passes(monkeypatch)
+    passes = []
+    for end in range(2, len(chat) + 1):
+        analysis = analysis.extended(chat[:end], counting, True)
+        view = _view(chat[:end], analysis, counting)
+        steps.clear()
+        found = carried_entries(view)
+        passes.append((len(found), len(steps)))
+        assert found == plain_entries(view)
+    with carried.held_entries(view) as state:
+        assert len(state.entries) == 107 and state.unasked > carried.unasked_bound(107)
+    assert passes[-2] == (106, 1) and passes[-1] == (107, 107)
+    assert [entry[3] for entry in found[:2]] == [False, False]  # the weights still keep them apart

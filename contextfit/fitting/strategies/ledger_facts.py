@@ -42,10 +42,13 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
+from ...caches import register
+from ...memo import TextMemo, digest
 from ...text import sentences, words
 
 _QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”|`([^`\n]{2,80})`|「([^」\n]{1,80})」|『([^』\n]{1,80})』")
@@ -101,6 +104,21 @@ _NOT_KEY = frozenset(words(
     "renamed called named chose picked settled please later that this these those from with into onto over "
     "again also just still already yesterday today tomorrow morning week"
 ))
+# What a match needs, cheap to look for first: a digit, for most values; a date's mark or word, a
+# currency, two capitals in a row (an all-capital identifier), for the finders that need them (see
+# _finders); and, in an ASCII sentence lower-cased, a word of a marker, a choice or a decision verb
+# (their patterns' English words, stems, or phrases spelled out: see fact_lines).
+_DIGIT = re.compile(r"\d")
+_CAPITALS = re.compile(r"[A-Z]{2}")
+_DATE_MARK = re.compile(r"\d[-/:月]")
+_DATE_WORD = re.compile(r"Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|day")
+_MONEY_MARK = re.compile(r"\$|€|£|¥|元|円|USD|EUR|GBP|dollars|euros")
+_CUE_WORDS = re.compile(r"important|remember|note|for the record|decision|decided|agreed|from now on|going forward|"
+                        r"change of plan|update|correction|instead|fyi|make sure|don't forget|do not forget|keep in mind")
+_CHOICE_WORDS = re.compile(r"use|using|switch|go with|goes with|going with|goes by|went with|mov|build|named|call|set|"
+                           r"is now|are now|decided on|chose|choose|pick|prefer")
+_DECISION_WORDS = re.compile(r"use|using|switch|go with|went with|move|set|is now|are now|named|called|decided|chose|"
+                             r"picked|agreed|settled|pinned|raised|lowered|bumped|changed|rotated|scaled")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _SIGNATURE_WORD = re.compile(r"(?<![\w./-])[a-z]+(?![\w./-])")
 
@@ -120,6 +138,14 @@ MAX_LINE_CHARS = 300
 
 _FINDERS = (("quoted", _QUOTED), ("money", _MONEY), ("measure", _MEASURE), ("date", _DATE), ("version", _VERSION),
             ("identifier", _IDENTIFIER), ("name", _NAME), ("number", _NUMBER))
+#: The finders that may match a sentence, by whether it holds (a digit, what a date needs, what an
+#: amount of money needs, what an identifier needs): see :func:`_finders`.
+_FINDER_SETS = {
+    (digit, date, money, identifier): tuple(
+        (sort, pattern) for sort, pattern in _FINDERS
+        if {"date": date, "money": digit and money, "identifier": identifier}.get(sort, digit or sort in ("quoted", "name")))
+    for digit in (False, True) for date in (False, True) for money in (False, True) for identifier in (False, True)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +168,18 @@ class FactLine:
 
 def _values(sentence: str) -> tuple[list[str], list[str]]:
     """The values of a sentence and their sorts, in the finders' order, none inside another."""
+    return _found(sentence, _FINDERS)
+
+
+def _found(sentence: str, finders: Sequence[tuple[str, re.Pattern[str]]]) -> tuple[list[str], list[str]]:
+    """:func:`_values` with these finders (those that may match, in the finders' order)."""
     taken = bytearray(len(sentence))
     found: list[str] = []
     sorts: list[str] = []
-    for sort, pattern in _FINDERS:
+    for sort, pattern in finders:
         for match in pattern.finditer(sentence):
-            group = next((g for g in range(1, (match.lastindex or 0) + 1) if match.group(g) is not None), 0)
-            start, end = match.span(group)
+            # a match holds at most one group (only quoted has groups, one per kind of quote): the value
+            start, end = match.span(match.lastindex or 0)
             if end - start < 2 or taken.find(1, start, end) != -1:
                 continue
             value = sentence[start:end].strip()
@@ -158,6 +189,19 @@ def _values(sentence: str) -> tuple[list[str], list[str]]:
             found.append(value)
             sorts.append(sort)
     return found, sorts
+
+
+def _finders(sentence: str, digits: bool = True) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The finders that may match ``sentence`` (``digits=False``: it has no digit), in their order.
+
+    Each finder left out would have found nothing: every value but a quote, a name, a weekday, a
+    ``snake_case`` name or an all-capital word holds a digit; every date a digit before ``-``,
+    ``/``, ``:`` or ``月``, a month (whose name begins with its abbreviation) or a weekday; every
+    amount of money a currency's sign or name."""
+    if digits and _DIGIT.search(sentence) is not None:
+        return _FINDER_SETS[True, _DATE_MARK.search(sentence) is not None or _DATE_WORD.search(sentence) is not None,
+                            _MONEY_MARK.search(sentence) is not None, True]
+    return _FINDER_SETS[False, "day" in sentence, False, "_" in sentence or _CAPITALS.search(sentence) is not None]
 
 
 def _key(sentence: str, values: Iterable[str]) -> frozenset[str]:
@@ -178,13 +222,19 @@ def _key(sentence: str, values: Iterable[str]) -> frozenset[str]:
 def fact_lines(text: str, role: str) -> list[FactLine]:
     """The fact lines of a message's text (``role``: its role; module docstring)."""
     lines = []
+    digits = _DIGIT.search(text) is not None  # none in the message: none in any of its sentences
     for sentence in sentences(text):
         sentence = " ".join(sentence.split())
         if not sentence or len(sentence) > MAX_LINE_CHARS:
             continue
-        values, sorts = _values(sentence)
-        cue = _CUES.search(sentence) is not None
-        choice_match = _CHOICE.search(sentence) or _CHOICE_CJK.search(sentence)
+        values, sorts = _found(sentence, _finders(sentence, digits))
+        lowered = sentence.lower()
+        # An ASCII sentence is matched case-blind as its lower case is (each letter its own), so a
+        # marker or decision verb needs one of its words there; any other text asks the patterns.
+        plain = sentence.isascii()
+        cue = (not plain or _CUE_WORDS.search(lowered) is not None) and _CUES.search(sentence) is not None
+        choice_match = (_CHOICE.search(sentence) if not plain or _CHOICE_WORDS.search(lowered) else None) \
+            or (_CHOICE_CJK.search(sentence) if not plain else None)
         if choice_match is None and cue and not values:
             choice_match = next(reversed(list(_STATED.finditer(sentence))), None)
         choice = choice_match.group(1).rstrip(".,;:!?-/") if choice_match else None
@@ -194,16 +244,42 @@ def fact_lines(text: str, role: str) -> list[FactLine]:
             continue
         if choice is not None:
             values.append(choice)
-        decision = _DECISION.search(sentence) is not None
+        decision = (not plain or _DECISION_WORDS.search(lowered) is not None) and _DECISION.search(sentence) is not None
         distinct = list(dict.fromkeys(sort for sort in sorts))
         priority = (CUE_BONUS * cue + DECISION_BONUS * decision
                     + sum(NUMBER_BONUS if sort == "number" else SORT_BONUS for sort in distinct[:2])
                     + (SORT_BONUS if choice is not None else 0.0)
                     + (TOOL_PENALTY if role in ("tool", "function") else ROLE_BONUS.get(role, 0.0)))
-        signature = " ".join(_SIGNATURE_WORD.findall(sentence.lower()))
+        signature = " ".join(_SIGNATURE_WORD.findall(lowered))
         lines.append(FactLine(_clauses(sentence, values), tuple(values), tuple(distinct), choice,
                               _key(sentence, values), priority, signature))
     return lines
+
+
+def message_lines(text: str, role: str) -> tuple[FactLine, ...]:
+    """:func:`fact_lines`, kept by text and role (:data:`LINES_BYTES` at most): the same message
+    in another chat, or the same chat uploaded again with a new last message, is read once."""
+    key = digest(f"{role}\x00{text}")  # 16 bytes: a cached message does not keep its text alive
+    found = _LINES.lookup(key)
+    if found is None:
+        found = tuple(fact_lines(text, role))
+        _LINES.put_key(key, found, lines_bytes(found))
+    return found
+
+
+def lines_bytes(lines: tuple[FactLine, ...]) -> int:
+    """What a message's cached lines hold (their strings and sets counted whole, even those shared)."""
+    size = sys.getsizeof(lines)
+    for line in lines:
+        size += (sys.getsizeof(line) + sys.getsizeof(line.text) + sys.getsizeof(line.values)
+                 + sum(map(sys.getsizeof, line.values)) + sys.getsizeof(line.sorts) + sys.getsizeof(line.key)
+                 + sum(map(sys.getsizeof, line.key)) + sys.getsizeof(line.signature))
+    return size
+
+
+#: Bytes the message lines cache (:func:`message_lines`) may hold.
+LINES_BYTES = 32 * 1024 * 1024
+_LINES: TextMemo[tuple[FactLine, ...]] = register("fact_ledger.lines", TextMemo(LINES_BYTES))
 
 
 _CLAUSE_END = re.compile(r"[,;，；、]\s*|\s+[—–-]\s+")
@@ -260,11 +336,20 @@ def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> 
     """
     if not a or not b:
         return False
-    get = weight.get  # each sum in C, adding the same weights in the same order as a loop would
-    shared = sum(map(get, a & b, repeat(1.0)))
-    lighter = min(sum(map(get, a, repeat(1.0))), sum(map(get, b, repeat(1.0))))
-    return lighter > 0 and shared >= SUPERSEDE_SIMILARITY * lighter
+    return weighed_same_key(a, b, weight, key_weight(a, weight), key_weight(b, weight))
 
 
-__all__ = ["BOILERPLATE_MESSAGES", "BOILERPLATE_PENALTY", "FactLine", "LEDGER_THRESHOLD", "fact_lines", "rarity",
-           "same_key", "word_weight"]
+def key_weight(key: frozenset[str], weight: dict[str, float]) -> float:
+    """What a key weighs: its words' weights (1 for a word ``weight`` lacks), summed in the key's order."""
+    return sum(map(weight.get, key, repeat(1.0)))  # in C, adding the same weights in the same order as a loop would
+
+
+def weighed_same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float], a_weight: float,
+                     b_weight: float) -> bool:
+    """:func:`same_key` of two non-empty keys whose :func:`key_weight` is known (the same answer)."""
+    lighter = min(a_weight, b_weight)
+    return lighter > 0 and sum(map(weight.get, a & b, repeat(1.0))) >= SUPERSEDE_SIMILARITY * lighter
+
+
+__all__ = ["BOILERPLATE_MESSAGES", "BOILERPLATE_PENALTY", "FactLine", "LEDGER_THRESHOLD", "LINES_BYTES", "fact_lines",
+           "key_weight", "lines_bytes", "message_lines", "rarity", "same_key", "weighed_same_key", "word_weight"]
