@@ -90,7 +90,7 @@ def test_only_the_quoted_finder_has_groups():
     """_found takes a match's value as its last group: quoted has one group per kind of quote."""
     assert {sort: pattern.groups for sort, pattern in facts._FINDERS if pattern.groups} == {"quoted": 5}
     for quote in ('"a b"', "“a b”", "`a b`", "「a b」", "『a b』"):
-        assert facts._values(f"say {quote} now") == (["a b"], ["quoted"])
+        assert facts._found(f"say {quote} now", facts._FINDERS) == (["a b"], ["quoted"])
 
 
 def test_a_sentence_without_a_digit_skips_the_finders_that_need_one():

@@ -166,13 +166,9 @@ class FactLine:
         return self.sorts[0] if self.sorts else "choice"
 
 
-def _values(sentence: str) -> tuple[list[str], list[str]]:
-    """The values of a sentence and their sorts, in the finders' order, none inside another."""
-    return _found(sentence, _FINDERS)
-
-
 def _found(sentence: str, finders: Sequence[tuple[str, re.Pattern[str]]]) -> tuple[list[str], list[str]]:
-    """:func:`_values` with these finders (those that may match, in the finders' order)."""
+    """The values of a sentence and their sorts, found by ``finders`` (those that may match, in the
+    finders' order), none inside another."""
     taken = bytearray(len(sentence))
     found: list[str] = []
     sorts: list[str] = []
