@@ -23,6 +23,7 @@ from typing import Any
 from ..fitting import results
 from ..inputs import messages as msg
 from ..pipeline.plan import PromptPlan
+from ..replays.losses import losses
 
 #: The shares of what may be dropped that "Squeeze" tries to keep, in turn.
 SQUEEZE_SHARES = (0.75, 0.5, 0.3, 0.15)
@@ -149,13 +150,17 @@ def squeeze(plan: PromptPlan, replan: Callable[[int, int], Mapping[str, Any]]) -
         return None
     share = plan.response_reserve / plan.context_limit if plan.context_limit else 0.0
     share = min(max(share, LEAST_RESERVE_SHARE), MOST_RESERVE_SHARE)
-    found = None
+    found = differing = None
     for kept in SQUEEZE_SHARES:
         budget = max(1, plan.prompt_tokens - droppable + int(droppable * kept))
         reserve = min(plan.response_reserve, math.ceil(budget / (1 - share)) - budget)
         found = Squeeze(budget + reserve, reserve)
         fitted = [made for made in replan(found.limit, found.reserve).values() if isinstance(made, PromptPlan)]
         if _differ(fitted):
-            return found
-    return found
+            # a window where one strategy at least can be shipped (keeps the question and the pins):
+            # a squeeze that leaves "no strategy can be shipped" shows the strategies at work, not an answer
+            if any(losses(made).refusal is None for made in fitted):
+                return found
+            differing = differing or found
+    return differing or found
 

@@ -12,7 +12,7 @@ was cut — how many tokens, which characters of how many, of which tool::
 
 It happens before fitting, in the host, so every strategy (a plugin's too)
 fits the capped conversation: a capped result is a ``compressed`` block
-standing where the original stood (``meta.compressed``, in
+standing where the original stood (``meta.compressed`` and ``meta.capped``, in
 ``FitResult.truncated``), and the original is excluded with reason
 ``summarized``, as a cleared result is — the plan keeps it as a block with
 its whole content, so the audit and the dashboard still show what was cut.
@@ -208,6 +208,7 @@ def _capped_copy(view: FitView, index: int, cap: int, names: dict[str, str]) -> 
     if not texts:
         return None, known
     copy = with_results(message, texts)
+    copy["meta"]["capped"] = True  # its head and tail are sent (losses.py says "capped", not "cleared")
     tokens = view.count_block(copy)
     return ((copy, tokens) if tokens < count else None), known
 

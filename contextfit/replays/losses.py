@@ -47,6 +47,8 @@ class Losses:
     dropped: tuple[str, ...] = ()
     folded: tuple[str, ...] = ()
     cleared: tuple[str, ...] = ()
+    #: tool results over ``tool_result_cap``, sent as their head and tail
+    capped: tuple[str, ...] = ()
     #: the must-survive facts this plan does not send (their names)
     facts: tuple[str, ...] = ()
     #: what the folded blocks went into: ``summary``, or ``ledger`` (fact-ledger's block of facts)
@@ -63,7 +65,8 @@ class Losses:
 
     @property
     def nothing(self) -> bool:
-        return not (self.question or self.pinned or self.dropped or self.folded or self.cleared or self.facts)
+        return not (self.question or self.pinned or self.dropped or self.folded or self.cleared or self.capped
+                    or self.facts)
 
     def words(self) -> str:
         """What it gives up, as a sentence's predicate: ``"loses lore “The Lamp of Orrin” and
@@ -90,6 +93,8 @@ class Losses:
             several = len(self.cleared) > 1 or self.cleared[0][:1].isdigit()
             parts.append(f"sends {_and(self.cleared)} cleared ({'placeholders' if several else 'a placeholder'} "
                          f"in {'their' if several else 'its'} place)")
+        if self.capped:
+            parts.append(f"sends only the head and tail of {_and(self.capped)}")
         # "loses A, B and C, and folds D…": a comma parts two verbs when a list stands before
         joint = ", and " if len(parts) > 2 or any(" and " in part for part in parts[:-1]) else " and "
         said = ", ".join(parts[:-1]) + joint + parts[-1] if len(parts) > 1 else "".join(parts)
@@ -106,6 +111,8 @@ class Losses:
         'Lost: lore “The Lamp of Orrin”. Folded into the summary: turns 1–2. Facts no longer sent: “Saltwitch”.'
         >>> Losses().line()
         'Lost: nothing; every block is sent as it is.'
+        >>> Losses(capped=("the read_file result of turn 1",)).line()
+        'Lost: no block outright. Capped (head and tail sent): the read_file result of turn 1.'
         """
         if self.nothing:
             return "Lost: nothing; every block is sent as it is."
@@ -118,13 +125,15 @@ class Losses:
             out.append(f"Folded into the {self.into}: {_and(folded)}.")
         if self.cleared:
             out.append(f"Cleared (placeholder sent): {_and(self.cleared)}.")
+        if self.capped:
+            out.append(f"Capped (head and tail sent): {_and(self.capped)}.")
         if self.facts:
             out.append(f"Facts no longer sent: {_and([f'“{name}”' for name in self.facts])}.")
         return " ".join(out)
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.question, "pinned": list(self.pinned), "dropped": list(self.dropped),
-                "folded": list(self.folded), "cleared": list(self.cleared), "facts": list(self.facts),
+                "folded": list(self.folded), "cleared": list(self.cleared), "capped": list(self.capped), "facts": list(self.facts),
                 "line": self.line()}
 
 
@@ -151,16 +160,18 @@ def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = 
     inputs = [block for block in plan.blocks if block.origin == "input"]
     reading = reading or Reading.of(plan)
     turns, question, names = reading.turns, reading.question, reading.names
-    how: dict[int, str] = {}  # input position -> "folded" / "cleared", for the blocks an inserted one stands for
+    how: dict[int, str] = {}  # input position -> "folded" / "cleared" / "capped", for the blocks an inserted one stands for
     into = "summary"
     for block in plan.blocks:
         if block.origin != "input" and block.included and block.sources:
             fate = "folded" if block.reason == reasons.SUMMARY else "cleared" if block.reason == reasons.COMPRESSED else None
+            if fate == "cleared" and meta_of(block.message).get("capped"):
+                fate = "capped"
             if fate == "folded" and meta_of(block.message).get("method") == "fact-ledger":
                 into = "ledger"
             for source in block.sources if fate else ():
                 how[source] = fate
-    lost: dict[str, list[tuple[int, Any]]] = {"dropped": [], "folded": [], "cleared": []}
+    lost: dict[str, list[tuple[int, Any]]] = {"dropped": [], "folded": [], "cleared": [], "capped": []}
     question_lost = None
     pinned = []
     for position, block in enumerate(inputs):
@@ -180,6 +191,7 @@ def losses(plan: Any, lost_facts: Iterable[str] = (), reading: Reading | None = 
         dropped=tuple(_phrases(lost["dropped"], turns, names)),
         folded=tuple(_phrases(lost["folded"], turns, names)),
         cleared=tuple(_phrases(lost["cleared"], turns, names)),
+        capped=tuple(_phrases(lost["capped"], turns, names)),
         facts=tuple(lost_facts),
         into=into,
     )

@@ -247,6 +247,30 @@ def test_squeeze_lowers_the_window_until_two_strategies_differ():
     assert never.label.startswith("Squeeze: a ") and "-token window (reserve " in never.label
 
 
+
+def test_squeeze_prefers_a_window_where_one_strategy_at_least_can_be_shipped():
+    conversation = load_sample("support_chat")
+    plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=128_000, response_reserve=16_384)
+    question_only = contextfit.plan_prompt([{"role": "user", "content": "x"}], model="gpt-4o")
+    mid_loop = [{"role": "user", "content": "What is the weather in Oslo this week, please?"},  # ends on a result
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "Sunny, 20 degrees, light wind from the west."}]
+    no_question = contextfit.plan_prompt(mid_loop, model="gpt-4o", context_limit=50, response_reserve=0)
+    less = contextfit.plan_prompt(mid_loop, model="gpt-4o", context_limit=35, response_reserve=0)
+    assert alike.losses(no_question).refusal and alike.losses(less).refusal and not alike.losses(question_only).refusal
+    asked = []
+
+    def replan(limit, reserve):  # the first two windows differ, but only with plans that drop the question
+        asked.append((limit, reserve))
+        return {"truncate": less, "manual": no_question if len(asked) < 3 else question_only}
+
+    assert alike.squeeze(plan, replan).limit == asked[2][0] and len(asked) == 3
+    asked.clear()
+    unshippable = alike.squeeze(plan, lambda limit, reserve: asked.append(limit) or {"a": less, "b": no_question})
+    assert unshippable.limit == asked[0]  # none can be shipped anywhere: the first window where they differ
+
+
 # -- an agent run ----------------------------------------------------------------------------
 
 

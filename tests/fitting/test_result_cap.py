@@ -49,7 +49,7 @@ def test_an_oversized_result_is_sent_as_its_head_and_tail(strategy):
     stand_in = [d for d in result.decisions if d.index is None]
     assert [(d.reason, d.sources) for d in stand_in] == [(r.COMPRESSED, (3,))]
     sent = stand_in[0].message
-    assert sent["tool_call_id"] == "c1" and sent["meta"] == {"compressed": True}
+    assert sent["tool_call_id"] == "c1" and sent["meta"] == {"compressed": True, "capped": True}
     assert result_tokens(sent) <= 500
     head, tail = MARK.split(sent["content"])[0], MARK.split(sent["content"])[-1]
     cut, tool, start, end, length = MARK.search(sent["content"]).groups()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from support.paths import shared_path
 
+import contextfit
 from contextfit import FitSession
 from contextfit.errors import InvalidSettings
 from contextfit.inputs.formats import load_conversation_file
@@ -50,8 +51,12 @@ def test_equal_scores_are_a_tie_with_no_strategy():
     same = [outcome("a"), outcome("b"), outcome("c", cost=0.005)]
     answer = decide(same, "cost")
     assert answer.strategy is None and answer.tied == ("a", "b") and answer.loses is None
-    assert answer.sentence.startswith("No single answer for cost: a and b tie")
     assert answer.cost_per_1000_conversations is None
+    # a and b send the same prompt (the same tokens, the same losses): the room still gets an answer
+    assert answer.sentence.startswith("Any of a and b will do: they send the same prompt here — each keeps")
+    assert "loses turn 1" in answer.sentence
+    apart = [outcome("a"), outcome("b", losses_=Losses(dropped=("turn 2",)))]  # equal figures, different losses
+    assert decide(apart, "cost").sentence.startswith("No single answer for cost: a and b tie")
 
 
 def test_a_near_tie_within_the_count_band_is_a_tie_and_outside_it_is_not():
@@ -195,3 +200,17 @@ def test_a_lost_fact_and_a_lost_pin_are_named():
     found = losses(Plan(), ["ORD-7"])
     assert found.refusal == "drops the pinned block m0"
     assert found.line() == "Lost: the pinned block m0. Facts no longer sent: “ORD-7”."
+
+
+def test_a_capped_tool_result_is_said_capped_and_a_cleared_one_cleared():
+    chat = load_sample("coding_agent")
+    capped = contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="truncate", tool_result_cap=50)
+    line = losses(capped).line()
+    assert "Capped (head and tail sent): 4 tool results of turn 1." in line and "Cleared" not in line
+    assert "sends only the head and tail of 4 tool results of turn 1" in losses(capped).words()
+    assert losses(capped).to_dict()["capped"] == ["4 tool results of turn 1"]
+    # clear-tool-results clearing results of a capped conversation: those it cleared read cleared
+    cleared = contextfit.plan_prompt(chat, model="gpt-4o", context_strategy="clear-tool-results", tool_result_cap=50,
+                                     context_limit=1000, response_reserve=100)
+    said = losses(cleared)
+    assert said.cleared == ("the read_file result of turn 1",) and said.capped == ("3 tool results of turn 1",)

@@ -135,7 +135,8 @@ def with_results(message: dict, cleared: dict[int | None, str]) -> dict:
     else:
         for position, text in cleared.items():
             copy["content"][position] = {**copy["content"][position], "content": text}
-    copy["meta"] = {**meta_of(message), "compressed": True}
+    # a capped result cleared in turn is cleared: it no longer says it was capped (result_cap.py)
+    copy["meta"] = {**{key: value for key, value in meta_of(message).items() if key != "capped"}, "compressed": True}
     return copy
 
 
