@@ -88,6 +88,10 @@ def presentation_mode(toggle: bool = False, where: Any = st) -> bool:
     switches and reloads; the sidebar folds away when it comes on (a reload in it included), and
     comes back when it goes off."""
     session = st.session_state
+    if not session.get(_PRESENT_READ):  # a new session (a reload, a shared link): the address says
+        session[_PRESENT_READ] = True
+        if st.query_params.get(PRESENT) == "1":
+            session[state.PRESENTATION] = True
     if toggle:
         where.toggle("Presentation mode", key=state.PRESENTATION,
                      help="Larger text, tables and charts for a projector (1920×1080): the answer, the windows "
@@ -99,10 +103,18 @@ def presentation_mode(toggle: bool = False, where: Any = st) -> bool:
         st.html(presentation.sidebar_script(folded=presenting), unsafe_allow_javascript=True)
     if presenting:
         st.html(presentation.CSS)
+    # Every page keeps it in its address (Compare and Replay write theirs with their settings): a reload
+    # of the Audit or Retention page mid-demo stays in presentation mode.
+    if presenting and st.query_params.get(PRESENT) != "1":
+        st.query_params[PRESENT] = "1"
+    elif not presenting and PRESENT in st.query_params:
+        del st.query_params[PRESENT]
     return presenting
 
 
 _WAS_PRESENTING = "presentation.was_on"  # whether the last run folded the sidebar for presentation mode
+_PRESENT_READ = "presentation.address_read"  # whether this session has read presentation mode from its address
+PRESENT = "present"  # the address's parameter for presentation mode (state.LINK_KEYS names it too)
 
 
 def table(styled: Any, presenting: bool, html: Any = None, **grid: Any) -> None:

@@ -135,6 +135,24 @@ def test_presentation_mode_is_in_the_url_and_survives_a_page_round_trip_and_a_re
     assert reloaded.toggle(key=state.PRESENTATION).value is True and reloaded.table
 
 
+
+@pytest.mark.parametrize("other", ["pages/retention.py", "pages/audit.py"])
+def test_presentation_mode_stays_in_the_address_of_every_page_and_a_reload_there_keeps_it(other):
+    at = app().run()
+    at.toggle(key=state.PRESENTATION).set_value(True).run()
+    at.switch_page(other).run()  # the sidebar's navigation: a plain address, presentation mode in the session
+    assert not at.exception and at.query_params["present"] in ("1", ["1"])
+    reloaded = app()  # a reload of that page: a new session, its address
+    reloaded.query_params["present"] = "1"
+    reloaded.switch_page(other).run()
+    assert not reloaded.exception and reloaded.session_state[state.PRESENTATION] is True
+    assert any(".contextfit" in e.proto.body and "!important" in e.proto.body for e in reloaded.get("html"))
+    reloaded.switch_page("pages/compare.py").run()
+    assert reloaded.toggle(key=state.PRESENTATION).value is True
+    reloaded.toggle(key=state.PRESENTATION).set_value(False).run()  # turned off on Compare: out of every address
+    reloaded.switch_page(other).run()
+    assert "present" not in reloaded.query_params
+
 @pytest.mark.parametrize("presenting", [False, True])
 def test_no_table_shows_none_and_numbers_have_thousands_separators(presenting):
     at = app()
