@@ -248,13 +248,35 @@ def decide(outcomes: Sequence[Outcome], priority: str = RETENTION, basis: str = 
                                              order[a.label] - order[b.label]))
     best = ranked[0]
     tied = [o for o in ranked if _compare(o, best, priority, basis) == 0]
+    undecided = _cache_undecided(eligible, priority, basis)
     if len(tied) > 1:
-        return Recommendation(None, priority, _tie(tied, priority, basis), None, None, basis,
+        return Recommendation(None, priority, _with(_tie(tied, priority, basis), undecided), None, None, basis,
                               tied=tuple(o.label for o in tied), outcomes=outcomes)
     runner = ranked[1] if len(ranked) > 1 else None
-    return Recommendation(best.label, priority, _winner(best, runner, priority, basis, outcomes),
+    return Recommendation(best.label, priority, _with(_winner(best, runner, priority, basis, outcomes), undecided),
                           (best.losses or Losses()).words(), best.volume(basis).per_1000, basis,
                           None if runner is None else runner.label, outcomes=outcomes)
+
+
+def _cache_undecided(eligible: Sequence[Outcome], priority: str, basis: str) -> str:
+    """Under the cache priority, when every strategy reads as much from the prompt cache as the others:
+    the clause that says so at the sentence's end (the ranking then falls to cost), else nothing.
+
+    >>> _cache_undecided([Outcome("a", cached_share=0.0), Outcome("b", cached_share=0.0)], CACHE, REQUEST)
+    'no strategy reads more from the prompt cache than another here (0% each), so cost decided'
+    """
+    if priority != CACHE or len(eligible) < 2:
+        return ""
+    shares = [o.cache(basis) for o in eligible]
+    band = max(o.band for o in eligible)
+    if any(share is None for share in shares) or any(_differs(share, shares[0], band) for share in shares):
+        return ""
+    return f"no strategy reads more from the prompt cache than another here ({percent(shares[0])} each), so cost decided"
+
+
+def _with(sentence: str, clause: str) -> str:
+    """``sentence`` with ``clause`` added before its full stop (one sentence still)."""
+    return f"{sentence[:-1]}; {clause}." if clause and sentence.endswith(".") else sentence
 
 
 # -- ranking

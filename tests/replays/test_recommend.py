@@ -214,3 +214,14 @@ def test_a_capped_tool_result_is_said_capped_and_a_cleared_one_cleared():
                                      context_limit=1000, response_reserve=100)
     said = losses(cleared)
     assert said.cleared == ("the read_file result of turn 1",) and said.capped == ("3 tool results of turn 1",)
+
+
+def test_the_cache_priority_says_when_the_cache_decides_nothing():
+    even = [outcome("a", cost=0.003, cache=0.0), outcome("b", cost=0.004, cache=0.0)]
+    answer = decide(even, "cache")
+    assert answer.strategy == "a" and answer.sentence.endswith(
+        "; no strategy reads more from the prompt cache than another here (0% each), so cost decided.")
+    assert ". " not in answer.sentence  # one sentence still
+    uneven = [outcome("a", cost=0.003, cache=0.0), outcome("b", cost=0.004, cache=0.5)]
+    assert decide(uneven, "cache").strategy == "b" and "so cost decided" not in decide(uneven, "cache").sentence
+    assert "so cost decided" not in decide(even, "cost").sentence
