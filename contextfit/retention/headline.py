@@ -13,7 +13,7 @@ moves a figure fails until the file is written again.
 >>> figure.share, figure.facts > 300, figure.retention > 0.9
 (0.15, True, True)
 >>> citation("truncate")
-'On the standard retention protocol (synthetic agent chats of 50 to 1,000 turns, a budget of 15% of their tokens), truncate keeps 23% of the facts.'
+'On the standard retention protocol (synthetic agent chats of 50 to 1,000 turns, a budget of 15% of their tokens), truncate keeps 23% of the facts; on such long chats fact-ledger keeps 97%.'
 >>> citation("fact-ledger").endswith("fact-ledger keeps 97% of the facts (truncate: 23%).")
 True
 >>> citation("my-plugin") is None
@@ -36,6 +36,8 @@ from ..amounts import percent
 HEADLINE_FILE = Path(__file__).resolve().parent.parent / "data" / "retention_headline.json"
 #: The strategy the others are set against in a citation (the published baseline is naive truncation).
 BASELINE = "truncate"
+#: How many points better another strategy must keep on the protocol for a citation to name it too.
+FAR_BETTER = 0.10
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,10 @@ def citation(strategy: str | None) -> str | None:
     base = figures.get(BASELINE)
     if base is not None and strategy != BASELINE:
         said += f" ({BASELINE}: {percent(base.retention)})"
+    # what the protocol says this conversation's answer would be on long chats, when it is far better
+    best = max(figures.values(), key=lambda other: other.retention)
+    if best.strategy != strategy and best.retention - figure.retention >= FAR_BETTER:
+        said += f"; on such long chats {best.strategy} keeps {percent(best.retention)}"
     return said + "."
 
 
