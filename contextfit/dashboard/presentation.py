@@ -24,8 +24,8 @@ CSS = """<style>
 [data-testid="stTable"] td, [data-testid="stTable"] th { white-space: normal !important; overflow-wrap: anywhere; }
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stCaptionContainer"],
 [data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
-[data-testid="stMain"] h1 { font-size: 2.5rem !important; padding-top: 0 !important; }
-.st-key-answer [data-testid="stCaptionContainer"] p { font-size: 1.15rem !important; }
+[data-testid="stMain"] h1 { font-size: 2.9rem !important; padding-top: 0 !important; }
+.st-key-answer [data-testid="stCaptionContainer"] p { font-size: 1.1rem !important; }
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 1.8rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend, .contextfit-lines-legend { font-size: 1.2rem !important; }
