@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["NO_PRICE", "csv_dollars", "money", "money_short", "percent", "price_per_million", "tokens_short",
+__all__ = ["NO_PRICE", "csv_dollars", "money", "money_month", "money_short", "percent", "price_per_million", "tokens_short",
            "window_text"]
 
 #: Shown for a model the catalog has no prices for.
@@ -68,6 +68,19 @@ def money_short(dollars: float | None, missing: str = "—") -> str:
         return f"${dollars:.2f}"
     digits = 1 - math.floor(math.log10(float(f"{dollars:.2g}")))  # two significant figures
     return f"${dollars:.{digits}f}"
+
+
+def money_month(dollars: float | None, missing: str = "—") -> str:
+    """A cost at volume (a month of conversations) at a glance, one rule at every size: whole dollars
+    from a dollar up (a column read "$93.38 a month" beside "$101 a month"), compact from a thousand
+    (:func:`money_short`'s ``"$1.2K"``), two significant figures under a dollar.
+
+    >>> [money_month(x) for x in (93.38, 101.2, 4.9, 999.4, 1234.5, 0.147, 0, None)]
+    ['$93', '$101', '$5', '$999', '$1.2K', '$0.15', '$0', '—']
+    """
+    if dollars is None or dollars < 1 or dollars >= 999.5:
+        return money_short(dollars, missing)
+    return f"${dollars:,.0f}"
 
 
 def _compact(value: float) -> str:

@@ -9,6 +9,7 @@ from widgets import compare as draw
 from contextfit.dashboard import answer_view, block_chart, budget_bar, category_bar, charts, compare_view, fact_list
 from contextfit.dashboard import fate_grid, state
 from contextfit.dashboard.sessions import session_for
+from contextfit.dashboard.setup import window_note
 
 session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
 
@@ -24,6 +25,8 @@ if conversation.warnings:
     st.expander(f"Import notes ({len(conversation.warnings)})", key="import-notes").text("\n".join(conversation.warnings))
 if (current_input := compare_view.current_input_note(conversation)):
     st.caption(current_input)
+if (beyond := window_note(shared.setup.model, shared.setup.context_limit)):
+    st.warning(beyond)
 widgets.need_strategies(shared.setup)
 setup = shared.setup.replace(**options, overrides=session[state.OVERRIDES] or None)
 listed = fact_list.fact_list(conversation, setup.settings, session.get(state.MUST_SURVIVE))
@@ -46,8 +49,10 @@ for done, (slot, (name, plan)) in enumerate(zip(slots, made), start=1):
 progress.empty()
 fitted = compare_view.fitted(plans)
 outcome = compare_view.outcome(plans, compare_view.replanner(session_for(conversation), setup))
+alike, own = compare_view.split_diagnostics(shown)  # what every plan says alike is said once, above the columns
 with fits.container():
     widgets.say(outcome.notes)
+    draw.shared_diagnostics(alike)
     if outcome.squeeze is not None:
         st.button(outcome.squeeze.label, key="squeeze", on_click=widgets.set_settings,
                   args=({state.LIMIT: outcome.squeeze.limit, state.RESERVE: outcome.squeeze.reserve},),
@@ -63,14 +68,14 @@ with matrix_area:  # under the windows, before the charts: the first screen of a
 token_scale = charts.prompt_scale(list(fitted.values()))
 dense = block_chart.dense_threshold(len(fitted))  # side by side: few enough bars that each can be hovered
 block_scale = charts.block_scale(list(fitted.values()), dense)
-reasons, lost_places = compare_view.alike_reasons(fitted), {}
+reasons = compare_view.alike_reasons(fitted)
 for slot, name in zip(slots, plans):
     if name in fitted:  # HTML, not plotly: plotly charts cost the browser most
         plan = fitted[name]
         slot.charts.html(budget_bar.budget_html(plan, token_scale=token_scale))
         slot.charts.html(block_chart.blocks_html(plan, token_scale=block_scale, dense_threshold=dense))
-        lost_places[name] = draw.details(slot, name, plan, shown[name], source, setup, [
-            answer_view.placement_line(plan, listed), answer_view.effective_note(plan), reasons.get(name)])
+        draw.details(slot, name, plan, shown[name], source, setup, [answer_view.placement_line(plan, listed),
+                     answer_view.effective_note(plan), reasons.get(name)], own.get(name, ()))
     elif outcome.failed_alike:  # said once, above the columns
         answer_places[name].caption("Does not fit (see above).")
 
@@ -80,18 +85,18 @@ recommendation = answer_view.cached_recommendation(session, conversation, source
 said = answer_view.answer_view(recommendation, shared.conversations_per_day)
 draw.answer(answer_area, said, listed)
 for name, place in answer_places.items():
-    draw.column_answer(place, lost_places.get(name), said.columns.get(name), fitted.get(name))
+    draw.column_answer(place, name, said.columns.get(name), fitted.get(name))
 
 import pandas as pd  # noqa: E402  (after the charts: the first table imports it, a second on a cold process)
 import widgets.facts  # noqa: E402
 from contextfit.dashboard import breakdown, diff, editor, report, verdict  # noqa: E402  (pandas, once imported)
+from contextfit.dashboard.tables import aligned  # noqa: E402
 
 st.subheader("Verdict")
 rows = verdict.verdict_rows(plans, recommendation=recommendation)
 styles = pd.DataFrame(verdict.styles(rows))
-widgets.table(pd.DataFrame(verdict.table(rows)).style.apply(lambda _: styles, axis=None).hide(axis="index"),
-              presenting, hide_index=True, width="stretch", key="verdict",
-              column_config={verdict.HEADERS["description"]: st.column_config.TextColumn(width="large")})
+# HTML in both modes: "what it does" wraps (a data grid cut it with "…")
+st.table(aligned(pd.DataFrame(verdict.table(rows)).style.apply(lambda _: styles, axis=None).hide(axis="index")))
 st.caption(verdict.caption(rows, recommendation))
 st.download_button("Download the comparison (HTML)", partial(
     report.comparison_html, plans, source_name=source.name, settings=compare_view.report_settings(setup),
@@ -103,11 +108,11 @@ if fitted:
     st.subheader("Tokens by kind")
     st.caption("What each strategy sends, by kind of block (SillyTavern's prompt itemization); chat overhead is "
                "the reply priming and framing no block holds. Each column adds up to the prompt tokens.")
-    widgets.table(pd.DataFrame(breakdown.breakdown_table(fitted)), presenting, hide_index=True, key="breakdown")
+    widgets.table(aligned(pd.DataFrame(breakdown.breakdown_table(fitted))), presenting, hide_index=True, key="breakdown")
     first = next(iter(fitted.values()))
     if (tools := breakdown.per_tool(first)):
         st.caption("Tool definitions, per tool (the same for every strategy), largest first:")
-        widgets.table(pd.DataFrame(tools), presenting, hide_index=True, key="tools")
+        widgets.table(aligned(pd.DataFrame(tools)), presenting, hide_index=True, key="tools")
     draw.agent_requests(first, partial(widgets.table, presenting=presenting, hide_index=True))
     draw.previous_turn(conversation, setup, list(fitted), recommendation.strategy)
 
@@ -119,7 +124,7 @@ if len(fitted) > 1:
     differences = diff.differences(fitted[first_name], fitted[second])  # none when the two are one
     st.caption(diff.summary(first_name, second, differences))
     if differences:
-        widgets.table(pd.DataFrame([d.to_row(first_name, second) for d in differences]), presenting, hide_index=True,
+        widgets.table(aligned(pd.DataFrame([d.to_row(first_name, second) for d in differences])), presenting, hide_index=True,
                       key="diff")
 
 st.subheader("Edit the conversation")

@@ -10,6 +10,8 @@ from contextfit.dashboard import agent_rounds, answer_box, block_chart, budget_b
 from contextfit.dashboard import replay_charts, state
 from contextfit.dashboard import replay as views
 from contextfit.dashboard.markdown import plain
+from contextfit.dashboard.setup import window_note
+from contextfit.dashboard.tables import aligned
 from contextfit.errors import ContextfitError
 
 session, shared = st.session_state, widgets.shared()  # what the sidebar app.py draws chose
@@ -22,7 +24,7 @@ presenting = widgets.presentation_mode()  # Compare's toggle: larger text and HT
 source, chosen = widgets.start(shared), shared.setup  # no conversation yet: the notes say why, and the page stops
 notes = st.container()  # what the choices need said, drawn above the answer
 stable, facts_text = widgets.settings.replay_options()  # in the sidebar, below the shared settings
-if (beyond := views.window_note(chosen.model, chosen.context_limit)):
+if (beyond := window_note(chosen.model, chosen.context_limit)):
     notes.warning(beyond)
 widgets.need_strategies(chosen)
 facts, fact_notes = facts_box.read_box(facts_text)  # a fact that does not check is left out, not the replay
@@ -48,7 +50,7 @@ st.html(answer_box.ANSWER_CSS + answer_box.answer_html(answer))
 st.caption(answer_box.evidence_text(answer, per_day))
 costs = answer_box.volume_rows(answer, per_day)
 marks = pd.DataFrame(answer_box.volume_styles(answer, costs))
-st.table(pd.DataFrame(costs).style.apply(lambda _: marks, axis=None).hide(axis="index"))  # HTML: the Lost lines wrap
+st.table(aligned(pd.DataFrame(costs).style.apply(lambda _: marks, axis=None).hide(axis="index")))  # HTML: the Lost lines wrap
 
 st.subheader("Over the whole conversation")
 st.caption("The answer above judges the latest request, as Compare does; this table adds up every request.")
@@ -62,8 +64,8 @@ headers = {"strategy": column.TextColumn(pinned=True)} | {  # whole numbers with
     name: column.NumberColumn(label, help=hint, format="localized") if name in views.WHOLE_COLUMNS
     else column.TextColumn(label, help=hint) for name, (label, hint) in views.TOTALS_HEADERS.items()}
 widgets.table(table.style.apply(lambda _: highlight, axis=None), presenting, hide_index=True, width="stretch",
-              html=table.rename(columns=short).style.apply(lambda _: highlight.rename(columns=short), axis=None).hide(
-                  axis="index").format(na_rep="—", thousands=","), key="replay-verdict", placeholder="—",
+              html=aligned(table.rename(columns=short).style.apply(lambda _: highlight.rename(columns=short), axis=None)
+                           .hide(axis="index").format(na_rep="—", thousands=",")), key="replay-verdict", placeholder="—",
               column_config=headers)
 if len(result.totals) > 1 and highlight.ne("").to_numpy().any():  # nothing fitted: nothing is highlighted
     st.caption("Best value of each column highlighted, for every strategy tied for it.")
@@ -89,7 +91,7 @@ if rounds.shown:
     st.subheader("Requests per user turn")
     st.caption(rounds.caption)
     strategy = st.selectbox("Strategy", list(result.turns), key="replay-rounds-strategy")
-    widgets.table(pd.DataFrame(rounds.rows[strategy]), presenting, hide_index=True, width="stretch",
+    widgets.table(aligned(pd.DataFrame(rounds.rows[strategy])), presenting, hide_index=True, width="stretch",
                   key="replay-rounds")
 
 st.subheader("One turn")

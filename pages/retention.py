@@ -6,6 +6,7 @@ import streamlit as st
 import widgets
 from contextfit.dashboard import answer_box
 from contextfit.dashboard import retention_view as views
+from contextfit.dashboard.tables import aligned
 from contextfit.retention.results import ResultsUnavailable
 
 widgets.in_frame()
@@ -31,7 +32,7 @@ if share is not None:  # the bars a room reads first: every strategy at one budg
 table = views.table_rows(rows, share)
 marks = pd.DataFrame(views.table_styles(table))
 # HTML tables: every row in view (a data grid showed ten rows and hid fact-ledger's below its scroll bar)
-st.table(pd.DataFrame(table).style.apply(lambda _: marks, axis=None).hide(axis="index"))
+st.table(aligned(pd.DataFrame(table).style.apply(lambda _: marks, axis=None).hide(axis="index")))
 st.caption("Retained: the fact's current value is sent, verbatim or quoted by a summary or ledger line. Tokens sent: "
            "the mean prompt of the request that asks; cost: 1,000 such requests at the catalog's input price "
            "(uncached; the reply, the same for every strategy, is left out). Best of each budget highlighted.")
@@ -42,7 +43,7 @@ where = share if share is not None else views.HEADLINE_SHARE
 st.subheader(f"Where the kept facts were set, at {views.budget_label(where)}")
 st.caption("The share of facts kept, by where in the conversation their current value was set (quarters), and by "
            "the conversation's length.")
-st.table(pd.DataFrame(views.position_rows(found, where)).style.hide(axis="index"))
+st.table(aligned(pd.DataFrame(views.position_rows(found, where)).style.hide(axis="index")))
 if found.held_out:
     with st.expander(f"Held-out seeds {', '.join(map(str, found.held_out_seeds))}: never used to tune anything"):
-        st.table(pd.DataFrame(views.table_rows(found.held_out_rows())).style.hide(axis="index"))
+        st.table(aligned(pd.DataFrame(views.table_rows(found.held_out_rows())).style.hide(axis="index")))

@@ -15,22 +15,22 @@ from typing import Any
 import streamlit as st
 
 from contextfit.dashboard import category_bar, exports, rounds, turn_diff
-from contextfit.dashboard.answer_view import AnswerView, ColumnAnswer
+from contextfit.dashboard.answer_view import AnswerView, ColumnAnswer, facts_line
 from contextfit.dashboard.audit_view import send_with_echo
-from contextfit.dashboard.compare_view import Column
+from contextfit.dashboard.compare_view import Column, Diagnostic
 from contextfit.dashboard.fact_list import FactList
 from contextfit.dashboard.markdown import plain
 from contextfit.dashboard.setup import Setup
 from contextfit.dashboard.sources import Source
 from contextfit.dashboard.strategy_lines import strategy_line
+from contextfit.dashboard.tables import aligned
 from contextfit.pipeline.plan import PromptPlan
 
 
 def answer(area: Any, view: AnswerView, listed: FactList) -> None:
     """The recommendation on top of the page: the sentence, its costs at volume, the retention
     protocol's figure for it, and the must-survive facts it weighed."""
-    lines = [view.costs, view.citation and view.citation + " (docs/retention.md)", view.basis, listed.summary()
-             + " (edit the list under Edit the conversation)."]
+    lines = [view.costs, view.citation and view.citation + " (docs/retention.md)", view.basis, facts_line(listed)]
     with area.container(border=True, key="answer"):
         st.markdown(plain(view.sentence))
         st.caption("  \n".join(plain(line) for line in lines if line))  # one caption: no gap between its lines
@@ -39,7 +39,7 @@ def answer(area: Any, view: AnswerView, listed: FactList) -> None:
 @dataclass(frozen=True, slots=True)
 class Slots:
     """The places of one strategy's column, row by row: its head (name, one line), its window (bar,
-    costs, losses) above the fate matrix, then its charts and details below it."""
+    costs, Lost line) above the fate matrix, then its charts and details below it."""
 
     head: Any
     window: Any
@@ -59,9 +59,10 @@ def columns(count: int) -> tuple[list[Slots], Any]:
 
 def head(slot: Slots, name: str, shown: Column) -> Any:
     """A strategy's name, its one line, and its window by category (or its error); returns the place
-    its answer (costs, Lost line) goes once the recommendation is made."""
-    slot.head.subheader(name)
-    slot.head.caption(plain(strategy_line(name)))
+    its answer (costs, Lost line) goes, under its window, once the recommendation is made."""
+    with slot.head.container(key=f"head-{name}"):
+        st.subheader(name)
+        st.caption(plain(strategy_line(name)))
     if shown.error:  # in a place of its own: said once above the columns instead when every one failed alike
         place = slot.window.empty()
         place.error(shown.error)
@@ -70,25 +71,22 @@ def head(slot: Slots, name: str, shown: Column) -> Any:
     return slot.window.container()
 
 
-def column_answer(place: Any, lost_place: Any, said: ColumnAnswer | None, plan: PromptPlan | None) -> None:
-    """Under a strategy's window its costs (and why it is never recommended, if so); at the top of its
-    details, under the fate matrix, its Lost line (a strategy without a plan keeps its error)."""
+def column_answer(place: Any, name: str, said: ColumnAnswer | None, plan: PromptPlan | None) -> None:
+    """Under a strategy's window its costs, its Lost line (on the first screen, beside the answer), and
+    why it is never recommended, if so (a strategy without a plan keeps its error)."""
     if said is None or plan is None:
         return
-    with place.container():
-        st.markdown(f"**{plain(said.cost)}**")
+    with place.container(key=f"column-answer-{name}"):
+        st.markdown(f"**{plain(said.cost)}**  \n{plain(said.lost)}")  # one paragraph: no gap between them
         if said.refusal:
             st.warning(plain(said.refusal))
-    lost_place.markdown(plain(said.lost))
 
 
 def details(slot: Slots, name: str, plan: PromptPlan, shown: Column, source: Source, setup: Setup,
-            notes: list[str | None]) -> Any:
-    """Below the charts: the place of the Lost line (returned: it is said once the recommendation is
-    made), the exact counts, the ``notes`` (where the facts sit, the effective-context note, why it
-    sends another strategy's prompt), what was left out, the summary sent, Export and Send, and the
-    plan's own notes."""
-    lost = slot.details.empty()
+            notes: list[str | None], diagnostics: tuple[Diagnostic, ...]) -> None:
+    """Below the charts: the exact counts, the ``notes`` (where the facts sit, the effective-context
+    note, why it sends another strategy's prompt), what was left out, the summary sent, Export and Send,
+    and the ``diagnostics`` of its plan that the other strategies' plans do not carry alike."""
     slot.details.caption(shown.budget)
     slot.details.caption(shown.tokenizer)
     for line in notes:
@@ -108,9 +106,15 @@ def details(slot: Slots, name: str, plan: PromptPlan, shown: Column, source: Sou
         with st.spinner("Generating…"):
             st.session_state.audit_chat = send_with_echo(source.conversation, setup, name, name=source.name[:80])
         st.switch_page("pages/audit.py")
-    for note in shown.notes:
-        slot.details.caption(note)
-    return lost
+    for note in diagnostics:
+        slot.details.caption(note.text, help=note.help)
+
+
+def shared_diagnostics(notes: tuple[Diagnostic, ...]) -> None:
+    """What every strategy's plan says alike, once, above the columns (one caption; the codes on hover)."""
+    if notes:
+        st.caption("Every strategy's plan: " + "  \n".join(note.text for note in notes),
+                   help="Diagnostic codes: " + ", ".join(note.code for note in notes))
 
 
 def agent_requests(plan: PromptPlan, table: Any) -> None:
@@ -123,7 +127,7 @@ def agent_requests(plan: PromptPlan, table: Any) -> None:
     st.caption("Every model call is a request: the user's message, then each round of tool results the model "
                "answers. The prompt each would send with nothing left out, against the "
                f"{plan.budget:,}-token budget; the edit table below names each block's request.")
-    table(pd.DataFrame([request.to_row() for request in rounds.requests_of(plan)]), key="agent-requests")
+    table(aligned(pd.DataFrame([request.to_row() for request in rounds.requests_of(plan)])), key="agent-requests")
 
 
 def previous_turn(conversation: Any, setup: Setup, names: list[str], first: str | None) -> None:

@@ -4,8 +4,9 @@ strategy's costs at the user's volume with its **Lost:** line.
 The decision is the package's (:mod:`contextfit.replays.recommend`); this module
 only words and lays it out, once for every face that shows it (the Replay page,
 the HTML report; Compare can draw the same). Money reads like money
-(:func:`contextfit.amounts.money_short`: "$0.41", "$1.2K"), a request's cost
-exactly (:func:`contextfit.amounts.money`); a cell with no value reads "—".
+(:func:`contextfit.amounts.money_short`: "$0.41", "$1.2K"; a month at one rule,
+:func:`contextfit.amounts.money_month`: "$93", "$101"), a request's cost exactly
+(:func:`contextfit.amounts.money`, as Compare says it); a cell with no value reads "—".
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from ..amounts import money, money_short
+from ..amounts import money, money_month, money_short
 from ..replays.recommend import PRIORITY_WORDS, REQUEST, Recommendation
 from ..replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
 
-__all__ = ["ANSWER_CSS", "EMPTY", "answer_html", "evidence_text", "volume_rows", "volume_styles"]
+__all__ = ["ANSWER_CSS", "EMPTY", "answer_html", "a_day", "evidence_text", "priority_text", "volume_rows",
+           "volume_styles"]
 
 #: What a table cell shows for no value.
 EMPTY = "—"
@@ -50,14 +52,31 @@ def evidence_text(answer: Recommendation, conversations_per_day: int = DEFAULT_C
 
     >>> from contextfit.replays.recommend import Outcome, decide
     >>> print(evidence_text(decide([Outcome("a", prompt_tokens=5, has_question=True)]), 250))
-    Priority: retention (keep the most of what matters); evidence: the latest request, priced with what it shares with the one before; replies: estimated at 0 tokens (the conversation holds no reply); a month is 30 days at 250 conversations a day.
+    Priority: keep the most of what matters; evidence: the latest request, priced with what it shares with the one before; replies: estimated at 0 tokens (the conversation holds no reply); a month is 30 days at 250 conversations a day.
     """
     basis = ("the latest request, priced with what it shares with the one before" if answer.basis == REQUEST
              else "every request of the conversation")
     reply = answer.outcomes[0].reply.text() if answer.outcomes else ""
-    return (f"Priority: {answer.priority} ({PRIORITY_WORDS[answer.priority]}); evidence: {basis}"
-            + (f"; {reply}" if reply else "")
-            + f"; a month is {DAYS_PER_MONTH} days at {conversations_per_day:,} conversations a day.")
+    return (f"{priority_text(answer.priority)}; evidence: {basis}" + (f"; {reply}" if reply else "")
+            + f"; a month is {DAYS_PER_MONTH} days at {a_day(conversations_per_day)}.")
+
+
+def priority_text(priority: str) -> str:
+    """The priority as Compare and Replay both say it, in words (its id is the sidebar's choice).
+
+    >>> priority_text("retention")
+    'Priority: keep the most of what matters'
+    """
+    return f"Priority: {PRIORITY_WORDS[priority]}"
+
+
+def a_day(conversations: int) -> str:
+    """A volume as a sentence says it.
+
+    >>> a_day(1), a_day(25_000)
+    ('1 conversation a day', '25,000 conversations a day')
+    """
+    return f"{conversations:,} conversation{'' if conversations == 1 else 's'} a day"
 
 
 def volume_rows(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY,
@@ -75,7 +94,7 @@ def volume_rows(answer: Recommendation, conversations_per_day: int = DEFAULT_CON
             "strategy": label,
             "cost / request (reply included)": money(volume.per_request, EMPTY) if planned else EMPTY,
             "per 1,000 conversations": money_short(volume.per_1000) if planned else EMPTY,
-            f"per month at {conversations_per_day:,} a day": money_short(volume.per_month) if planned else EMPTY,
+            f"per month at {conversations_per_day:,} a day": money_month(volume.per_month) if planned else EMPTY,
             "lost": outcome.lost_line() + (f" Not recommended: it {outcome.refusal}." if outcome.refusal else ""),
         })
     return rows

@@ -4,9 +4,10 @@ The sentence is :func:`~contextfit.replays.answer.recommendation_for`'s — the
 very sentence ``contextfit fit FILE --recommend`` prints for the same
 conversation and settings — decided under the sidebar's priority; the costs
 are each strategy's request with its reply at the catalog's prices, per
-1,000 conversations and per month at the sidebar's conversations a day,
-written as money ("$0.41", "$1.2K"); the retention protocol's figure is cited
-for the recommended strategy (:mod:`contextfit.retention.headline`). Under each
+1,000 conversations and per month at the sidebar's conversations a day (a
+request's cost to four significant figures, as Replay writes it: "$0.004895";
+a month at :func:`~contextfit.amounts.money_month`'s one rule: "$93", "$1.2K");
+the retention protocol's figure is cited for the recommended strategy (:mod:`contextfit.retention.headline`). Under each
 strategy's column: a short **Lost:** line in words, where its must-survive
 facts sit (start, middle, end) and the effective-context note when the
 prompt is past the model's published figure.
@@ -24,16 +25,17 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..amounts import money_short
+from ..amounts import money, money_month, money_short
 from ..errors import ContextfitError
 from ..pipeline.plan import PromptPlan
 from ..pipeline.settings import PlanSettings
 from ..replays.answer import recommendation_for
 from ..replays.must_survive import DECLARED, DEFAULT_FACTS
 from ..replays.placement import fact_placement
-from ..replays.recommend import PRIORITY_WORDS, RETENTION, Recommendation
+from ..replays.recommend import RETENTION, Recommendation
 from ..replays.volume import Volume
 from ..retention.headline import citation
+from .answer_box import a_day, priority_text
 from .fact_list import FactList
 
 #: Page CSS for the answer (static: no user text goes into it): the sentence reads first.
@@ -97,13 +99,13 @@ def answer_view(answer: Recommendation, conversations_per_day: int) -> AnswerVie
     >>> conversation = load_sample("roleplay")
     >>> view = answer_view(recommendation_for(conversation, suggested_setup(conversation).settings), 2_000)
     >>> view.strategy, view.costs
-    ('fact-ledger', 'A request costs $0.0049 with its reply · $4.90 per 1,000 conversations · $294 a month at 2,000 conversations a day')
+    ('fact-ledger', 'A request costs $0.004895 with its reply · $4.90 per 1,000 conversations · $294 a month at 2,000 conversations a day')
     >>> view.columns["truncate"]
-    ColumnAnswer(cost='$0.0051 a request · $303 a month', lost='Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2.', refusal=None)
+    ColumnAnswer(cost='$0.005052 a request · $303 a month', lost='Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2.', refusal=None)
     """
     volumes = answer.volumes(conversations_per_day)
     reply = answer.outcomes[0].reply.text() if answer.outcomes else ""
-    basis = f"Priority: {PRIORITY_WORDS[answer.priority]}" + (f" · {reply}" if reply else "")
+    basis = priority_text(answer.priority) + (f" · {reply}" if reply else "")
     costs = None
     if answer.strategy is not None and volumes[answer.strategy].per_request is not None:
         costs = volume_line(volumes[answer.strategy])
@@ -111,7 +113,7 @@ def answer_view(answer: Recommendation, conversations_per_day: int) -> AnswerVie
     for outcome in answer.outcomes:
         volume = volumes[outcome.label]
         cost = ("no catalog price" if volume.per_request is None else
-                f"{money_short(volume.per_request)} a request · {money_short(volume.per_month)} a month")
+                f"{money(volume.per_request)} a request · {money_month(volume.per_month)} a month")
         columns[outcome.label] = ColumnAnswer("no plan" if outcome.error else cost, outcome.lost_line(),
                                               f"Not recommended: it {outcome.refusal}." if outcome.refusal else None)
     return AnswerView(answer.sentence, answer.strategy, basis, costs, citation(answer.strategy), columns)
@@ -122,11 +124,28 @@ def volume_line(volume: Volume) -> str:
 
     >>> from contextfit.replays.volume import Reply
     >>> volume_line(Volume(0.00041, 0.00041, 1, Reply(80, 3), 25_000))
-    'A request costs $0.00041 with its reply · $0.41 per 1,000 conversations · $308 a month at 25,000 conversations a day'
+    'A request costs $0.0004100 with its reply · $0.41 per 1,000 conversations · $308 a month at 25,000 conversations a day'
+    >>> volume_line(Volume(0.0031123, 0.0031123, 1, Reply(80, 3), 1)).endswith("$0.093 a month at 1 conversation a day")
+    True
     """
-    return (f"A request costs {money_short(volume.per_request)} with its reply · {money_short(volume.per_1000)} per "
-            f"1,000 conversations · {money_short(volume.per_month)} a month at {volume.conversations_per_day:,} "
-            "conversations a day")
+    return (f"A request costs {money(volume.per_request)} with its reply · {money_short(volume.per_1000)} per "
+            f"1,000 conversations · {money_month(volume.per_month)} a month at {a_day(volume.conversations_per_day)}")
+
+
+def facts_line(listed: FactList) -> str:
+    """The answer's line on the must-survive facts it weighed, and where to edit them: in brackets after a
+    list of names, a sentence of its own after a line that ends one (its own brackets included).
+
+    >>> from contextfit.dashboard.fact_list import FactList, Item
+    >>> facts_line(FactList((Item("Mara", "Mara", "the character's name"),)))
+    'Must-survive facts: 1, found in the conversation — Mara (edit the list under Edit the conversation).'
+    >>> facts_line(FactList(()))[-89:]
+    '(retention follows the entity rule meanwhile). Edit the list under Edit the conversation.'
+    """
+    summary = listed.summary()
+    if summary.endswith("."):
+        return f"{summary} Edit the list under Edit the conversation."
+    return f"{summary} (edit the list under Edit the conversation)."
 
 
 def placement_line(plan: PromptPlan, listed: FactList) -> str | None:

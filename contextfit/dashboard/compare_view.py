@@ -22,7 +22,7 @@ from ..pipeline.plan import PromptPlan
 from .alike import Squeeze, alike, squeeze
 from .bands import band_text
 from .charts import block_keys
-from .markdown import common_failure, error_text, plain
+from .markdown import common_failure, error_words, plain
 from .setup import Setup
 
 #: Diagnostics a column does not repeat (the charts and the relevance column show them).
@@ -53,6 +53,51 @@ def headline(plan: PromptPlan) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A plan's diagnostic as people read it: its sentence first; its ``code`` kept for the curious."""
+
+    code: str
+    text: str
+
+    @property
+    def help(self) -> str:
+        """What hovering the note shows: its code (what the JSON, the CLI and the docs call it)."""
+        return f"Diagnostic code: {self.code}"
+
+
+def diagnostics(plan: PromptPlan) -> tuple[Diagnostic, ...]:
+    r"""The plan's diagnostics a column says (not :data:`QUIET_DIAGNOSTICS`), each as its sentence;
+    one without a message reads as its code in words.
+
+    >>> diagnostics(type("P", (), {"diagnostics": [{"code": "SUMMARY_SKIPPED"}, {"code": "RELEVANCE"},
+    ...                                            {"code": "X_Y", "message": "Said *so*."}]})())
+    (Diagnostic(code='SUMMARY_SKIPPED', text='Summary skipped.'), Diagnostic(code='X_Y', text='Said \\*so\\*.'))
+    """
+    return tuple(Diagnostic(note["code"], plain(note.get("message") or "") or _words(note["code"]))
+                 for note in plan.diagnostics if note["code"] not in QUIET_DIAGNOSTICS)
+
+
+def _words(code: str) -> str:
+    """A code as a sentence: ``SUMMARY_SKIPPED`` → "Summary skipped."."""
+    return code.replace("_", " ").capitalize() + "."
+
+
+def split_diagnostics(columns: Mapping[str, Column]) -> tuple[tuple[Diagnostic, ...], dict[str, tuple[Diagnostic, ...]]]:
+    """The diagnostics every planned column carries alike (said once, above the columns; none when a
+    single strategy planned, whose column says its own), and each column's others.
+
+    >>> same, other = Diagnostic("A", "Same."), Diagnostic("B", "Only here.")
+    >>> split_diagnostics({"x": Column("x", None, notes=(same, other)), "y": Column("y", None, notes=(same,)),
+    ...                    "z": Column("z", None, error="failed")})
+    ((Diagnostic(code='A', text='Same.'),), {'x': (Diagnostic(code='B', text='Only here.'),), 'y': ()})
+    """
+    planned = {name: shown.notes for name, shown in columns.items() if shown.error is None}
+    notes = list(planned.values())
+    alike = tuple(note for note in notes[0] if all(note in other for other in notes[1:])) if len(notes) > 1 else ()
+    return alike, {name: tuple(note for note in own if note not in alike) for name, own in planned.items()}
+
+
+@dataclass(frozen=True, slots=True)
 class Column:
     """One strategy's column: what its headline says, or the error it failed with."""
 
@@ -64,7 +109,7 @@ class Column:
     tokenizer: str = ""
     dropped: str = ""
     dropped_lines: str = ""
-    notes: tuple[str, ...] = ()
+    notes: tuple[Diagnostic, ...] = ()
 
 
 def column(name: str, plan: PromptPlan | ContextfitError) -> Column:
@@ -77,10 +122,10 @@ def column(name: str, plan: PromptPlan | ContextfitError) -> Column:
     ('8', '8 tokens of a 800-token budget (1.0%) · context 1,000 · reserve 200', 'tokenizer o200k_base · exact', 'Excluded or summarized: 0 blocks, 0 tokens')
     >>> from contextfit.errors import TokenBudgetExceeded
     >>> column("manual", TokenBudgetExceeded(294, 1, "Too big.")).error
-    'TOKEN_BUDGET_EXCEEDED: Too big.'
+    'Too big. (TOKEN_BUDGET_EXCEEDED)'
     """
     if isinstance(plan, ContextfitError):
-        return Column(name, None, error=error_text(plan))
+        return Column(name, None, error=error_words(plan))
     numbers = headline(plan)
     return Column(
         name, plan,
@@ -91,8 +136,7 @@ def column(name: str, plan: PromptPlan | ContextfitError) -> Column:
         tokenizer=f"tokenizer {numbers['tokenizer']} · " + (numbers["band"] if numbers["approximate"] else "exact"),
         dropped=f"Excluded or summarized: {numbers['dropped']} blocks, {numbers['dropped_tokens']:,} tokens",
         dropped_lines="\n".join(dropped_lines(plan)) or "Nothing: every block is sent.",
-        notes=tuple(f"{note['code']}: " + plain(note.get("message", "")) for note in plan.diagnostics
-                    if note["code"] not in QUIET_DIAGNOSTICS),
+        notes=diagnostics(plan),
     )
 
 
@@ -206,9 +250,9 @@ def outcome(plans: Mapping[str, PromptPlan | ContextfitError],
     >>> from contextfit.errors import TokenBudgetExceeded
     >>> refused = TokenBudgetExceeded(294, 1, "Too big.")
     >>> outcome({"truncate": refused, "manual": refused})
-    Outcome(notes=(('error', 'No strategy can fit this conversation: TOKEN_BUDGET_EXCEEDED: Too big.'),), squeeze=None, failed_alike=True)
+    Outcome(notes=(('error', 'No strategy can fit this conversation: Too big. (TOKEN_BUDGET_EXCEEDED)'),), squeeze=None, failed_alike=True)
     """
-    if (common := common_failure(plans)) is not None:
+    if (common := common_failure(plans, error_words)) is not None:
         return Outcome((("error", f"No strategy can fit this conversation: {common}"),), failed_alike=True)
     if (fits := fits_view(plans, replan)) is None:
         return Outcome()

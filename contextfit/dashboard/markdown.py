@@ -7,7 +7,7 @@ that is not the dashboard's own goes through :func:`plain` first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ContextfitError
@@ -37,9 +37,20 @@ def error_text(error: ContextfitError, message: str | None = None) -> str:
         f" (at {plain(where)})" if where else "")
 
 
-def common_failure(plans: Mapping[str, Any]) -> str | None:
+def error_words(error: ContextfitError) -> str:
+    r"""An error for people: its message first (escaped), then where, then its code in brackets.
+
+    >>> print(error_words(ContextfitError("bad *input*", code="INVALID_CONVERSATION")))
+    bad \*input\* (INVALID_CONVERSATION)
+    """
+    where = getattr(error, "location", None)
+    return plain(str(error)) + (f" (at {plain(where)})" if where else "") + f" ({error.code})"
+
+
+def common_failure(plans: Mapping[str, Any], said: Callable[[ContextfitError], str] = error_text) -> str | None:
     """The error text every strategy failed with, when each did and for the same reason (a
-    budget nothing fits: five equal boxes side by side said it five times), else ``None``.
+    budget nothing fits: five equal boxes side by side said it five times), else ``None``;
+    ``said``: how an error reads (:func:`error_text`, or :func:`error_words` for people).
 
     >>> from contextfit.errors import TokenBudgetExceeded
     >>> refused = TokenBudgetExceeded(294, 1, "The protected context alone needs 294 tokens.")
@@ -48,6 +59,6 @@ def common_failure(plans: Mapping[str, Any]) -> str | None:
     >>> common_failure({"truncate": refused, "manual": object()}) is None
     True
     """
-    texts = {error_text(plan) for plan in plans.values() if isinstance(plan, ContextfitError)}
+    texts = {said(plan) for plan in plans.values() if isinstance(plan, ContextfitError)}
     failed = sum(isinstance(plan, ContextfitError) for plan in plans.values())
     return next(iter(texts)) if plans and failed == len(plans) and len(texts) == 1 else None

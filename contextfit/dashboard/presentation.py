@@ -9,21 +9,23 @@ cannot enlarge). Static CSS only: no user text goes into it.
 from __future__ import annotations
 
 #: Page CSS for a projector: larger body text, headings, metrics and tables, text that wraps instead of being
-#: cut, and little room above the page's title, so the answer, the windows and the fate matrix fit 1080 pixels.
+#: cut, and little room above the page's title, so the answer, the windows with each strategy's costs and Lost
+#: line (a size smaller than the body, as its one-line description), and the fate matrix fit 1080 pixels.
 CSS = """<style>
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.25rem 2.5rem 4rem; }
 .st-key-answer [data-testid="stMarkdownContainer"]:not([data-testid="stCaptionContainer"] *) > p {
   font-size: 1.55rem !important; line-height: 1.35; }
 .st-key-intro { display: none; }
-[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.7rem; }
-[data-testid="stMain"] h3 { padding: 0.6rem 0 0.3rem !important; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+[data-testid="stMain"] h3 { padding: 0.4rem 0 0.2rem !important; }
 .contextfit-window .cfw-head { font-size: 1.45rem !important; }
 .contextfit-window .cfw-track { height: 30px !important; }
 .contextfit-category-legend { font-size: 1.15rem !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { white-space: normal !important; overflow-wrap: anywhere; }
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stCaptionContainer"],
 [data-testid="stExpander"] summary, [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
-[data-testid="stMain"] h1 { font-size: 3rem !important; padding-top: 0 !important; }
+[data-testid="stMain"] h1 { font-size: 2.9rem !important; padding-top: 0 !important; }
+.st-key-answer [data-testid="stCaptionContainer"] p { font-size: 1.1rem !important; }
 [data-testid="stMain"] h2, [data-testid="stMain"] h3 { font-size: 1.8rem !important; }
 [data-testid="stMain"] [data-testid="stMetricValue"], [data-testid="stMain"] [data-testid="stMetricValue"] * { font-size: 3rem !important; }
 .contextfit-legend, .contextfit-lines-legend { font-size: 1.2rem !important; }
@@ -36,7 +38,10 @@ CSS = """<style>
 .contextfit-blocks .cfk-tip { max-width: 420px !important; }
 .contextfit-matrix, .contextfit-matrix .cfk-tip { font-size: 1.05rem !important; }
 .contextfit-matrix .cfk-xaxis { font-size: 1rem !important; height: 1.4rem !important; }
-.contextfit-matrix .cfm-row { height: 30px !important; }
+.contextfit-matrix .cfm-row { height: 24px !important; }
+[class*="st-key-head-"] h3 { font-size: 1.6rem !important; }
+[class*="st-key-column-answer-"] p, [class*="st-key-head-"] [data-testid="stCaptionContainer"] {
+  font-size: 1.05rem !important; line-height: 1.3 !important; }
 [data-testid="stTable"] td, [data-testid="stTable"] th { font-size: 1.2rem !important; white-space: normal !important;
   overflow-wrap: anywhere; }
 [data-testid="stTable"] td > [data-testid="stMarkdownContainer"] { max-width: none !important; }

@@ -118,22 +118,6 @@ def answer(result: Replay, strategies: Sequence[str], priority: str = RETENTION)
     return decide([outcome for outcome in result.outcomes if outcome.label in strategies], priority, REQUEST)
 
 
-def window_note(model: str, limit: int) -> str | None:
-    """A note when the chosen context limit passes the model's own window (the replay plans to the
-    limit it is given, which the provider would refuse).
-
-    >>> window_note("gpt-4o", 1_000_000)
-    'The context limit, 1,000,000 tokens, is more than gpt-4o takes (128,000): the replay plans to it all the same, as a what-if.'
-    >>> window_note("gpt-4o", 128_000) is None
-    True
-    """
-    window = get_model(model).context_limit
-    if limit <= window:
-        return None
-    return (f"The context limit, {limit:,} tokens, is more than {model} takes ({window:,}): the replay plans to it "
-            "all the same, as a what-if.")
-
-
 def money(value: float | None) -> str:
     """Dollars for a cell (:func:`contextfit.amounts.money`), "—" for no price.
 
@@ -362,5 +346,4 @@ __all__ = [
     "TOTALS_HEADERS", "WHOLE_COLUMNS", "ProgressBar", "answer", "approximate_note", "cached_run", "conversation_input", "cost_text", "counts_text", "fact_notes",
     "in_rows", "money", "names_text", "replay_caption", "setup_of",
     "rules_text", "run", "totals_rows", "totals_styles", "turn_errors", "turn_plans", "turn_summary", "verdict_text",
-    "window_note",
 ]

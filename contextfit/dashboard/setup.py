@@ -132,3 +132,19 @@ def setup_for(model: str, settings: Mapping[str, Any] | None) -> Setup:
     limit = options.get("context_limit", info.context_limit)
     reserve = options.get("response_reserve", min(info.max_output, limit // 4))
     return Setup.of(info.id, int(limit), int(reserve))
+
+
+def window_note(model: str, limit: int) -> str | None:
+    """A note when the chosen context limit passes the model's own window (Compare and Replay plan to
+    the limit they are given, which the provider would refuse).
+
+    >>> window_note("gpt-4o", 100_000_000)
+    'The context limit, 100,000,000 tokens, is more than gpt-4o takes (128,000): every strategy plans to it all the same, as a what-if.'
+    >>> window_note("gpt-4o", 128_000) is None
+    True
+    """
+    window = get_model(model).context_limit
+    if limit <= window:
+        return None
+    return (f"The context limit, {limit:,} tokens, is more than {model} takes ({window:,}): every strategy plans to "
+            "it all the same, as a what-if.")

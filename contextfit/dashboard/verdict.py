@@ -60,8 +60,8 @@ class VerdictRow:
     not_recommended: str | None = None
 
 
-def one_line(text: str, width: int = 110) -> str:
-    """The first sentence of a description, on one line of at most ``width`` characters.
+def one_line(text: str, width: int | None = 110) -> str:
+    """The first sentence of a description, on one line of at most ``width`` characters (``None``: whole).
 
     >>> one_line("Drops the oldest groups. Then more detail.")
     'Drops the oldest groups.'
@@ -72,14 +72,14 @@ def one_line(text: str, width: int = 110) -> str:
     end = flat.find(". ")
     if end != -1:
         flat = flat[: end + 1]
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
 
 
 def descriptions(registry: Any = None) -> dict[str, str]:
-    """Each registered strategy's one-line description (plugins' too: from
-    ``description=``, the object's ``description`` or its docstring)."""
+    """Each registered strategy's first sentence, whole (plugins' too: from ``description=``, the
+    object's ``description`` or its docstring): the verdict table wraps it, never cuts it."""
     registry = default_registry if registry is None else registry
-    return {entry.name: one_line(entry.description) for entry in registry.entries()}
+    return {entry.name: one_line(entry.description, width=None) for entry in registry.entries()}
 
 
 def prompt_cost(plan: PromptPlan) -> float | None:

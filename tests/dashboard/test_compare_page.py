@@ -110,8 +110,9 @@ def test_each_strategy_has_its_window_by_category_its_costs_and_its_lost_line():
     assert [bar.strategy for bar in bars] == list(BUILTIN_STRATEGIES)
     assert all(bar.headline.endswith("%") and " of 2.2K tokens, " in bar.headline for bar in bars)
     assert all(sum(tokens for _, tokens, _ in bar.parts) == 2200 for bar in bars)
-    lost = [unescaped(m.value) for m in at.markdown if unescaped(m.value).startswith("Lost: ")]
-    assert len(lost) == len(BUILTIN_STRATEGIES)
+    heads = [unescaped(m.value) for m in at.markdown if unescaped(m.value).startswith("**$")]
+    assert len(heads) == len(BUILTIN_STRATEGIES)  # under each window: its costs, then its Lost line
+    assert all(re.fullmatch(r"\*\*\$0\.\d{6} a request · \$\d+ a month\*\*  \nLost: .+", head) for head in heads), heads
     assert any(c.value.startswith("Where the must-survive facts sit: ") for c in at.caption)
     assert "drops the oldest messages first" in [c.value for c in at.caption]  # truncate's one line
 
@@ -179,3 +180,86 @@ def displayed(element) -> pd.DataFrame:
     data = element.proto.arrow_data if hasattr(element.proto, "arrow_data") else element.proto
     assert data.HasField("styler"), element
     return pa.ipc.open_stream(data.styler.display_values).read_all().to_pandas()
+
+
+def test_a_limit_past_the_model_s_window_is_said_as_replay_says_it():
+    at = app().run()
+    at.sidebar.selectbox(key="model").select("gpt-4o").run()
+    at.sidebar.number_input(key="limit").set_value(100_000_000).run()
+    clean(at)
+    assert [w.value for w in at.warning if "is more than" in w.value] == [
+        "The context limit, 100,000,000 tokens, is more than gpt-4o takes (128,000): every strategy plans to it all "
+        "the same, as a what-if."]
+    at.sidebar.number_input(key="limit").set_value(128_000).run()
+    assert not [w for w in at.warning if "is more than" in w.value]
+
+
+def test_a_diagnostic_every_plan_carries_is_said_once_above_the_columns_in_words():
+    at = app().run()  # the roleplay sample: every plan counts its text beside tool calls with a margin
+    clean(at)
+    said = [unescaped(c.value) for c in at.caption if "No recorded API count" in unescaped(c.value)]
+    assert len(said) == 1 and said[0].startswith("Every strategy's plan: No recorded API count covers"), said
+    assert not [c for c in at.caption if "TOOL_SHAPES_UNVERIFIED" in c.value]  # the code is on hover only
+    assert "TOOL_SHAPES_UNVERIFIED" in next(c for c in at.caption if "No recorded API count" in c.value).proto.help
+
+
+def test_a_strategy_that_cannot_fit_leads_with_the_sentence_not_the_code():
+    at = app().run()
+    at.sidebar.number_input(key="limit").set_value(1).run()
+    clean(at)
+    errors = [unescaped(e.value) for e in at.error]
+    assert errors and all(not e.split(":")[0].isupper() for e in errors), errors
+    assert any(e.startswith("No strategy can fit this conversation: ") and e.endswith("(TOKEN_BUDGET_EXCEEDED)")
+               for e in errors), errors
+
+
+def test_one_conversation_a_day_is_singular_and_a_month_reads_in_whole_dollars():
+    at = app().run()
+    at.sidebar.number_input(key="conversations_per_day").set_value(1).run()
+    clean(at)
+    assert re.fullmatch(r"A request costs \$0\.\d{6} with its reply · \$\d+\.\d\d per 1,000 conversations · \$0\.\d\d? "
+                        r"a month at 1 conversation a day", answer_lines(at)[0]), answer_lines(at)
+    at.sidebar.number_input(key="conversations_per_day").set_value(1_000).run()
+    heads = [unescaped(m.value) for m in at.markdown if unescaped(m.value).startswith("**$")]
+    assert all(re.match(r"\*\*\$0\.\d{6} a request · \$\d{3} a month\*\*", head) for head in heads), heads
+
+
+def test_an_upload_with_no_facts_says_where_to_edit_them_without_double_brackets():
+    at = app().run()
+    at.sidebar.radio[0].set_value("Paste").run()
+    at.sidebar.text_area[0].input('[{"role": "user", "content": "hello there"}]').run()
+    at.sidebar.number_input(key="conversations_per_day").set_value(1).run()
+    clean(at)
+    lines = answer_lines(at)
+    assert lines[-1].endswith("(retention follows the entity rule meanwhile). Edit the list under Edit the "
+                              "conversation."), lines
+    assert ")." + " (" not in " ".join(lines)
+
+
+def right_aligned_columns(element) -> list[str]:
+    """The columns of an HTML table whose cells the page right-aligns (its Styler's CSS)."""
+    data = element.proto.arrow_data if hasattr(element.proto, "arrow_data") else element.proto
+    frame = element.value
+    return [name for position, name in enumerate(frame.columns)
+            if re.search(rf"_col{position}\b[^{{]*\{{\s*text-align: right !important", data.styler.styles)]
+
+
+def test_the_numbers_of_the_html_tables_are_right_aligned():
+    at = app()
+    at.query_params["present"] = "1"  # every table in HTML
+    at.run()
+    clean(at)
+    verdict = next(t for t in at.table if "what it does" in t.value.columns)
+    assert right_aligned_columns(verdict) == ["prompt tokens", "% of budget", "dropped", "summarized", "compressed",
+                                              "cost / request"]
+    assert "…" not in " ".join(verdict.value["what it does"])  # wrapped, never cut
+    requests = [t for t in at.table if "tokens added" in t.value.columns]
+    assert not requests or {"tokens added"} <= set(right_aligned_columns(requests[0]))
+    at.switch_page("pages/retention.py").run()
+    clean(at)
+    assert all(right_aligned_columns(t) for t in at.table)
+    at.switch_page("pages/replay.py").run()
+    clean(at)
+    costs = next(t for t in at.table if "cost / request (reply included)" in t.value.columns)
+    assert "cost / request (reply included)" in right_aligned_columns(costs)
+    assert "strategy" not in right_aligned_columns(costs) and "lost" not in right_aligned_columns(costs)

@@ -106,12 +106,13 @@ def test_the_costs_read_like_money_at_the_users_volume():
     for _, row in costs.iterrows():
         volume = volumes[row["strategy"]]
         assert row["per 1,000 conversations"] == contextfit.amounts.money_short(volume.per_1000)
-        assert row[month] == contextfit.amounts.money_short(volume.per_request * DEFAULT_CONVERSATIONS_PER_DAY
+        assert row[month] == contextfit.amounts.money_month(volume.per_request * DEFAULT_CONVERSATIONS_PER_DAY
                                                              * DAYS_PER_MONTH)
         assert re.fullmatch(r"\$[\d,.]+K?", row["per 1,000 conversations"]) and row["lost"].startswith(
             ("Lost:", "Keeps everything", "Nothing"))
     assert not costs.isna().to_numpy().any() and "None" not in costs.to_string()
-    caption = next(c.value for c in at.caption if c.value.startswith("Priority: retention"))
+    # the priority in Compare's words ("Priority: keep the most of what matters · …"), not its id
+    caption = next(c.value for c in at.caption if c.value.startswith("Priority: keep the most of what matters; "))
     assert f"{DEFAULT_CONVERSATIONS_PER_DAY:,} conversations a day" in caption
 
 

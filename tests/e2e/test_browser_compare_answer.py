@@ -100,7 +100,8 @@ def test_presentation_mode_survives_a_page_round_trip_and_a_reload_and_folds_the
     assert page.locator('[data-testid="stTable"]').count() >= 2  # the tables as HTML, enlarged
 
 
-def test_the_first_1080_pixels_of_a_projector_hold_the_answer_the_windows_and_the_fate_matrix(page, server):
+def test_the_first_1080_pixels_of_a_projector_hold_the_answer_the_windows_the_lost_lines_and_the_fate_matrix(
+        page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     page.set_viewport_size({"width": 1920, "height": 1080})
     load(page, server + "/?sample=roleplay&present=1")
@@ -108,11 +109,15 @@ def test_the_first_1080_pixels_of_a_projector_hold_the_answer_the_windows_and_th
     page.locator(SENTENCE).first.wait_for()
     page.wait_for_selector(READY)
     page.screenshot(path=str(ARTIFACTS / "compare-presentation-1920.png"))
-    bottoms = page.evaluate("""() => ['.st-key-answer', '.contextfit-window', '.contextfit-matrix'].map(selector =>
-        [...document.querySelectorAll(selector)].map(e => e.getBoundingClientRect().bottom))""")
-    answer, windows, matrix = bottoms
-    assert len(windows) == len(BUILTIN_STRATEGIES) and len(answer) == len(matrix) == 1
-    assert max(answer + windows + matrix) <= 1080, bottoms
+    bottoms = page.evaluate("""() => ['.st-key-answer', '.contextfit-window', '[class*="st-key-column-answer-"]',
+        '.contextfit-matrix'].map(selector => [...document.querySelectorAll(selector)].map(e => e.getBoundingClientRect().bottom))""")
+    answer, windows, lost, matrix = bottoms
+    assert len(windows) == len(lost) == len(BUILTIN_STRATEGIES) and len(answer) == len(matrix) == 1
+    assert max(answer + windows + lost + matrix) <= 1080, bottoms
+    # each strategy's Lost line is in its column's head, under its window and cost, above the fate matrix
+    lines = page.locator('[class*="st-key-column-answer-"] p').all_inner_texts()
+    assert len(lines) == len(BUILTIN_STRATEGIES) and all("\nLost: " in line for line in lines), lines
+    assert max(lost) < page.locator(".contextfit-matrix").bounding_box()["y"]
     assert page.locator(SENTENCE).first.inner_text().startswith("Ship ")
     # the text wraps rather than being cut: nothing in the answer or the windows overflows its box
     assert page.evaluate("""() => [...document.querySelectorAll('.st-key-answer p, .contextfit-window .cfw-head')]
