@@ -528,9 +528,23 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         where = getattr(exc, "location", None)
         print(f"contextfit: {exc.code}: {exc}" + (f" (at {where})" if where else ""), file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output left (``| head``): not an input it could not read
+        _silence_stdout()
+        return 1
     except OSError as exc:
         print(f"contextfit: cannot read {getattr(exc, 'filename', '') or 'the input'}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so that flushing it at exit raises nothing more
+    (the way the Python documentation handles SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file behind sys.stdout: nothing will be flushed to a pipe
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

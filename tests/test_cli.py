@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from support.paths import TEST_DATA, shared_path
 
+from contextfit.inputs.samples import sample_text
+
 STRATEGIES = ["truncate", "summarize", "vector-recall", "manual", "clear-tool-results", "fact-ledger"]
 
 
@@ -133,3 +135,14 @@ def test_fit_json_carries_the_placement_and_the_effective_context(tmp_path):
     placement = plain["truncate"]["factPlacement"]
     assert placement["rule"] == "default-facts"
     assert [(fact["name"], fact["where"]) for fact in placement["facts"]] == [("Ilse Brandt", "middle")]
+
+
+def test_a_reader_that_leaves_early_is_not_an_input_error(tmp_path):
+    # `contextfit fit … | head -1`: the pipe closes before the output is written
+    path = tmp_path / "roleplay.json"
+    path.write_text(sample_text("roleplay"))
+    command = [sys.executable, "-m", "contextfit", "fit", str(path), "--strategy", "all", "--recommend"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before anything is written
+    _, errors = process.communicate(timeout=120)
+    assert process.returncode == 1 and b"cannot read" not in errors and b"Traceback" not in errors, errors
