@@ -182,11 +182,7 @@ def without_captures(pattern: str) -> str:
     kept, position, end = [], 0, len(pattern)
     while position < end:
         char = pattern[position]
-        if char == "\\":
-            kept.append(pattern[position: position + 2])
-            position += 2
-        elif char == "[":
-            stop = _class_end(pattern, position)
+        if (stop := _literal_end(pattern, position)) > position:  # an escape or a class: kept as it is
             kept.append(pattern[position:stop])
             position = stop
         elif char == "(" and not pattern.startswith("(?", position):
@@ -265,17 +261,27 @@ def _class_end(pattern: str, position: int) -> int:
     return end
 
 
+def _literal_end(pattern: str, position: int) -> int:
+    """Where the escape (``\\x``) or character class (``[...]``) at ``position`` ends, read as one piece
+    by the scanners above; ``position`` when neither starts there.
+
+    >>> _literal_end(r"a\\(b", 1), _literal_end("[#(]x", 0), _literal_end("ab", 0)
+    (3, 4, 0)
+    """
+    if pattern.startswith("\\", position):
+        return position + 2
+    if pattern.startswith("[", position):
+        return _class_end(pattern, position)
+    return position
+
+
 def _without_verbose_space(pattern: str) -> str:
     """``pattern`` as verbose mode reads it: white space and ``#`` comments outside classes left out."""
     kept = []
     position, end = 0, len(pattern)
     while position < end:
         char = pattern[position]
-        if char == "\\":
-            kept.append(pattern[position: position + 2])
-            position += 2
-        elif char == "[":
-            stop = _class_end(pattern, position)
+        if (stop := _literal_end(pattern, position)) > position:  # an escape or a class: kept as it is
             kept.append(pattern[position:stop])
             position = stop
         elif char == "#":
