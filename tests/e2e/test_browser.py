@@ -19,6 +19,7 @@ from support.browser import (
     bars,
     edit_table_ready,
     load,
+    paste,
     protected_bars,
     script_run,
     toggle_cell,
@@ -34,12 +35,7 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
     ]
     bundle = {"contextfit": "conversation", "messages": chat, "settings": {"contextLimit": 1500, "responseReserve": 1100}}
 
-    with script_run(page):
-        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    box = page.get_by_role("textbox", name="Conversation")
-    box.fill(json.dumps(bundle))
-    with script_run(page):
-        box.press("Control+Enter")
+    paste(page, json.dumps(bundle))
 
     blocks = page.locator(".contextfit-blocks")
     blocks.first.locator(".cfk-fill").first.wait_for()
@@ -91,13 +87,8 @@ def test_paste_compare_see_charts_and_pin_a_message(page):
 
 
 def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
-    with script_run(page):
-        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    box = page.get_by_role("textbox", name="Conversation")
     broken = '{"messages": [{"role": "user"'
-    box.fill(broken)
-    with script_run(page):
-        box.press("Control+Enter")
+    box = paste(page, broken)
     alert = page.locator('[data-testid="stAlert"]').filter(has_text="INVALID_CONVERSATION").first
     alert.wait_for()  # drawn from this run's messages, which the page may still be applying
     assert box.input_value() == broken
@@ -105,12 +96,7 @@ def test_a_bad_paste_shows_the_error_and_keeps_the_text(page):
 
 
 def test_pasted_html_is_shown_as_text(page):
-    with script_run(page):
-        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    box = page.get_by_role("textbox", name="Conversation")
-    box.fill(json.dumps([{"role": "user", "content": '<img src=x onerror="window.hacked=1"> **bold**'}]))
-    with script_run(page):
-        box.press("Control+Enter")
+    paste(page, json.dumps([{"role": "user", "content": '<img src=x onerror="window.hacked=1"> **bold**'}]))
     page.locator(".contextfit-blocks .cfk-tip").first.wait_for(state="attached")
     assert page.evaluate("window.hacked") is None
     assert page.locator('img[src="x"]').count() == 0

@@ -11,7 +11,9 @@ import re
 
 import pytest
 from support.bench import run_bench
-from support.browser import ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, script_run, toggle_cell
+from support.browser import (
+    ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, paste, script_run, toggle_cell,
+)
 
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES
 
@@ -47,18 +49,8 @@ def test_screenshots_at_real_window_sizes(page, width):
     assert (ARTIFACTS / f"compare-{width}.png").stat().st_size > 10_000
 
 
-def paste(page, chat: list[dict]) -> None:
-    """Switch the source to Paste and compare ``chat``."""
-    with script_run(page):
-        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
-    box = page.get_by_role("textbox", name="Conversation")
-    box.fill(json.dumps(chat))
-    with script_run(page):
-        box.press("Control+Enter")
-
-
 def test_a_limit_below_the_reserve_shows_a_friendly_message(page):
-    paste(page, [{"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 30} for i in range(1, 10)])
+    paste(page, json.dumps([{"role": "user" if i % 2 else "assistant", "content": f"turn {i} " * 30} for i in range(1, 10)]))
     reserve = page.get_by_role("spinbutton", name="Response reserve")
     assert reserve.input_value() == "16384"  # gpt-4o's own
     limit = page.get_by_role("spinbutton", name="Context limit")
@@ -105,7 +97,7 @@ def test_settings_survive_a_page_switch_and_live_in_the_url(page, server):
 
 
 def test_an_edit_keeps_the_tables_scroll_position(page):
-    paste(page, [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " * 8} for i in range(1, 120)])
+    paste(page, json.dumps([{"role": "user" if i % 2 else "assistant", "content": f"message {i} " * 8} for i in range(1, 120)]))
     grid = edit_table_ready(page)
     scroller = grid.locator(".dvn-scroller").first
     scroller.evaluate("element => { element.scrollTop = element.scrollHeight; }")

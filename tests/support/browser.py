@@ -184,6 +184,17 @@ def chromium() -> Iterator:
             browser.close()
 
 
+def paste(page, text: str):
+    """Switch the sidebar's source to Paste and compare ``text`` (Ctrl+Enter); the text box."""
+    with script_run(page):
+        page.locator('[data-testid="stSidebar"] label').filter(has_text="Paste").click()
+    box = page.get_by_role("textbox", name="Conversation")
+    box.fill(text)
+    with script_run(page):
+        box.press("Control+Enter")
+    return box
+
+
 @contextmanager
 def dashboard_page(browser, server: str) -> Iterator:
     """A fresh page (a browser context of its own: no cookies, no storage) on the dashboard, its first run over."""
