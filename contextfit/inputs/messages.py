@@ -9,7 +9,7 @@ because messages come from users' pastes and other tools' exports.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidMessages, shown
@@ -304,6 +304,20 @@ def clone(value: Any) -> Any:
     return value
 
 
+_LONE_SURROGATE = (
+    "A lone surrogate (an unpaired \\ud800-\\udfff escape) is in this text: no UTF-8 text can "
+    "carry it, so it can be neither sent nor stored. Remove it, or replace it with U+FFFD."
+)
+
+
+def _plain_ascii(value: Any) -> bool:
+    """Whether ``value`` is a plain ``{"role", "content"}`` message of ASCII text (no surrogate can hide in it)."""
+    if type(value) is dict and len(value) == 2:
+        role, content = value.get("role"), value.get("content")
+        return type(content) is str and type(role) is str and content.isascii() and role.isascii()
+    return False
+
+
 def refuse_lone_surrogates(value: Any, path: str) -> None:
     """Raise ``INVALID_MESSAGES`` naming the first string at or under ``path``
     that holds a lone surrogate (JSON's ``"\\ud800"``): no UTF-8 text can
@@ -318,14 +332,100 @@ def refuse_lone_surrogates(value: Any, path: str) -> None:
     ...
     contextfit.errors.InvalidMessages: A lone surrogate ... (at messages[1].content)
     """
-    if type(value) is dict and len(value) == 2:
-        role, content = value.get("role"), value.get("content")
-        if type(content) is str and type(role) is str and content.isascii() and role.isascii():
-            return
+    if _plain_ascii(value):
+        return
     where = lone_surrogate(value, path)
     if where is not None:
-        raise InvalidMessages(
-            "A lone surrogate (an unpaired \\ud800-\\udfff escape) is in this text: no UTF-8 text can "
-            "carry it, so it can be neither sent nor stored. Remove it, or replace it with U+FFFD.",
-            location=where,
-        )
+        raise InvalidMessages(_LONE_SURROGATE, location=where)
+
+
+def check_message(message: Any, position: int) -> None:
+    """:func:`check_messages` for the one message at ``position`` of the caller's list.
+
+    >>> check_message({"role": "user", "content": "Hi"}, 3)
+    >>> check_message(None, 3)
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: each message must be a dict like {'role': 'user', 'content': '...'}, got NoneType (at messages[3])
+    """
+    check_messages({position: message}, (position,))  # type: ignore[arg-type]  # any mapping of positions will do
+
+
+def check_messages(messages: Sequence[Any] | Mapping[int, Any], positions: Iterable[int] | None = None) -> None:
+    """Refuse, at its path, the first message no fit would take: one that is
+    not a dict, has a role outside :data:`ROLES` (:func:`check_role`) or holds
+    a lone surrogate (:func:`refuse_lone_surrogates`) — in one pass over the
+    list, or over the ``positions`` of it given in ascending order (a
+    session's new and changed messages). Faults are reported in list order,
+    and a message's role before its text.
+
+    >>> check_messages([{"role": "user", "content": "Hi"}, {"role": "tool", "tool_call_id": "c", "content": "4"}])
+    >>> check_messages([{"role": "user", "content": "Hi \\ud800"}, {"role": "wizard"}])
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: A lone surrogate ... (at messages[0].content)
+    >>> check_messages([{"role": "user", "content": "Hi"}, "Hello"])
+    Traceback (most recent call last):
+    ...
+    contextfit.errors.InvalidMessages: each message must be a dict like {'role': 'user', 'content': '...'}, got str (at messages[1])
+    """
+    doubtful: dict[int, Any] = {}  # messages the ASCII fast path cannot clear, by position
+    fault: InvalidMessages | None = None
+    for position in range(len(messages)) if positions is None else positions:
+        message = messages[position]
+        if not isinstance(message, dict):
+            fault = InvalidMessages(
+                f"each message must be a dict like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
+                location=f"messages[{position}]",
+            )
+            break
+        problem = role_problem(message)
+        if problem is not None:
+            fault = InvalidMessages(problem, location=f"messages[{position}].role")
+            break
+        if not _plain_ascii(message):
+            doubtful[position] = message
+    where = lone_surrogate(doubtful, "messages") if doubtful else None  # one walk: messages[<position>]...
+    if where is not None:
+        raise InvalidMessages(_LONE_SURROGATE, location=where)
+    if fault is not None:
+        raise fault
+
+
+def chat_blocks(
+    messages: Sequence[dict], fill: Callable[[str], str], positions: Iterable[int] | None = None, *, first: int = 0
+) -> list[dict | None]:
+    """The block of each message (of those at ``positions``, when given) of a
+    list :func:`check_messages` passed: ``None`` for a hidden one
+    (``meta.hidden: true``, SillyTavern's ``is_system``), else a new dict with
+    ``fill`` applied to its text (the string content or each text part) and a
+    stable id — its own (:func:`explicit_id`), else ``m<position>`` in ``meta``,
+    counted from ``first`` (the list's place in the caller's). The caller's
+    messages are not edited.
+
+    >>> chat_blocks([{"role": "user", "content": "Hi {{char}}"}, {"role": "user", "content": "x", "meta": {"hidden": True}}],
+    ...             lambda text: text.replace("{{char}}", "Sera"), first=4)
+    [{'role': 'user', 'content': 'Hi Sera', 'meta': {'id': 'm4'}}, None]
+    """
+    blocks: list[dict | None] = []
+    for position in range(len(messages)) if positions is None else positions:
+        message = messages[position]
+        meta = meta_of(message)
+        if meta.get("hidden") is True:
+            blocks.append(None)
+            continue
+        block = dict(message)
+        content = message.get("content")
+        if isinstance(content, str):
+            block["content"] = fill(content)
+        elif isinstance(content, list):
+            block["content"] = [
+                {**part, "text": fill(part["text"])}
+                if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+                else part
+                for part in content
+            ]
+        if explicit_id(message) is None:
+            block["meta"] = {**meta, "id": f"m{first + position}"}
+        blocks.append(block)
+    return blocks

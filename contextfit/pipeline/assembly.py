@@ -34,16 +34,16 @@ from ..inputs.messages import (
     MEMORY,
     PERSONA,
     SYSTEM,
-    check_role,
+    chat_blocks,
+    check_messages,
     clone,
-    explicit_id,
     kind_of,
     message_id,
     meta_of,
     refuse_lone_surrogates,
 )
 from ..fitting import results
-from ..errors import InvalidMessages, InvalidSettings
+from ..errors import InvalidSettings
 from ..jsonpath import describe
 from ..inputs.lorebook import Lorebook, Position, activate, lorebook_blocks, parse_world_info
 from ..inputs.lorebook.matching import RegexBudget
@@ -127,25 +127,6 @@ def _surrounding_texts(card: Any, persona: Any, memory: Any, books: Sequence[Lor
             yield f"{where}.entries[{number}].content", entry.content or ""
             for key in (*entry.keys, *entry.secondary_keys):
                 yield f"{where}.entries[{number}].keys", key
-
-
-def _filled(message: dict, names: Mapping[str, str], position: int) -> dict:
-    """A copy of a chat message with macros filled in its text and a stable id
-    (``m<position>`` in the caller's list when it has none of its own)."""
-    copy = dict(message)
-    content = message.get("content")
-    if isinstance(content, str):
-        copy["content"] = fill_macros(content, names)
-    elif isinstance(content, list):
-        copy["content"] = [
-            {**part, "text": fill_macros(part["text"], names)}
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-            else part
-            for part in content
-        ]
-    if explicit_id(message) is None:
-        copy["meta"] = {**meta_of(message), "id": f"m{position}"}
-    return copy
 
 
 def apply_overrides(blocks: list[dict], overrides: Mapping[str, Mapping[str, Any]]) -> list[dict]:
@@ -291,28 +272,28 @@ def assemble(
     hidden = 0
     named = (names["user"], names["char"])
     made = None if filled is None else filled.blocks
-    for position, message in enumerate(messages):
-        if made is not None:
+    kept: dict[int, dict | None] = {}  # a session's blocks of messages met again unchanged, by position
+    if made is not None:
+        for position, message in enumerate(messages):
             entry = made.get(id(message))
             if entry is not None and entry[0] is message and entry[1] == position and entry[2] == named and (
                     _unchanged(message, entry[3]) and (entry[4] is None or _unchanged(entry[4], entry[5]))):
-                if entry[4] is None:
-                    hidden += 1
-                else:
-                    visible.append(entry[4])
-                continue
-        if not isinstance(message, dict):
-            raise InvalidMessages(f"each message must be a dict, got {type(message).__name__}")
-        check_role(message, f"messages[{position}]")
-        refuse_lone_surrogates(message, f"messages[{position}]")
-        block = None if meta_of(message).get("hidden") is True else _filled(message, names, position)
+                kept[position] = entry[4]
+    fresh = [position for position in range(len(messages)) if position not in kept]
+    check_messages(messages, fresh)
+    made_now = dict(zip(fresh, chat_blocks(messages, lambda text: fill_macros(text, names), fresh)))
+    if made is not None and fresh:
+        # Copies, what an edit in place is compared to: the messages and their blocks in one pass each.
+        copies = clone([messages[position] for position in fresh])
+        block_copies = clone([made_now[position] for position in fresh])
+        for position, copy, block_copy in zip(fresh, copies, block_copies):
+            made[id(messages[position])] = (messages[position], position, named, copy, made_now[position], block_copy)
+    for position in range(len(messages)):
+        block = kept[position] if position in kept else made_now[position]
         if block is None:
             hidden += 1
         else:
             visible.append(block)
-        if made is not None:
-            made[id(message)] = (message, position, named, clone(message), block,
-                                 None if block is None else clone(block))
     if hidden:
         diagnostics.append(
             {"code": results.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
@@ -437,7 +418,7 @@ def appended_blocks(
     """
     names = macro_values(user_name, char_name)
     grown = check_growth(macro_texts(messages, first), names, already=grown)
-    blocks = [_filled(message, names, first + number) for number, message in enumerate(messages)]
+    blocks = chat_blocks(messages, lambda text: fill_macros(text, names), first=first)
     return apply_overrides(blocks, overrides or {}), grown
 
 

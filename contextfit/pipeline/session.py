@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ContextfitError, InvalidMessages, TokenBudgetExceeded, UnsupportedOption
-from ..inputs.messages import SYSTEM, check_role, clone, kind_of, message_text, meta_of, refuse_lone_surrogates
+from ..inputs.messages import SYSTEM, check_message, clone, kind_of, message_text, meta_of
 from ..tokens import reasoning
 from ..fitting.analysis import ChatAnalysis, FitView, Known, analysis_for
 from .assembly import Filled, appended_blocks, as_card
@@ -435,13 +435,7 @@ def _hidden(message: dict) -> bool:
 
 def _own(message: Any, index: int) -> dict:
     """The session's copy of a message, checked as a fit would check it."""
-    if not isinstance(message, dict):
-        raise InvalidMessages(
-            f"each message must be a dict like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
-            location=f"messages[{index}]",
-        )
-    check_role(message, f"messages[{index}]")
-    refuse_lone_surrogates(message, f"messages[{index}]")
+    check_message(message, index)
     return clone(message)
 
 

@@ -63,13 +63,12 @@ from ..inputs.messages import (
     SUMMARY,
     SYSTEM_ROLES,
     TOOL_RESULT_ROLES,
-    check_role,
+    check_messages,
     kind_of,
     link_ids,
     message_id,
     message_text,
     meta_of,
-    refuse_lone_surrogates,
     role_of,
 )
 from ..tokens.prices import RequestCost
@@ -889,15 +888,6 @@ def _failed(turn: int, call: ModelCall, label: str, output: int, in_force: list,
                       call.user_turn, call.trigger, call.round)
 
 
-def _check(message: Any, position: int) -> None:
-    """Refuse a message no fit would take (each request's messages are checked by the session)."""
-    if not isinstance(message, dict):
-        raise InvalidMessages(f"each message must be a dict like {{'role': 'user', 'content': '...'}}, "
-                              f"got {type(message).__name__}", location=f"messages[{position}]")
-    check_role(message, f"messages[{position}]")
-    refuse_lone_surrogates(message, f"messages[{position}]")
-
-
 class _Block(NamedTuple):
     """What a replay reads of one sent block, worked out once: a block sent
     turn after turn (the session keeps its blocks) costs its memo lookup."""
@@ -1006,8 +996,7 @@ class _Walker:
         # A replay is a sequence of appends: the session assembles and analyses
         # only each turn's new messages, and every strategy fits the same blocks.
         self.session = FitSession()
-        for position in range(requests[-1] + 1, len(messages)):  # the last replies, which no request holds
-            _check(messages[position], position)
+        check_messages(messages, range(requests[-1] + 1, len(messages)))  # the last replies, which no request holds
         self._blocks: dict[int, _Block] = {}
         self._equal: dict[Any, _Block] = {}  # the newest entry per content (blocks.__doc__)
         # the model and limits are checked first (tool definitions over the budget fail each fit)

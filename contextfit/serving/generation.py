@@ -51,7 +51,7 @@ from ..pipeline.settings import merge_settings, provider_options
 from ..replays.facts import Fact, declared_facts, filled_facts
 from ..replays.placement import with_fact_placement
 from .store import Chat, Store
-from .validation import check_messages
+from .validation import storable_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +187,7 @@ def preview_request(
     request = resolve_request(chat, backend, model, settings)
     if messages is None:
         messages = chat.messages if chat else []
-    return check_messages(messages), request
+    return storable_messages(messages), request
 
 
 def check_chat_settings(model: str | None, settings: Mapping[str, Any] | None) -> None:

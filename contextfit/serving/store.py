@@ -45,7 +45,7 @@ from ..errors import AuditNotFound, ChatNotFound, ChatTooLarge, GenerationInterr
 from .liveness import database_clock, expired_generations, expiry, owner_is_gone, process_owner
 from .outcomes import FinishQueue, FinishRetry, failure_reason
 from .spool import Spool, spool_folder
-from .validation import check_messages
+from .validation import storable_messages
 from .validation import json_text as _dumps
 from ..pipeline.settings import check_settings
 
@@ -233,7 +233,7 @@ class Store:
         messages: Sequence[dict] = (),
     ) -> Chat:
         """Store a new chat and its messages; returns it with its new id."""
-        checked, settings = check_messages(list(messages)), check_settings(settings)
+        checked, settings = storable_messages(list(messages)), check_settings(settings)
         texts = [_dumps(message) for message in checked]
         self.chat_limits.check(0, 0, texts)
         now, chat_id = utc_now(), "chat_" + uuid.uuid4().hex
@@ -286,7 +286,7 @@ class Store:
 
         Raises ``CHAT_TOO_LARGE`` (nothing appended) when the chat would pass its :class:`ChatLimits`.
         """
-        checked = check_messages(list(messages))
+        checked = storable_messages(list(messages))
         with transaction(self.engine, write=True) as connection:
             first = self._append(connection, chat_id, checked, bounded=True)
             row = connection.execute(sa.select(_chats).where(_chats.c.id == chat_id)).one()
@@ -417,7 +417,7 @@ class Store:
             gone = connection.execute(_generations.delete().where(_generations.c.generation_id == audit.generation_id))
             late = gone.rowcount == 0  # finalized already: INTERRUPTED by another process, or by this very write
             if reply is not None:
-                reply = check_messages([reply])[0]
+                reply = storable_messages([reply])[0]
                 again = late or audit.status != COMPLETED  # the spool's outcome: the client may have appended it
                 if not (again and self._holds_reply(connection, audit.chat_id, reply)):
                     self._append(connection, audit.chat_id, [reply])

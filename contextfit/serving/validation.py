@@ -19,12 +19,12 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def check_messages(messages: Any) -> list[dict]:
+def storable_messages(messages: Any) -> list[dict]:
     """``messages`` as a list of JSON message objects, each with a ``role`` of SPEC §3.2.
 
-    >>> check_messages([{"role": "user", "content": "Hi"}])
+    >>> storable_messages([{"role": "user", "content": "Hi"}])
     [{'role': 'user', 'content': 'Hi'}]
-    >>> check_messages([{"content": "Hi"}])
+    >>> storable_messages([{"content": "Hi"}])
     Traceback (most recent call last):
     ...
     contextfit.errors.InvalidMessages: each message needs a "role" string, got none (at messages[0].role)

@@ -15,7 +15,7 @@ import pytest
 import contextfit
 from contextfit.errors import InvalidMessages
 from contextfit.inputs.messages import ROLES, check_role
-from contextfit.serving.validation import check_messages
+from contextfit.serving.validation import storable_messages
 from contextfit.tokens.chat_counter import token_counter
 
 BAD_ROLES = ["wizard", 5, None, "", "User", "SYSTEM", ["user"], {"role": "user"}, True, "x" * 5_000]
@@ -37,7 +37,7 @@ def refusal(call) -> InvalidMessages:
 @pytest.mark.parametrize("role", BAD_ROLES, ids=ids)
 def test_plan_prompt_and_shift_context_refuse_a_role_outside_the_spec(role: object) -> None:
     counter = token_counter("gpt-4o")
-    store_error = refusal(lambda: check_messages(chat(role)))  # what the API and the store answer
+    store_error = refusal(lambda: storable_messages(chat(role)))  # what the API and the store answer
     for call in (lambda: contextfit.plan_prompt(chat(role), model="gpt-4o"),
                  lambda: contextfit.shift_context(chat(role), counter, 1_000),
                  lambda: contextfit.shift_context(chat(role), counter, 1_000, strategy="summarize"),
@@ -103,3 +103,43 @@ def test_a_plugin_strategy_cannot_add_a_block_with_a_role_outside_the_spec() -> 
     assert [m["role"] for m in fit.kept] == ["system", "assistant", "user"]
     [rejected] = [d for d in fit.diagnostics if d["code"] == "STRATEGY_REJECTED"]
     assert "'wizard'" in rejected["message"]
+
+
+# -- one pass over the list: the first fault in list order, the same on every door ------------
+
+
+FAULTS = {
+    "not a dict": ("Hello", "messages[{i}]"),
+    "bad role": ({"role": "wizard", "content": "x"}, "messages[{i}].role"),
+    "lone surrogate": ({"role": "user", "content": [{"type": "text", "text": "bad \ud800"}]}, "messages[{i}].content[0].text"),
+}
+
+
+@pytest.mark.parametrize("first", list(FAULTS))
+@pytest.mark.parametrize("second", list(FAULTS))
+def test_every_door_names_the_first_faulty_message_whatever_the_faults(first: str, second: str) -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hé"},
+                FAULTS[first][0], {"role": "assistant", "content": "ok"}, FAULTS[second][0]]
+    expected = FAULTS[first][1].format(i=2)
+    doors = {
+        "plan_prompt": lambda: contextfit.plan_prompt(messages, model="gpt-4o"),
+        "session": lambda: contextfit.FitSession(messages),
+        "shift_context": lambda: contextfit.shift_context(messages, token_counter("gpt-4o"), 10_000),
+        "replay": lambda: contextfit.replay(messages, model="gpt-4o", strategies=["truncate"]),
+    }
+    found = {door: refusal(call).location for door, call in doors.items()}
+    assert found == dict.fromkeys(doors, expected)
+
+
+def test_a_role_is_checked_before_the_text_of_the_same_message() -> None:
+    messages = [{"role": "user", "content": "ok"}, {"role": "wizard", "content": "bad \ud800"}]
+    assert refusal(lambda: contextfit.plan_prompt(messages, model="gpt-4o")).location == "messages[1].role"
+
+
+def test_a_session_refuses_a_faulty_append_and_plans_on_with_what_it_had() -> None:
+    session = contextfit.FitSession([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}])
+    before = session.plan(model="gpt-4o").provider_messages
+    assert refusal(lambda: session.append({"role": "user", "content": "now \ud800"})).location == "messages[2].content"
+    assert session.plan(model="gpt-4o").provider_messages == before
+    session.append({"role": "user", "content": "three {{char}}"})
+    assert session.plan(model="gpt-4o").provider_messages[-1]["content"] == "three Assistant"

@@ -143,13 +143,14 @@ def test_a_lorebook_plan_reuses_the_blocks_it_made(monkeypatch):
         session.extend([{"role": "user", "content": more}])  # once a turn has read every block)
         session.plan("truncate", **SETTINGS_KW)
     filled, added = [], []
-    inner_fill, inner_add = assembly._filled, analysis.ChatAnalysis._add
-    monkeypatch.setattr(assembly, "_filled", lambda *args: filled.append(1) or inner_fill(*args))
+    inner_fill, inner_add = assembly.chat_blocks, analysis.ChatAnalysis._add
+    monkeypatch.setattr(assembly, "chat_blocks", lambda messages, fill, positions=None, **rest: filled.extend(
+        range(len(messages)) if positions is None else positions) or inner_fill(messages, fill, positions, **rest))
     monkeypatch.setattr(analysis.ChatAnalysis, "_add", lambda self, messages, start, *rest: added.append(
         messages[start]) or inner_add(self, messages, start, *rest))
     session.extend([{"role": "user", "content": "And the wolf?"}])
     plan = session.plan("truncate", **SETTINGS_KW)
-    assert len(filled) == 1  # the new message only
+    assert filled == [len(session) - 1]  # the new message only
     # the new message, and the entries activated this turn (made anew at each assembly)
     assert [block.get("meta", {}).get("kind") for block in added if block["content"] != "And the wolf?"] == \
         ["lorebook"] * (len(added) - 1)
