@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
-# The tests run in parallel over the machine's cores; each end-to-end module stays in one worker.
-XDIST ?= -n auto --dist loadgroup
+# The tests run in parallel over the machine's cores, a test module per worker (its module-scoped
+# servers and browsers start once). Not loadgroup: pytest 9 ignores the group xdist 3.8 writes into a test's id.
+XDIST ?= -n auto --dist loadfile
 
 .PHONY: run test test-fast test-deep lint bench retention serve clean
 

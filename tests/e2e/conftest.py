@@ -1,8 +1,8 @@
 """The end-to-end tests: real browsers, servers, installs and the bench, as processes.
 
-Every test under tests/e2e carries the ``e2e`` marker (``make test-fast`` leaves them out),
-and each module is one ``xdist_group``: under ``pytest -n`` a module's tests run in one
-worker, so its module-scoped servers start once.
+Every test under tests/e2e carries the ``e2e`` marker (``make test-fast`` leaves them out).
+``make test`` runs them with ``--dist loadfile``: a module's tests run in one worker, so its
+module-scoped server and browser start once.
 
 The browser tests' fixtures: ``server``, a fresh dashboard (``streamlit run``) per module;
 ``browser``, one headless chromium per module; ``page``, a fresh page on the dashboard per
@@ -19,12 +19,10 @@ import pytest
 HERE = Path(__file__).resolve().parent
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.e2e)
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.fixture(scope="module")
