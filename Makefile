@@ -43,7 +43,7 @@ test: $(VENV)/.installed-dev
 test-fast: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(XDIST) -m "not e2e and not perf" $(PYTEST_ARGS)
 
-## test-deep: the property tests (hypothesis) under the deep profile: 3x the examples (tests/support/depth.py)
+## test-deep: the property tests (hypothesis) under the deep profile: six times the everyday examples (tests/support/depth.py)
 test-deep: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(XDIST) -m "hypothesis and not perf" --hypothesis-profile=deep $(PYTEST_ARGS)
 

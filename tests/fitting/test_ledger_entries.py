@@ -27,7 +27,7 @@ from contextfit.fitting.strategies.ledger_facts import (
 from contextfit.inputs import messages as msg
 from contextfit.pipeline.session import FitSession
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 COUNT = contextfit.token_counter("gpt-4o")
 
 # A handful of words so that keys overlap in part (the rarity weights then decide), values of a few sorts,
@@ -343,7 +343,7 @@ def test_a_growing_session_fits_fact_ledger_like_a_fresh_fit(chat, share, option
         session.extend(messages[len(session):end])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fact_chats(max_messages=16), st.integers(200, 1500), st.booleans())
 def test_a_session_plans_fact_ledger_like_plan_prompt(chat, limit, card):
     """Plans through a session (a character card's post-history instructions trim the tail at
