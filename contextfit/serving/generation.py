@@ -44,8 +44,7 @@ from ..jsonpath import replace_lone_surrogates
 from ..pipeline.plan import PromptPlan, macro_names, plan_prompt
 from .sessions import chat_sessions
 from .cancellation import watched
-from .providers import Provider, ProviderReply, ProviderRequest, get_provider
-from .usage import reported_prompt_tokens
+from .providers import Provider, ProviderReply, ProviderRequest, get_provider, reported_prompt_tokens
 from ..pipeline.settings import DEFAULT_MODEL, PlanSettings
 from ..pipeline.settings import merge_settings, provider_options
 from ..replays.facts import Fact, declared_facts, filled_facts

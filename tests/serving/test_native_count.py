@@ -15,7 +15,7 @@ import contextfit
 from contextfit.serving import native_count
 from contextfit.serving.generation import generate
 from contextfit.serving.providers import AnthropicProvider, EchoProvider, HttpPolicy, OpenAIProvider
-from contextfit.serving.usage import reported_prompt_tokens
+from contextfit.serving.providers import reported_prompt_tokens
 from contextfit.dashboard import bands
 from contextfit import cli
 from contextfit.dashboard.calibration import calibration

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from ... import environment
 from .anthropic import AnthropicProvider
-from .base import DEFAULT_PROVIDER, Provider, ProviderReply, ProviderRequest, get_provider
+from .base import DEFAULT_PROVIDER, Provider, ProviderReply, ProviderRequest, get_provider, reported_prompt_tokens
 from .echo import EchoProvider
 from .http import HttpPolicy, error_for_status
 from .openai import OpenAIProvider
@@ -27,6 +27,7 @@ __all__ = [
     "default_providers",
     "error_for_status",
     "get_provider",
+    "reported_prompt_tokens",
 ]
 
 

@@ -4,7 +4,10 @@ A provider turns a :class:`ProviderRequest` (the plan's final messages) into
 a :class:`ProviderReply`, or raises a :class:`~contextfit.errors.ProviderError`
 whose ``code`` is one of the normalized ``PROVIDER_*`` codes. ``template``
 names the message shape it takes (``openai``, ``anthropic``), or is ``None``
-when any shape will do.
+when any shape will do. :func:`reported_prompt_tokens` reads the prompt tokens
+a reply's ``usage`` says were read: a completed generation records them in its
+audit (``providerPromptTokens``) beside contextfit's own count, which is what
+``contextfit calibrate`` compares.
 """
 
 from __future__ import annotations
@@ -69,3 +72,35 @@ def get_provider(providers: Mapping[str, Provider], name: str | None) -> Provide
     if wanted not in providers:
         raise UnknownProvider(wanted, sorted(providers))
     return providers[wanted]
+
+
+# Anthropic bills cached prompt reads and writes apart from input_tokens: all three were read.
+_ANTHROPIC = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def reported_prompt_tokens(usage: Any) -> int | None:
+    """The prompt tokens in a reply's ``usage``, or ``None`` when it has none.
+
+    OpenAI (and compatible servers): ``prompt_tokens``; Anthropic:
+    ``input_tokens`` plus the cache's ``cache_creation_input_tokens`` and
+    ``cache_read_input_tokens``; Gemini: ``promptTokenCount``.
+
+    >>> reported_prompt_tokens({"prompt_tokens": 129, "completion_tokens": 12})
+    129
+    >>> reported_prompt_tokens({"input_tokens": 10, "cache_read_input_tokens": 2000, "output_tokens": 5})
+    2010
+    >>> reported_prompt_tokens({"messages": 3}) is None   # the echo provider reports no tokens
+    True
+    """
+    if not isinstance(usage, Mapping):
+        return None
+    openai = _whole(usage.get("prompt_tokens"))
+    if openai is not None:
+        return openai
+    if _whole(usage.get("input_tokens")) is not None:
+        return sum(_whole(usage.get(key)) or 0 for key in _ANTHROPIC)
+    return _whole(usage.get("promptTokenCount"))
