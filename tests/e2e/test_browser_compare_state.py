@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
 from support.bench import run_bench
 from support.browser import (
     ARTIFACTS, READY, PlaywrightTimeout, edit_table_ready, load, paste, script_run, toggle_cell,
@@ -37,16 +36,6 @@ def test_first_load_shows_the_strategies_sending_different_prompts(page):
     tokens = prompt_tokens(page, at_least=5)
     assert len(tokens) >= 5 and len(set(tokens[:5])) == 5, tokens  # every strategy at work (old sample: 2 values)
     assert page.locator('[data-testid="stException"]').count() == 0
-
-
-@pytest.mark.parametrize("width", [1440, 1920])
-def test_screenshots_at_real_window_sizes(page, width):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.set_viewport_size({"width": width, "height": 1080})
-    page.locator(".contextfit-matrix .cfk-col").first.wait_for()
-    page.wait_for_selector(READY)
-    page.screenshot(path=str(ARTIFACTS / f"compare-{width}.png"), full_page=True)
-    assert (ARTIFACTS / f"compare-{width}.png").stat().st_size > 10_000
 
 
 def test_a_limit_below_the_reserve_shows_a_friendly_message(page):
