@@ -348,7 +348,7 @@ def check_message(message: Any, position: int) -> None:
     ...
     contextfit.errors.InvalidMessages: each message must be a dict like {'role': 'user', 'content': '...'}, got NoneType (at messages[3])
     """
-    check_messages({position: message}, (position,))  # type: ignore[arg-type]  # any mapping of positions will do
+    check_messages({position: message}, (position,))  # a mapping of positions reads as the list would
 
 
 def check_messages(messages: Sequence[Any] | Mapping[int, Any], positions: Iterable[int] | None = None) -> None:

@@ -268,8 +268,6 @@ def assemble(
     # Before a single macro is filled in: what filling them all would add (macros.py).
     grown = check_growth(chain(_surrounding_texts(card, persona, memory, books), macro_texts(messages)), names)
     diagnostics: list[dict] = []
-    visible = []
-    hidden = 0
     named = (names["user"], names["char"])
     made = None if filled is None else filled.blocks
     kept: dict[int, dict | None] = {}  # a session's blocks of messages met again unchanged, by position
@@ -285,15 +283,12 @@ def assemble(
     if made is not None and fresh:
         # Copies, what an edit in place is compared to: the messages and their blocks in one pass each.
         copies = clone([messages[position] for position in fresh])
-        block_copies = clone([made_now[position] for position in fresh])
-        for position, copy, block_copy in zip(fresh, copies, block_copies):
-            made[id(messages[position])] = (messages[position], position, named, copy, made_now[position], block_copy)
-    for position in range(len(messages)):
-        block = kept[position] if position in kept else made_now[position]
-        if block is None:
-            hidden += 1
-        else:
-            visible.append(block)
+        block_copies = clone(list(made_now.values()))
+        for (position, block), copy, block_copy in zip(made_now.items(), copies, block_copies):
+            made[id(messages[position])] = (messages[position], position, named, copy, block, block_copy)
+    blocks = kept | made_now
+    visible = [blocks[position] for position in range(len(messages)) if blocks[position] is not None]
+    hidden = len(messages) - len(visible)
     if hidden:
         diagnostics.append(
             {"code": results.HIDDEN_MESSAGES_SKIPPED, "count": hidden, "message": f"{hidden} hidden message(s) are not part of the prompt."}
