@@ -59,7 +59,7 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench.replay
 	$(BIN)/python -m bench.profiles
 
-## retention: the retention protocol and the real chats (docs/retention.md), about a minute
+## retention: the retention protocol and the real chats (docs/retention.md), about 30 seconds
 retention: $(VENV)/.installed
 	$(BIN)/python -m bench.retention $(ARGS)
 

@@ -24,9 +24,10 @@ contender in a rotating order (prepared untimed, ``gc.collect()`` first):
   ``append(message)`` and ``fit(counter, 128k)``; each refit is a twentieth of it.
   ``contextfit session plan refit x5 128k`` does the same with ``plan("truncate")``
   (a whole :class:`~contextfit.PromptPlan`), against ``plan_prompt cold 128k``;
-* ``langchain memoized``: ``trim_messages(strategy="last")`` whose counter
-  memoizes each message's count (cookbook formula, exact o200k), the memo
-  fresh per run: a LangChain user who caches counts, on a new chat.
+* ``langchain memoized``: ``trim_messages`` configured as the main bench's
+  (:data:`~bench.contenders.LANGCHAIN_OPTIONS`, as LangChain's guide writes it)
+  with the main bench's memoized counter (cookbook formula, exact o200k, keyed by
+  what is counted), the memo fresh per run: a LangChain user who caches counts.
 
 Each target is the median of the per-repetition ratios (both sides timed in
 the same repetition); so is each strategy's cold fit against truncate's, in a
@@ -49,7 +50,7 @@ from typing import Any
 
 from . import oracle
 from .contenders import (
-    STRATEGIES, TIMED_STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, langchain_counter, openai_only,
+    LANGCHAIN_OPTIONS, STRATEGIES, TIMED_STRATEGIES, _fit, _floor_run, fast_counter, fresh_counter, memoized_langchain_counter, openai_only,
 )
 from .conversations import synthetic
 from .oracle import encoding
@@ -73,25 +74,6 @@ def _tiktoken_counter() -> Any:
 
     fresh_counter()  # clears the summary and text caches the same way
     return TokenCounter(Tokenizer(PROFILES["o200k_base"], encoding()))
-
-
-def _memoized_langchain_counter() -> Callable[[list[Any]], int]:
-    """A ``token_counter`` for ``trim_messages`` that counts each message once (exact, cookbook style)."""
-    memo: dict[int, int] = {}
-
-    def one(message: Any) -> int:
-        return langchain_counter([message]) - 3  # the uncached contender's formula, without the reply priming
-
-    def count(messages: list[Any]) -> int:
-        total = 3
-        for message in messages:
-            tokens = memo.get(id(message))
-            if tokens is None:
-                tokens = memo[id(message)] = one(message)
-            total += tokens
-        return total
-
-    return count
 
 
 _PLAN = {"model": "gpt-4o", "context_limit": FIXED_BUDGET + 4_000, "response_reserve": 4_000}
@@ -164,9 +146,9 @@ def _contenders(messages: list[dict], budget: int) -> dict[str, tuple[Callable[[
     converted = convert_to_messages([openai_only(m) for m in messages])
     for label, limit in (("25%", budget), ("128k", FIXED_BUDGET)):
         found[f"langchain memoized {label}"] = (
-            _memoized_langchain_counter,
+            memoized_langchain_counter,
             lambda counter, limit=limit: trim_messages(converted, max_tokens=limit, token_counter=counter,
-                                                       strategy="last", include_system=True),
+                                                       **LANGCHAIN_OPTIONS),
         )
     return found
 

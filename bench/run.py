@@ -60,7 +60,7 @@ class Options:
 
 
 def quick() -> Options:
-    """`make bench`: up to 10,000 messages, under 3 minutes on 2 cores."""
+    """`make bench`: up to 10,000 messages, about 3 minutes on 2 cores."""
     return Options("quick", (100, 1_000, 10_000), {1_000: 3, 10_000: 5}, cap=5.0, memory_sizes=(10_000,),
                    memory_budgets=("128k",), memory_warm=False, fixture_runs=1, overhead_sizes=(10_000,), overhead_runs=5)
 

@@ -21,8 +21,7 @@ from contextfit.fitting.analysis import ChatAnalysis, FitView
 from contextfit.fitting.counting import counting_for
 from contextfit.fitting.strategies import ledger_entries as carried
 from contextfit.fitting.strategies.ledger_facts import (
-    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, FactLine, fact_lines, rarity,
-    same_key,
+    BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, FactLine, fact_lines,
 )
 from contextfit.inputs import messages as msg
 from contextfit.pipeline.session import FitSession
@@ -409,7 +408,7 @@ def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
     same_key weighed over all the entries — and asks same_key of exactly the pairs that need it:
     not those the words alone answer (one key holds the other; too many words of their own)."""
     keys = [entry.line.key for entry in entries]
-    weight = rarity(keys)
+    weight = _rarity(keys)
     bound = carried.unasked_bound(max(2 * len(entries), carried.UNASKED_FLOOR))
     expected, asked, unasked = [], [], []
     superseded = [False] * len(entries)
@@ -419,7 +418,7 @@ def test_the_word_index_supersedes_as_the_pairwise_rule(entries):
             if (superseded[earlier] or other.index >= entry.index or other.sort != entry.sort
                     or set(other.line.values) & set(entry.line.values)):
                 continue
-            answer = same_key(other.line.key, entry.line.key, weight)
+            answer = _same_key(other.line.key, entry.line.key, weight)
             shared = len(other.line.key & entry.line.key)
             if shared and not (other.line.key <= entry.line.key or entry.line.key <= other.line.key):
                 ratio = (min(len(other.line.key), len(entry.line.key)) - shared) / shared

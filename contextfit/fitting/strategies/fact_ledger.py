@@ -29,8 +29,11 @@ Which lines are facts, which are boilerplate and which supersede which is
 read from the whole history, and carried from one fit of a growing chat to
 the next (:mod:`.ledger_entries`): a refit after an appended message reads
 that message's lines, not the history again. What each fit still does in
-proportion to the history is the ledger itself (up to ``ledger_tokens``) and
-the list of dropped facts it does not show.
+proportion to the history is the ledger itself (up to ``ledger_tokens``), the
+list of dropped facts it does not show and, when the new message adds an
+entry, asking the carried supersession checks again (the rarity weights of
+every key word change with it), which on a long chat is most of a refit's
+time, though far less than a fit from scratch (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ The **entries** of a chat are its history messages' fact lines
 whose shape recurs in ``BOILERPLATE_MESSAGES`` messages or more marked down —
 in message order. Then each entry, in that order, **supersedes** every earlier
 one not yet superseded that has a value of the same sort, no value in common
-with it, and nearly the same key (:func:`~.ledger_facts.same_key`, the words
-weighted by their rarity over all the entries); it ``replaces`` the newest of
+with it, and nearly the same key (:func:`~.ledger_facts.weighed_same_key`, the words
+weighted by their rarity over all the entries, :func:`~.ledger_facts.word_weight`); it ``replaces`` the newest of
 them.
 
 All of that reads the whole history: a new message can make an older line
@@ -33,7 +33,7 @@ are not superseded yet (an index by word that a superseded entry leaves).
 
 So a refit after an appended message reads the new message's lines, asks the
 checks again and passes over the new entries, not over the whole history
-(``tests/test_ledger_entries.py`` holds every state, fresh or carried, to the
+(``tests/fitting/test_ledger_entries.py`` holds every state, fresh or carried, to the
 plain pass). A state is taken over by the next one (its lists extended in
 place); an analysis whose state was taken over (an edit refits from the one
 before) starts again from no message. Each state has a lock, held by the fit
@@ -103,7 +103,7 @@ class Entry:
 
 
 class _Rarity(dict):
-    """:func:`~.ledger_facts.rarity`'s weights of the entries' key words, worked out for the keys asked about."""
+    """The rarity weights (:func:`~.ledger_facts.word_weight`) of the entries' key words, worked out for the keys asked about."""
 
     def __init__(self, total: int, counts: dict[str, int]) -> None:
         super().__init__()
@@ -121,7 +121,7 @@ class _Rarity(dict):
         return self
 
     def same(self, a: frozenset[str], b: frozenset[str]) -> bool:
-        """``same_key(a, b, self.holding(a, b))``, each key weighed once for the whole pass."""
+        """Whether ``a`` and ``b`` name the same thing (:func:`~.ledger_facts.weighed_same_key`), each key weighed once for the whole pass."""
         if not a or not b:
             return False
         return weighed_same_key(a, b, self, self.weigh(a), self.weigh(b))

@@ -301,38 +301,13 @@ def _clauses(sentence: str, values: Sequence[str]) -> str:
     return clause
 
 
-def rarity(keys: Sequence[frozenset[str]]) -> dict[str, float]:
-    """Each key word's weight: ``log(1 + lines / lines holding it)`` (a rare word tells more)."""
-    counts: dict[str, int] = {}
-    for key in keys:
-        for word in key:
-            counts[word] = counts.get(word, 0) + 1
-    total = len(keys)
-    return {word: word_weight(total, count) for word, count in counts.items()}
-
-
 def word_weight(lines: int, holding: int) -> float:
-    """A key word's weight when ``holding`` of ``lines`` lines hold it (:func:`rarity`).
+    """A key word's weight when ``holding`` of ``lines`` lines hold it: a rare word tells more.
 
     >>> round(word_weight(10, 10), 3), round(word_weight(10, 1), 3)
     (0.693, 2.398)
     """
     return math.log(1 + lines / holding)
-
-
-def same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float]) -> bool:
-    """Whether two keys name the same thing: their shared words weigh at least
-    :data:`SUPERSEDE_SIMILARITY` of the lighter key.
-
-    >>> w = {"billing": 2.0, "search": 2.0, "service": 0.5, "port": 1.0}
-    >>> same_key(frozenset({"billing", "service", "port"}), frozenset({"billing", "service", "port", "now"}), w)
-    True
-    >>> same_key(frozenset({"billing", "service", "port"}), frozenset({"search", "service", "port"}), w)
-    False
-    """
-    if not a or not b:
-        return False
-    return weighed_same_key(a, b, weight, key_weight(a, weight), key_weight(b, weight))
 
 
 def key_weight(key: frozenset[str], weight: dict[str, float]) -> float:
@@ -342,10 +317,18 @@ def key_weight(key: frozenset[str], weight: dict[str, float]) -> float:
 
 def weighed_same_key(a: frozenset[str], b: frozenset[str], weight: dict[str, float], a_weight: float,
                      b_weight: float) -> bool:
-    """:func:`same_key` of two non-empty keys whose :func:`key_weight` is known (the same answer)."""
+    """Whether two non-empty keys whose :func:`key_weight` is known name the same thing: their
+    shared words weigh at least :data:`SUPERSEDE_SIMILARITY` of the lighter key.
+
+    >>> w = {"billing": 2.0, "search": 2.0, "service": 0.5, "port": 1.0}
+    >>> a, b = frozenset({"billing", "service", "port"}), frozenset({"billing", "service", "port", "now"})
+    >>> c = frozenset({"search", "service", "port"})
+    >>> weighed_same_key(a, b, w, key_weight(a, w), key_weight(b, w)), weighed_same_key(a, c, w, key_weight(a, w), key_weight(c, w))
+    (True, False)
+    """
     lighter = min(a_weight, b_weight)
     return lighter > 0 and sum(map(weight.get, a & b, repeat(1.0))) >= SUPERSEDE_SIMILARITY * lighter
 
 
 __all__ = ["BOILERPLATE_MESSAGES", "BOILERPLATE_PENALTY", "FactLine", "LEDGER_THRESHOLD", "LINES_BYTES", "fact_lines",
-           "key_weight", "lines_bytes", "message_lines", "rarity", "same_key", "weighed_same_key", "word_weight"]
+           "key_weight", "lines_bytes", "message_lines", "weighed_same_key", "word_weight"]
