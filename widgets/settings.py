@@ -112,5 +112,5 @@ def shared_facts() -> str:
     sidebar, session = shared(), st.session_state
     if sidebar.source is None or sidebar.setup is None or not session.get(state.MUST_SURVIVE):
         return ""
-    settings = sidebar.setup.settings.replace(overrides=session.get(state.OVERRIDES) or None)
+    settings = sidebar.setup.replace(**state.compare_settings(session)).settings  # Compare's: its user name too
     return fact_list(sidebar.source.conversation, settings, session[state.MUST_SURVIVE]).text()

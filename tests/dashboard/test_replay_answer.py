@@ -223,3 +223,22 @@ def test_the_answer_box_escapes_and_marks_the_chosen_strategy():
     marked = [row["strategy"] for row, style in zip(rows, styles) if style["strategy"]]
     assert marked == [answer.strategy]
     assert sum(bool(cell) for style in styles for cell in style.values()) == 1
+
+
+def test_replay_follows_compares_must_survive_list_with_compares_user_name(monkeypatch):
+    """The persona's fact is the user name Compare's options set: a fact ticked off there under
+    that name stays off on Replay (the list was built without Compare's options, so it came back)."""
+    from contextfit.dashboard import facts_box
+
+    boxes = []
+    read_box = facts_box.read_box
+    monkeypatch.setattr(facts_box, "read_box", lambda text: boxes.append(text) or read_box(text))
+    at = app().run()
+    at.text_input(key="user_name").set_value("Ann").run()
+    at.session_state[state.MUST_SURVIVE] = {"off": ["Ann"], "added": []}
+    at.run()
+    assert not at.exception
+    at.switch_page("pages/replay.py").run()
+    assert not at.exception and not at.error
+    followed = boxes[-1].splitlines()
+    assert followed and "Ann" not in followed and "Tomas Venn" not in followed, followed
