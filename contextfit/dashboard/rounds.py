@@ -21,6 +21,7 @@ from typing import Any
 
 from ..inputs import messages as msg
 from ..pipeline.plan import PlanBlock, PromptPlan
+from ..replays.run import TOOL_RESULTS, model_calls
 
 #: What a block that every request sends says in the "request" column.
 EVERY_REQUEST = "every request"
@@ -65,27 +66,12 @@ def _every_request(block: PlanBlock) -> bool:
 
 
 def _calls(history: Sequence[dict]) -> list[tuple[int, int, int, str]]:
-    """``(last position, user turn, round, trigger)`` of each model call of the history messages."""
-    calls: list[tuple[int, int, int, str]] = []
-    pending: int | None = None
-    turn = rounds = 0
-    for position, message in enumerate(history):
-        role = msg.role_of(message)
-        if role == "assistant":
-            if pending is not None:
-                rounds += 1
-                calls.append((pending, turn, rounds, _results(history, pending)))
-                pending = None
-        elif role in msg.TOOL_RESULT_ROLES or (role == "user" and msg.link_ids(message)[1]):
-            pending = position
-        elif role == "user":
-            pending, turn, rounds = None, turn + 1, 0
-            calls.append((position, turn, 0, f"the user's message {msg.message_id(message, position)}"))
-        elif pending is not None:  # a system message sent with the results
-            pending = position
-    if pending is not None:
-        calls.append((pending, turn, rounds + 1, _results(history, pending)))
-    return calls
+    """``(last position, user turn, round, trigger in words)`` of each model call of the history
+    messages, as a replay counts them (:func:`~contextfit.replays.run.model_calls`)."""
+    return [(call.position, call.user_turn, call.round,
+             _results(history, call.position) if call.trigger == TOOL_RESULTS
+             else f"the user's message {msg.message_id(history[call.position], call.position)}")
+            for call in model_calls(history)]
 
 
 def _results(history: Sequence[dict], last: int) -> str:
