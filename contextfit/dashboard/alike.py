@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fitting import results
+from ..fitting.strategies.clear_tool_results import DEFAULT_KEEP  # the results it keeps whole by default
 from ..inputs import messages as msg
 from ..pipeline.plan import PromptPlan
 from ..replays.losses import losses
@@ -30,8 +31,6 @@ SQUEEZE_SHARES = (0.75, 0.5, 0.3, 0.15)
 #: The share of the window the scaled reserve takes: the current one's, within these bounds (a reserve of
 #: 400 tokens in a 128,000-token window would scale to a 5-token reserve, too small for any reply).
 LEAST_RESERVE_SHARE, MOST_RESERVE_SHARE = 0.125, 0.25
-#: The tool results clear-tool-results keeps whole by default.
-DEFAULT_KEEP = 3
 
 
 def sent_signature(plan: PromptPlan) -> tuple:

@@ -22,6 +22,7 @@ from ..retention import results as measured
 from ..retention.protocol import KINDS
 from ..retention.runner import HEADLINE_SHARE, RetentionRow, by_length, by_position
 from .palette import built_in, strategy_color
+from .verdict import and_list
 
 __all__ = ["HEADLINE_SHARE", "SOURCE", "bars_html", "budget_label", "caption", "check_text", "headline_html", "load", "position_rows",
            "protocol_text", "table_rows", "table_styles"]
@@ -86,15 +87,11 @@ def caption(found: measured.Results) -> str:
     4 conversations (50 and 200 turns × seeds 1 and 2), 0 facts, gpt-4o · measured on 2026-12-04 by make retention
     """
     conversations = len(found.lengths) * len(found.seeds)
-    lengths = _and([f"{turns:,}" for turns in found.lengths])
-    seeds = _and([str(seed) for seed in found.seeds])
+    lengths = and_list([f"{turns:,}" for turns in found.lengths])
+    seeds = and_list([str(seed) for seed in found.seeds])
     when = f" · measured on {found.measured_on}" if found.measured_on else ""
     return (f"{conversations:,} conversations ({lengths} turns × seeds {seeds}), {found.facts:,} facts, "
             f"{found.model}{when} by make retention")
-
-
-def _and(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def headline_html(found: measured.Results) -> str:

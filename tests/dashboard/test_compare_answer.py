@@ -225,6 +225,19 @@ def test_coinciding_strategies_say_why_each_one_did_nothing_of_its_own():
     assert "truncate" not in reasons  # the first of them
 
 
+def test_clear_tool_results_coinciding_says_its_results_are_within_the_ones_it_keeps_whole():
+    from contextfit.fitting.strategies.clear_tool_results import DEFAULT_KEEP
+
+    call = {"id": "c1", "type": "function", "function": {"name": "look_up", "arguments": "{}"}}
+    chat = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i} about the harbour. " * 12}
+            for i in range(10)]
+    chat += [{"role": "assistant", "content": None, "tool_calls": [call]},
+             {"role": "tool", "tool_call_id": "c1", "content": "Berth 7."}, {"role": "user", "content": "And?"}]
+    plan = contextfit.plan_prompt(chat, model="gpt-4o", context_limit=700, response_reserve=100,
+                                  context_strategy="clear-tool-results")
+    assert alike.reason("clear-tool-results", plan) == f"one tool result, within the newest {DEFAULT_KEEP} it keeps whole"
+
+
 def test_squeeze_lowers_the_window_until_two_strategies_differ():
     conversation = load_sample("support_chat")
     plan = contextfit.plan_prompt(conversation, model="gpt-4o", context_limit=128_000, response_reserve=16_384)
