@@ -24,7 +24,7 @@ from . import settings, source
 from .chosen import Note, Sidebar, end_of_run, in_frame, keep, shared
 
 __all__ = ["Note", "Sidebar", "draw_sidebar", "end_of_run", "in_frame", "need_strategies", "presentation_mode", "say",
-           "set_setting", "set_settings", "shared", "start", "table", "write_link"]
+           "set_settings", "shared", "start", "table", "write_link"]
 
 
 def draw_sidebar(replay: bool = False) -> None:
@@ -54,11 +54,6 @@ def write_link() -> None:
         wanted.update(state.link_of(st.session_state, replay=sidebar.replay))
         owned += state.LINK_KEYS
     state.write_link(st.query_params, wanted, owned)
-
-
-def set_setting(key: str, value: Any) -> None:
-    """Set a setting from a button's callback (the run that follows draws its widget with it)."""
-    st.session_state[key] = value
 
 
 def set_settings(values: dict[str, Any]) -> None:

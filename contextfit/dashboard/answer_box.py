@@ -35,15 +35,15 @@ ANSWER_CSS = """<style>
 </style>"""
 
 
-def answer_html(answer: Recommendation, label: str = "Recommendation") -> str:
-    """The sentence in its box (with :data:`ANSWER_CSS` on the page), escaped, under a small ``label``.
+def answer_html(answer: Recommendation) -> str:
+    """The sentence in its box (with :data:`ANSWER_CSS` on the page), escaped, under a small label.
 
     >>> from contextfit.replays.recommend import Outcome, decide
     >>> print(answer_html(decide([Outcome("a<b>", prompt_tokens=5, has_question=True)])))
     <div class="contextfit-answer" data-strategy="a&lt;b&gt;"><span class="cfa-label">Recommendation</span>Ship a&lt;b&gt;: it keeps your question, sends 5 tokens; it sends everything.</div>
     """
     return (f'<div class="contextfit-answer" data-strategy="{html.escape(answer.strategy or "")}">'
-            f'<span class="cfa-label">{html.escape(label)}</span>{html.escape(answer.sentence)}</div>')
+            f'<span class="cfa-label">Recommendation</span>{html.escape(answer.sentence)}</div>')
 
 
 def evidence_text(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> str:
@@ -79,15 +79,12 @@ def a_day(conversations: int) -> str:
     return f"{conversations:,} conversation{'' if conversations == 1 else 's'} a day"
 
 
-def volume_rows(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY,
-                strategies: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Each strategy's costs at volume and its Lost line (one row each, in the answer's order;
-    ``strategies``: only these). A strategy that could not be planned has dashes and says why;
+def volume_rows(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> list[dict[str, Any]]:
+    """Each strategy's costs at volume and its Lost line (one row each, in the answer's order).
+    A strategy that could not be planned has dashes and says why;
     one that is never recommended says so after what it loses."""
     rows = []
     for label, volume in answer.volumes(conversations_per_day).items():
-        if strategies is not None and label not in strategies:
-            continue
         outcome = answer.outcome(label)
         planned = outcome.error is None
         rows.append({

@@ -203,15 +203,11 @@ def chat_choice_label(chat: Any, now: datetime, where: tzinfo = UTC) -> str:
     return label
 
 
-def load_audit_page(chat_id: str, store: Any = None) -> tuple[Any, Any, Bubble | None]:
+def load_audit_page(chat_id: str) -> tuple[Any, Any, Bubble | None]:
     """A chat's latest audit, the same as a plan with the chat's text (for the charts), and the reply
-    its generation stored (``None``: none, a failed or cancelled generation); ``store`` as
-    :func:`~contextfit.serving.audits.load_audit_plan` takes it. Raises ``CHAT_NOT_FOUND`` or
-    ``AUDIT_NOT_FOUND``."""
-    from ..serving.store import Store  # the store: only on the Audit page
-    from ..serving.store_cache import shared_store
+    its generation stored (``None``: none, a failed or cancelled generation), from the default store
+    (:func:`~contextfit.serving.audits.load_audit_chat`). Raises ``CHAT_NOT_FOUND`` or ``AUDIT_NOT_FOUND``."""
+    from ..serving.audits import load_audit_chat  # the store: only on the Audit page
 
-    opened = store if isinstance(store, Store) else shared_store(store)
-    audit = opened.get_audit(chat_id)
-    messages = opened.get_chat(chat_id).messages
-    return audit, audit.as_plan(messages), reply_of(messages, audit.generation_id)
+    audit, plan, messages = load_audit_chat(chat_id)
+    return audit, plan, reply_of(messages, audit.generation_id)

@@ -9,7 +9,6 @@ own description, shortened.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from .markdown import plain
 from .verdict import descriptions, one_line
@@ -25,7 +24,7 @@ LINES = {
 }
 
 
-def strategy_line(name: str, registry: Any = None) -> str:
+def strategy_line(name: str) -> str:
     """``name``'s one line.
 
     >>> strategy_line("fact-ledger")
@@ -33,10 +32,10 @@ def strategy_line(name: str, registry: Any = None) -> str:
     """
     if name in LINES:
         return LINES[name]
-    return one_line(descriptions(registry).get(name, ""), width=90) or "a plugin strategy"
+    return one_line(descriptions().get(name, ""), width=90) or "a plugin strategy"
 
 
-def strategies_help(names: Iterable[str], registry: Any = None) -> str:
+def strategies_help(names: Iterable[str]) -> str:
     """The strategy list's help: one line per strategy (Markdown).
 
     >>> print(strategies_help(["truncate", "manual"]))
@@ -45,5 +44,5 @@ def strategies_help(names: Iterable[str], registry: Any = None) -> str:
     - **truncate**: drops the oldest messages first
     - **manual**: drops what you marked for exclusion first, then the oldest
     """
-    lines = "\n".join(f"- **{plain(name)}**: {plain(strategy_line(name, registry))}" for name in names)
+    lines = "\n".join(f"- **{plain(name)}**: {plain(strategy_line(name))}" for name in names)
     return f"Each one fits the same conversation; they are shown side by side.\n\n{lines}"

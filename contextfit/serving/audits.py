@@ -100,6 +100,13 @@ def load_audit(chat_id: str, store: Store | str | None = None) -> PromptContextA
 
 def load_audit_plan(chat_id: str, store: Store | str | None = None) -> tuple[PromptContextAudit, PromptPlan]:
     """The latest audit of a chat, and the same as a plan with the chat's text (for the charts)."""
+    audit, plan, _messages = load_audit_chat(chat_id, store)
+    return audit, plan
+
+
+def load_audit_chat(chat_id: str, store: Store | str | None = None) -> tuple[PromptContextAudit, PromptPlan, list[dict]]:
+    """:func:`load_audit_plan` and the chat's messages as stored (its generations' replies included)."""
     opened = _store(store)
     audit = opened.get_audit(chat_id)
-    return audit, audit.as_plan(opened.get_chat(chat_id).messages)
+    messages = opened.get_chat(chat_id).messages
+    return audit, audit.as_plan(messages), messages
