@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidMessages
-from ..inputs.messages import check_role
+from ..inputs.messages import check_role, refuse_lone_surrogates
 
 
 def json_text(value: Any) -> str:
@@ -20,7 +20,7 @@ def json_text(value: Any) -> str:
 
 
 def storable_messages(messages: Any) -> list[dict]:
-    """``messages`` as a list of JSON message objects, each with a ``role`` of SPEC §3.2.
+    """``messages`` as a list of JSON message objects, each with a ``role`` of SPEC §3.2 and no lone surrogate.
 
     >>> storable_messages([{"role": "user", "content": "Hi"}])
     [{'role': 'user', 'content': 'Hi'}]
@@ -35,6 +35,7 @@ def storable_messages(messages: Any) -> list[dict]:
         if not isinstance(message, Mapping):
             raise InvalidMessages("each message must be an object", location=f"messages[{index}]")
         check_role(message, f"messages[{index}]")
+        refuse_lone_surrogates(message, f"messages[{index}]")  # no UTF-8 text, so no database, holds one
         try:
             json_text(message)
         except (TypeError, ValueError) as exc:

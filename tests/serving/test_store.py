@@ -82,7 +82,12 @@ def test_bad_input_is_refused_before_anything_is_stored(store):
         store.create_chat(settings={"contextLimit": "big"})
     with pytest.raises(InvalidSettings, match="did you mean 'contextStrategy'"):
         store.create_chat(settings={"contextstrategy": "truncate"})
-    assert store.list_chats() == []
+    with pytest.raises(InvalidMessages, match=r"lone surrogate.*messages\[1\]\.content"):  # no UTF-8 database holds one
+        store.create_chat(messages=[{"role": "user", "content": "ok"}, {"role": "user", "content": "bad \ud800"}])
+    chat = store.create_chat(messages=[{"role": "user", "content": "ok"}])
+    with pytest.raises(InvalidMessages, match=r"lone surrogate"):
+        store.append_messages(chat.id, [{"role": "user", "content": "\udc00"}])
+    assert [c.id for c in store.list_chats()] == [chat.id] and len(store.get_chat(chat.id).messages) == 1
 
 
 def test_unknown_ids(store):
