@@ -471,3 +471,28 @@ def test_a_pair_left_unasked_is_asked_again_once_the_entries_could_make_it_the_s
         assert len(state.entries) == 107 and state.unasked > carried.unasked_bound(107)
     assert passes[-2] == (106, 1) and passes[-1] == (107, 107)
     assert [entry[3] for entry in found[:2]] == [False, False]  # the weights still keep them apart
+
+
+def test_the_carried_state_and_each_message_s_lines_count_toward_the_analysis_bytes():
+    """The analysis' byte bound (analysis.PREFIX_BYTES) sees what fact-ledger keeps with it: each
+    message's fact lines and the carried entries and checks, also as the state grows by an append."""
+    from contextfit.fitting.strategies.ledger_facts import lines_bytes
+
+    chat = [{"role": "system", "content": "Be brief."}] + [
+        {"role": "user", "content": f"Important: the {s} port is {5000 + i}. Later the {s} port is {6000 + i}."}
+        for i, s in enumerate(SUBJECTS)]
+    counting = counting_for(lambda ms: word_count_counter(ms))
+    analysis = ChatAnalysis().extended(chat, counting, True)
+    before = analysis.derived_bytes
+    view = _view(chat, analysis, counting)
+    with carried.held_entries(view) as state:
+        held = state.nbytes
+        assert held == carried.ENTRY_BYTES * len(state.entries) + carried.CHECK_BYTES * len(state.checks) > 0
+    lines = sum(lines_bytes(carried.lines_of(view, index)) for index in range(len(chat)))
+    assert analysis.derived_bytes - before == lines + held
+    chat.append({"role": "user", "content": "Important: the billing port is 7000."})
+    longer = analysis.extended(chat, counting, True)
+    grown = _view(chat, longer, counting)
+    start = longer.derived_bytes
+    with carried.held_entries(grown) as state:
+        assert longer.derived_bytes - start == lines_bytes(carried.lines_of(grown, len(chat) - 1)) + state.nbytes - held

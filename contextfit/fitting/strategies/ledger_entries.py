@@ -53,7 +53,7 @@ from ...inputs.messages import HISTORY
 from ..analysis import CARRY_TRIMMERS, FitView
 from .ledger_facts import (
     BOILERPLATE_MESSAGES, BOILERPLATE_PENALTY, LEDGER_THRESHOLD, SUPERSEDE_SIMILARITY, FactLine, key_weight,
-    message_lines, weighed_same_key, word_weight,
+    lines_bytes, message_lines, weighed_same_key, word_weight,
 )
 
 def unasked_bound(entries: int) -> float:
@@ -76,6 +76,10 @@ _LOG2 = math.log(2)
 #: The pass leaves a pair unasked by :func:`unasked_bound` of at least this many entries, or of
 #: twice the entries it weighs: its certificate then holds until the entries double.
 UNASKED_FLOOR = 64
+
+#: What an entry and a supersession check hold in an :class:`Entries` (the entry object, its place in
+#: the rank list and the word index; the check's tuple), for the analysis' byte bound: estimates.
+ENTRY_BYTES, CHECK_BYTES = 200, 64
 
 #: analysis.derived key of the :class:`Entries` of an analysis' messages
 _KEY = ("fact-ledger-entries", -1)
@@ -157,6 +161,11 @@ class Entries:
         self.last_line = -1  # the last message with a fact line
         self.lock = threading.Lock()
         self.taken = False
+
+    @property
+    def nbytes(self) -> int:
+        """What the state holds, as the analysis counts it (:data:`ENTRY_BYTES`, :data:`CHECK_BYTES`)."""
+        return ENTRY_BYTES * len(self.entries) + CHECK_BYTES * len(self.checks)
 
     def take_over(self, before: "Entries") -> None:
         """Carry on from ``before`` (whose lock the caller holds), which is not read again
@@ -288,6 +297,7 @@ def lines_of(view: FitView, index: int) -> tuple[FactLine, ...]:
     found = derived.get(key)
     if found is None:
         found = derived[key] = message_lines(view.text(index), view.analysis.roles[index])
+        view.analysis.derived_bytes += lines_bytes(found)  # held with the analysis, past the text cache's bound
     return found  # type: ignore[return-value]
 
 
@@ -303,12 +313,14 @@ def held_entries(view: FitView) -> Iterator[Entries]:
             state.lock.release()
             state = None
     if state is None or state.n < view.n:
+        held = 0 if state is None else state.nbytes  # counted in the analysis' bytes when it was made
         new = Entries()
         new.lock.acquire()
         if state is not None:
             new.take_over(state)
             state.lock.release()
         new.extend(view)
+        view.analysis.derived_bytes += new.nbytes - held
         derived[_KEY] = state = new
     try:
         yield state
