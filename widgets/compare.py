@@ -19,11 +19,12 @@ from contextfit.dashboard.answer_view import AnswerView, ColumnAnswer, facts_lin
 from contextfit.dashboard.audit_view import send_with_echo
 from contextfit.dashboard.compare_view import Column, Diagnostic
 from contextfit.dashboard.fact_list import FactList
-from contextfit.dashboard.markdown import plain
+from contextfit.dashboard.markdown import error_words, plain
 from contextfit.dashboard.setup import Setup
 from contextfit.dashboard.sources import Source
 from contextfit.dashboard.strategy_lines import strategy_line
 from contextfit.dashboard.tables import aligned
+from contextfit.errors import ContextfitError
 from contextfit.pipeline.plan import PromptPlan
 
 
@@ -134,7 +135,11 @@ def previous_turn(conversation: Any, setup: Setup, names: list[str], first: str 
     """The raw prompt of the last two requests under one strategy, diffed (SillyTavern's view)."""
     st.subheader("What changed since the previous turn")
     chosen = st.selectbox("Strategy", names, index=names.index(first) if first in names else 0, key="turn-diff")
-    found = turn_diff.turn_diff(conversation, setup.settings, chosen)
+    try:
+        found = turn_diff.turn_diff(conversation, setup.settings, chosen)
+    except ContextfitError as error:  # a request this strategy cannot plan: said, not "one request"
+        st.caption(f"The last two requests cannot be compared under {plain(chosen)}: {error_words(error)}")
+        return
     if found is None:
         st.caption("This conversation has one request: there is no previous turn to compare with.")
         return

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ContextfitError
 from ..inputs import messages as msg
 from ..pipeline.plan import PromptPlan, plan_prompt
 from ..pipeline.settings import PlanSettings, settings_for
@@ -121,7 +120,8 @@ def _lines(count: int) -> str:
 
 def turn_diff(conversation: Any, settings: PlanSettings, strategy: str) -> TurnDiff | None:
     """The last two requests of ``conversation`` (a :class:`~contextfit.Conversation` or message dicts)
-    under ``strategy`` and ``settings``, diffed; ``None`` when it has only one request.
+    under ``strategy`` and ``settings``, diffed; ``None`` when it has only one request. A request
+    that cannot be planned raises its :class:`~contextfit.errors.ContextfitError` (the page says it).
 
     >>> chat = [{"role": "user", "content": "My order is ORD-7."}, {"role": "assistant", "content": "Noted."},
     ...         {"role": "user", "content": "Where is it?"}]
@@ -136,10 +136,7 @@ def turn_diff(conversation: Any, settings: PlanSettings, strategy: str) -> TurnD
     ends = request_ends(messages)
     if len(ends) < 2:
         return None
-    try:
-        previous, latest = (plan_prompt(messages[:end], plan_settings, context_strategy=strategy) for end in ends[-2:])
-    except ContextfitError:
-        return None
+    previous, latest = (plan_prompt(messages[:end], plan_settings, context_strategy=strategy) for end in ends[-2:])
     before, after = raw_prompt(previous).splitlines(), raw_prompt(latest).splitlines()
     diff = list(difflib.unified_diff(before, after, "previous request", "latest request", n=CONTEXT_LINES, lineterm=""))
     added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))

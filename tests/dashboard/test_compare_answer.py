@@ -19,6 +19,7 @@ from contextfit.dashboard.setup import Setup, suggested_setup
 from contextfit.inputs.formats import load_conversation, load_conversation_file
 from contextfit.inputs.samples import SAMPLES, load_sample, sample_text
 from contextfit.pipeline.plan import BUILTIN_STRATEGIES, PromptPlan
+from contextfit.errors import ContextfitError
 from contextfit.pipeline.settings import PlanSettings
 from contextfit.replays.answer import recommendation_for
 from contextfit.replays.volume import DAYS_PER_MONTH
@@ -323,6 +324,11 @@ def test_the_previous_turn_is_the_request_before_the_last_user_message():
     assert last_user.splitlines()[0] in added  # the new question is among the lines added
     assert found.summary().startswith("Under truncate, the prompt ")
     assert turn_diff.turn_diff([{"role": "user", "content": "Hi"}], setup.settings, "truncate") is None
+    big = {"role": "system", "content": "Rule. " * 400, "pinned": True}  # nothing fits beside it
+    chat = [big, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Again"}]
+    with pytest.raises(ContextfitError):  # a request that cannot be planned is said, not taken for "one request"
+        turn_diff.turn_diff(chat, PlanSettings(model="gpt-4o", context_limit=300, response_reserve=50), "truncate")
 
 
 def test_a_diff_table_row_has_no_none_and_separates_thousands():
