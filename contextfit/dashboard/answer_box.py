@@ -17,7 +17,7 @@ from typing import Any
 
 from ..amounts import money, money_month, money_short
 from ..replays.recommend import PRIORITY_WORDS, REQUEST, Recommendation
-from ..replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
+from ..replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY, a_day
 
 __all__ = ["ANSWER_CSS", "EMPTY", "answer_html", "a_day", "evidence_text", "priority_text", "volume_rows",
            "volume_styles"]
@@ -68,15 +68,6 @@ def priority_text(priority: str) -> str:
     'Priority: keep the most of what matters'
     """
     return f"Priority: {PRIORITY_WORDS[priority]}"
-
-
-def a_day(conversations: int) -> str:
-    """A volume as a sentence says it.
-
-    >>> a_day(1), a_day(25_000)
-    ('1 conversation a day', '25,000 conversations a day')
-    """
-    return f"{conversations:,} conversation{'' if conversations == 1 else 's'} a day"
 
 
 def volume_rows(answer: Recommendation, conversations_per_day: int = DEFAULT_CONVERSATIONS_PER_DAY) -> list[dict[str, Any]]:

@@ -33,9 +33,9 @@ from ..replays.answer import recommendation_for
 from ..replays.must_survive import DECLARED, DEFAULT_FACTS
 from ..replays.placement import fact_placement
 from ..replays.recommend import RETENTION, Recommendation
-from ..replays.volume import Volume
+from ..replays.volume import Volume, a_day
 from ..retention.headline import citation
-from .answer_box import a_day, priority_text
+from .answer_box import priority_text
 from .fact_list import FactList
 
 #: Page CSS for the answer (static: no user text goes into it): the sentence reads first.

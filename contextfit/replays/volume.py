@@ -21,7 +21,7 @@ per conversation × conversations a day × :data:`DAYS_PER_MONTH`.
 >>> volume.per_1000, volume.per_month
 (4.6, 138.0)
 >>> volume.text()
-'$0.0046 a request (reply included) · $4.60 per 1,000 conversations · $138 a month at 1,000 conversations a day'
+'$0.004600 a request (reply included) · $4.60 per 1,000 conversations · $138 a month at 1,000 conversations a day'
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..amounts import money_short
+from ..amounts import money, money_month, money_short
 
 __all__ = ["DAYS_PER_MONTH", "DEFAULT_CONVERSATIONS_PER_DAY", "ESTIMATED_REPLY_TOKENS", "Reply", "Volume",
            "reply_of", "request_cost"]
@@ -130,11 +130,11 @@ class Volume:
         """One line at a glance."""
         if self.per_conversation is None:
             return "no catalog price"
-        parts = [f"{money_short(self.per_request)} a request (reply included)"]
+        parts = [f"{money(self.per_request)} a request (reply included)"]  # the dashboard's money rules
         if self.requests > 1:
-            parts.append(f"{money_short(self.per_conversation)} a conversation of {self.requests:,} requests")
+            parts.append(f"{money(self.per_conversation)} a conversation of {self.requests:,} requests")
         parts.append(f"{money_short(self.per_1000)} per 1,000 conversations")
-        parts.append(f"{money_short(self.per_month)} a month at {self.conversations_per_day:,} conversations a day")
+        parts.append(f"{money_month(self.per_month)} a month at {a_day(self.conversations_per_day)}")
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,3 +142,12 @@ class Volume:
                 "per1000Conversations": self.per_1000, "perMonth": self.per_month,
                 "conversationsPerDay": self.conversations_per_day, "daysPerMonth": DAYS_PER_MONTH,
                 "requests": self.requests, "reply": self.reply.to_dict()}
+
+
+def a_day(conversations: int) -> str:
+    """A volume as a sentence says it.
+
+    >>> a_day(1), a_day(25_000)
+    ('1 conversation a day', '25,000 conversations a day')
+    """
+    return f"{conversations:,} conversation{'' if conversations == 1 else 's'} a day"
