@@ -1,13 +1,10 @@
-"""The retention protocol's headline figures, ready for a page to cite.
+"""The retention protocol's figures for each built-in strategy, ready for a page to cite.
 
-The whole protocol (:mod:`.runner`) takes a minute; its headline — each
-built-in strategy with its default options at a budget of 15% of the
-conversation's tokens, on the reported seeds — about six seconds. A page
-must not wait for either, so the headline is measured once, stored with the
-package (``contextfit/data/retention_headline.json``, written by
-``python -m contextfit.retention.headline``) and read from there; a test
-measures it again and holds the file to it, so a change of a strategy that
-moves a figure fails until the file is written again.
+Each built-in strategy with its default options at the headline budget (15% of
+the conversation's tokens), on the reported seeds: read from the measurements
+``make retention`` stored with the package (:func:`.results.load`), the very
+rows the Retention page shows, so the two cannot disagree (the results' own
+test measures them again). No results file: no figures, no citation.
 
 >>> figure = headline()["fact-ledger"]
 >>> figure.share, figure.facts > 300, figure.retention > 0.9
@@ -22,18 +19,13 @@ True
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import asdict, dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from .. import caches
 from ..amounts import percent
 
-#: Where the measured figures are stored (package data).
-HEADLINE_FILE = Path(__file__).resolve().parent.parent / "data" / "retention_headline.json"
 #: The strategy the others are set against in a citation (the published baseline is naive truncation).
 BASELINE = "truncate"
 #: How many points better another strategy must keep on the protocol for a citation to name it too.
@@ -56,33 +48,24 @@ class Figure:
         return asdict(self)
 
 
-def measure() -> dict[str, Figure]:
-    """Measure the headline now: every built-in strategy with its default options, at
-    :data:`~.runner.HEADLINE_SHARE`, on the reported lengths and seeds (about six seconds)."""
-    from .runner import HEADLINE_SHARE, VARIANTS, retention_rows
+@cache
+def headline() -> dict[str, Figure]:
+    """The figures by strategy, from the stored results (read once per process; empty without them)."""
+    from .results import ResultsUnavailable, load
+    from .runner import HEADLINE_SHARE, VARIANTS
 
-    rows = retention_rows(shares=(HEADLINE_SHARE,), variants=[variant for variant in VARIANTS if not variant.options])
+    try:
+        rows = load().rows()
+    except ResultsUnavailable:
+        return {}
+    plain = {variant.label for variant in VARIANTS if not variant.options}
     by_kind: dict[str, dict[str, Any]] = {}
     for row in rows:
-        by_kind.setdefault(row.strategy, {})[row.kind] = row
+        if row.share == HEADLINE_SHARE and row.strategy in plain:
+            by_kind.setdefault(row.strategy, {})[row.kind] = row
     return {name: Figure(name, HEADLINE_SHARE, kinds["all"].facts, kinds["all"].retention,
                          kinds["explicit"].retention, kinds["implicit"].retention, kinds["all"].mean_tokens)
             for name, kinds in by_kind.items()}
-
-
-def write(path: Path = HEADLINE_FILE) -> dict[str, Figure]:
-    """Measure the headline and store it at ``path``."""
-    figures = measure()
-    path.write_text(json.dumps({name: figure.to_dict() for name, figure in figures.items()}, indent=1) + "\n",
-                    encoding="utf-8")
-    return figures
-
-
-@cache
-def headline() -> dict[str, Figure]:
-    """The stored headline, by strategy (read once per process)."""
-    stored = json.loads(HEADLINE_FILE.read_text(encoding="utf-8"))
-    return {name: Figure(**values) for name, values in stored.items()}
 
 
 caches.register("retention.headline", headline)
@@ -105,8 +88,3 @@ def citation(strategy: str | None) -> str | None:
     if best.strategy != strategy and best.retention - figure.retention >= FAR_BETTER:
         said += f"; on such long chats {best.strategy} keeps {percent(best.retention)}"
     return said + "."
-
-
-if __name__ == "__main__":  # python -m contextfit.retention.headline: measure and store the headline again
-    for name, measured in write().items():
-        print(f"{name}: {measured.retention:.1%} of {measured.facts} facts", file=sys.stdout)
