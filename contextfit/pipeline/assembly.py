@@ -413,9 +413,8 @@ def appended_blocks(
     """
     names = macro_values(user_name, char_name)
     grown = check_growth(macro_texts(messages, first), names, already=grown)
-    made = chat_blocks(messages, lambda text: fill_macros(text, names), first=first)
-    blocks = [block for block in made if block is not None]  # a hidden one is not part of the prompt
-    return apply_overrides(blocks, overrides or {}), grown
+    blocks = chat_blocks(messages, lambda text: fill_macros(text, names), first=first)  # all visible: no None
+    return apply_overrides(blocks, overrides or {}), grown  # type: ignore[arg-type]
 
 
 def _placed_after(block: dict) -> dict:
