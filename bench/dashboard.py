@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from pathlib import Path
 
 from .conversations import synthetic
 from .run import machine
+from tests.support.servers import free_port  # the tests' loopback port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -100,12 +100,6 @@ new MutationObserver((records) => {
 }).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true,
                        attributeFilter: ['data-test-script-state']});
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _start(port: int, folder: Path, script: str = "app.py", tree: Path = ROOT) -> subprocess.Popen:
@@ -195,7 +189,7 @@ def _opened(browser, port: int):
 
 def _one_process(browser, folder: Path, cold: Path, warm: Path, reserve: int, tree: Path = ROOT) -> dict[str, dict[str, float]]:
     """A fresh dashboard process: the cold upload, the warm upload, a reserve change."""
-    port = _free_port()
+    port = free_port()
     load = os.getloadavg()[0]
     server = _start(port, folder, tree=tree)
     try:
@@ -269,7 +263,7 @@ def _first_paint(playwright, folder: Path, script: str, charts: int, tree: Path 
     """A fresh server for ``script`` of ``tree`` and a fresh browser: from opening the page
     to its ``charts`` charts drawn (the browser draws them after the run is
     over, one by one), and to idle."""
-    port = _free_port()
+    port = free_port()
     server = _start(port, folder, script, tree)
     try:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -344,7 +338,7 @@ def measure_refits(messages: int, runs: int, before: Path | None = None) -> dict
             plan = [tree for run in range(runs) for tree in
                     ([ROOT] if before is None else [ROOT, before] if run % 2 == 0 else [before, ROOT])]
             for tree in plan:
-                port = _free_port()
+                port = free_port()
                 server = _start(port, Path(folder), tree=tree)
                 try:
                     page = _opened(browser, port)

@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generations", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--cancel-every", type=int, default=Workload.cancel_every,
-                        help="every n-th generation is slow and cancelled through another process (default 20)")
+                        help="every n-th generation is slow and cancelled through another process (default %(default)s)")
     parser.add_argument("--lease", type=float, default=5.0, help="$CONTEXTFIT_LEASE_SECONDS of the servers")
     parser.add_argument("--no-baseline", action="store_true", help="only the phase of --processes, not one process first")
     parser.add_argument("--out", type=Path, default=RESULTS)

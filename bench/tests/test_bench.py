@@ -26,7 +26,7 @@ def test_paired_ratio_is_the_median_of_per_run_ratios():
 
 def test_a_cold_contender_starts_with_every_cache_empty():
     """fresh_counter() is contextfit.caches.clear_caches(): the relevance bags of an earlier vector-recall fit
-    (which the bench's cold runs used to reuse) are gone, like every other cache but the vocabulary."""
+    are gone, like every other cache but the vocabulary."""
     import contextfit
     from bench.contenders import fresh_counter
     from contextfit import caches
