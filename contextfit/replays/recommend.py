@@ -434,7 +434,7 @@ def _tie(tied: Sequence[Outcome], priority: str, basis: str) -> str:
     at = f" at {money_short(cost)} per 1,000 conversations" if cost is not None else ""
     if len({(o.tokens(basis), o.losses) for o in tied}) == 1:  # the same prompt: nothing to choose between here
         return (f"Any of {names} will do: they send the same prompt here — each {_keeps(first, basis)}{at} and "
-                f"{first.losses.words() if first.losses is not None else 'lose the same'}; they part ways only on "
+                f"{first.losses.words() if first.losses is not None else 'loses the same'}; they part ways only on "
                 f"conversations that give each of them work of its own{_risk(first)}.")
     why = "within the count band of the approximate profile" if any(o.band for o in tied) else "equal figures"
     return (f"No single answer for {_TIE_WORDS[priority]}: {names} tie — they {keeps}{at} ({why}); "
