@@ -184,3 +184,21 @@ def test_the_cli_takes_a_cap(tmp_path):
     assert main(["replay", str(path), "--strategy", "truncate", "--tool-result-cap", "400", "--json"], out) == 0
     rows = json.loads(out.getvalue())["turns"]["truncate"]
     assert rows[-1]["compressed"] == 1
+
+
+def test_a_capped_result_that_clear_tool_results_clears_in_turn_reads_cleared():
+    """The cap's mark (meta.capped) does not survive a clearing: the dashboard would read
+    "capped (head and tail sent)" for a result sent as a placeholder."""
+    chat = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the logs."}]
+    for turn in range(5):
+        chat += [{"role": "assistant", "content": None, "tool_calls": [
+                     {"id": f"c{turn}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": f"c{turn}", "content": LOG}]
+    chat += [{"role": "assistant", "content": "They are long."}, {"role": "user", "content": "Summarize them."}]
+    result = contextfit.shift_context(chat, COUNT, 1800, strategy="clear-tool-results", tool_result_cap=500,
+                                      interceptors=())
+    sent = {d.sources[0]: d.message for d in result.decisions if d.index is None and d.sources}
+    oldest = sent[3]  # the first result: cleared (older than the newest three it keeps whole)
+    assert oldest["meta"] == {"compressed": True} and MARK.search(oldest["content"]) is None
+    newest = sent[len(chat) - 3]
+    assert newest["meta"] == {"compressed": True, "capped": True} and MARK.search(newest["content"])
