@@ -23,7 +23,7 @@ from contextfit.dashboard.strategy_lines import strategies_help
 from contextfit.dashboard.sources import Source
 from contextfit.fitting.registry import registry
 from contextfit.fitting.result_cap import SUGGESTED_CAP
-from contextfit.replays.recommend import PRIORITIES, PRIORITY_WORDS, RETENTION
+from contextfit.replays.recommend import PRIORITIES, PRIORITY_WORDS
 from contextfit.replays.volume import DAYS_PER_MONTH, DEFAULT_CONVERSATIONS_PER_DAY
 from contextfit.tokens.models import list_models
 
@@ -60,12 +60,8 @@ def draw(source: Source, notes: list[tuple[str, str]]) -> Setup:
 
 
 def decision() -> tuple[str, int]:
-    """The priority and the conversations a day the sidebar chose (their defaults before it draws them)."""
-    session = st.session_state
-    priority = session.get(state.PRIORITY)
-    per_day = session.get(state.PER_DAY)
-    return (priority if priority in PRIORITIES else RETENTION,
-            per_day if isinstance(per_day, int) and per_day >= 1 else DEFAULT_CONVERSATIONS_PER_DAY)
+    """The priority and the conversations a day the sidebar chose (:func:`contextfit.dashboard.state.decision`)."""
+    return state.decision(st.session_state)
 
 
 def strategy_options() -> dict[str, Any]:

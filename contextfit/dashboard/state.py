@@ -337,6 +337,18 @@ def keep_reserve_below(state: MutableMapping[str, Any], suggested: Callable[[], 
             f"({limit:,}), or nothing is left for the prompt. Raise the limit for a bigger reserve.")
 
 
+def decision(state: Mapping[str, Any]) -> tuple[str, int]:
+    """The priority and the conversations a day chosen, by :func:`settle`'s rules (their defaults
+    before the sidebar draws them).
+
+    >>> decision({}), decision({PRIORITY: "cost", PER_DAY: 250}), decision({PRIORITY: "speed", PER_DAY: 10**12})
+    (('retention', 1000), ('cost', 250), ('retention', 1000000000))
+    """
+    priority = state.get(PRIORITY)
+    return (priority if priority in PRIORITIES else RETENTION,
+            _whole_in(state.get(PER_DAY), 1, MAX_PER_DAY, DEFAULT_CONVERSATIONS_PER_DAY))
+
+
 def _whole_in(value: Any, minimum: int, maximum: int, default: int) -> int:
     if isinstance(value, bool):
         return default
