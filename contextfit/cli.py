@@ -156,7 +156,7 @@ def _recommend(args: argparse.Namespace, conversation, settings: PlanSettings, s
 def print_outcomes(answer, conversations_per_day: int, out: TextIO) -> None:
     """Each strategy's costs at volume and its Lost line, under the recommendation."""
     print(f"\nPriority: {answer.priority} ({PRIORITY_WORDS[answer.priority]}); "
-          f"{answer.outcomes[0].reply.text() if answer.outcomes else ''}", file=out)
+          f"{answer.reply_text}", file=out)
     for label, volume in answer.volumes(conversations_per_day).items():
         outcome = answer.outcome(label)
         mark = " (not recommended: it " + outcome.refusal + ")" if outcome.refusal else ""

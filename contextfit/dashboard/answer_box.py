@@ -56,7 +56,7 @@ def evidence_text(answer: Recommendation, conversations_per_day: int = DEFAULT_C
     """
     basis = ("the latest request, priced with what it shares with the one before" if answer.basis == REQUEST
              else "every request of the conversation")
-    reply = answer.outcomes[0].reply.text() if answer.outcomes else ""
+    reply = answer.reply_text
     return (f"{priority_text(answer.priority)}; evidence: {basis}" + (f"; {reply}" if reply else "")
             + f"; a month is {DAYS_PER_MONTH} days at {a_day(conversations_per_day)}.")
 

@@ -104,7 +104,7 @@ def answer_view(answer: Recommendation, conversations_per_day: int) -> AnswerVie
     ColumnAnswer(cost='$0.005052 a request · $303 a month', lost='Lost: lore “The Lamp of Orrin”, “The Drowned Bell”, 2 example chats and memories 1–2.', refusal=None)
     """
     volumes = answer.volumes(conversations_per_day)
-    reply = answer.outcomes[0].reply.text() if answer.outcomes else ""
+    reply = answer.reply_text
     basis = priority_text(answer.priority) + (f" · {reply}" if reply else "")
     costs = None
     if answer.strategy is not None and volumes[answer.strategy].per_request is not None:

@@ -196,6 +196,11 @@ class Recommendation:
     outcomes: tuple[Outcome, ...] = ()
 
     @property
+    def reply_text(self) -> str:
+        """Where the reply's size comes from, in words ("" with no strategy weighed)."""
+        return self.outcomes[0].reply.text() if self.outcomes else ""
+
+    @property
     def not_recommended(self) -> dict[str, str]:
         """Each strategy that is never recommended, and why."""
         return {o.label: o.refusal for o in self.outcomes if o.error is None and o.refusal is not None}
