@@ -156,12 +156,8 @@ def edit_table(conversation: Any, setup: Setup, plans: dict) -> dict:
     from contextfit.dashboard import diff, editor, state
 
     rows, fate_columns = editor.editor_rows(conversation, setup, plans), [f"fate: {name}" for name in plans]
-    first = next((plan for plan in plans.values() if isinstance(plan, PromptPlan)), None)
-    request = ["request"] if first is not None and rounds.is_agent_run(first) else []
-    shown = diff.fate_columns(rows, plans)
-    if request:
-        named = dict(zip([block.id for block in first.blocks], rounds.block_requests(first)))
-        shown = [{**row, "request": named.get(row["id"], "")} for row in shown]
+    shown, agent = rounds.with_request_column(diff.fate_columns(rows, plans), plans)
+    request = ["request"] if agent else []
     column = st.column_config
     edited = st.data_editor(
         pd.DataFrame(shown), key=f"editor-{st.session_state[state.EDITOR_VERSION]}", placeholder="—",

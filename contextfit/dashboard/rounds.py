@@ -130,3 +130,20 @@ def block_requests(plan: PromptPlan) -> list[str]:
         call = next((c for c in calls if c[0] >= position), None)
         names.append(REPLY if call is None else f"turn {call[1]}" + (f" · round {call[2]}" if call[2] else ""))
     return names
+
+
+def with_request_column(rows: list[dict], plans: dict) -> tuple[list[dict], bool]:
+    """The edit table's ``rows`` (each with its block ``id``) with a ``request`` column naming the
+    request each block came with (:func:`block_requests`, read from the first plan) when the chat is
+    an agent run; unchanged otherwise. Also whether the column was added.
+
+    >>> from contextfit import plan_prompt
+    >>> plain = plan_prompt([{"role": "user", "content": "Hi"}], model="gpt-4o")
+    >>> with_request_column([{"id": "m0"}], {"truncate": plain})
+    ([{'id': 'm0'}], False)
+    """
+    first = next((plan for plan in plans.values() if isinstance(plan, PromptPlan)), None)
+    if first is None or not is_agent_run(first):
+        return rows, False
+    named = dict(zip([block.id for block in first.blocks], block_requests(first)))
+    return [{**row, "request": named.get(row["id"], "")} for row in rows], True

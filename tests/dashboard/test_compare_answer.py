@@ -304,6 +304,11 @@ def test_an_agent_run_names_each_block_s_request_and_the_round_that_overflowed()
     named = dict(zip([b.id for b in whole.blocks], rounds.block_requests(whole)))
     assert named["tools"] == rounds.EVERY_REQUEST and named["m0"] == "turn 1"
     assert named["m1"] == "turn 1 · round 1" and named["m4"] == "turn 1 · round 2"
+    # the edit table's rows get the column (a row of no plan block: blank), a plain chat's do not
+    rows, added = rounds.with_request_column([{"id": "m4"}, {"id": "tools"}, {"id": "gone"}], {"truncate": whole})
+    assert added and [row["request"] for row in rows] == ["turn 1 · round 2", rounds.EVERY_REQUEST, ""]
+    plain = contextfit.plan_prompt(load_sample("support_chat"), model="gpt-4o")
+    assert rounds.with_request_column([{"id": "m0"}], {"failed": ValueError(), "truncate": plain}) == ([{"id": "m0"}], False)
 
 
 def test_a_chat_without_tool_rounds_is_no_agent_run():
