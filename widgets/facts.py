@@ -38,8 +38,7 @@ def editor(listed: FactList, where: Any = st) -> None:
         where.warning(plain(note))
     if listed.edited:
         where.button("Back to the conversation's own list", key="must-survive-reset", on_click=reset)
-    longest = max("\n".join(sorted(listed.off)), "\n".join(listed.added), key=len)
-    if (too_long := state.unlinked_facts(longest)):
+    if (too_long := state.unlinked_edits(st.session_state.get(state.MUST_SURVIVE))):
         where.caption(too_long)
 
 

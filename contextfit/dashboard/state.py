@@ -233,9 +233,7 @@ def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
         link[PRIORITY] = state.get(PRIORITY)
     if state.get(PER_DAY, DEFAULT_CONVERSATIONS_PER_DAY) != DEFAULT_CONVERSATIONS_PER_DAY:
         link["per_day"] = _text(state.get(PER_DAY))
-    edits = state.get(MUST_SURVIVE) or {}
-    for key, names in (("unfollow", edits.get("off")), ("follow", edits.get("added"))):
-        text = "\n".join(names or ())
+    for key, text in _edit_texts(state.get(MUST_SURVIVE)).items():
         link[key] = text if len(text) <= LINKED_FACTS else None
     link["present"] = "1" if state.get(PRESENTATION) else None  # a reload keeps the room's view
     if replay:
@@ -247,6 +245,23 @@ def link_of(state: Mapping[str, Any], replay: bool = False) -> dict[str, str]:
 
 def _text(number: Any) -> str | None:
     return None if number is None else str(int(number))
+
+
+def _edit_texts(edits: Mapping[str, Any] | None) -> dict[str, str]:
+    """The must-survive list's edits as the address writes them: the facts ticked off, the facts added."""
+    edits = edits or {}
+    return {key: "\n".join(edits.get(part) or ()) for key, part in (("unfollow", "off"), ("follow", "added"))}
+
+
+def unlinked_edits(edits: Mapping[str, Any] | None) -> str | None:
+    """:func:`unlinked_facts` for the must-survive list's edits (either part too long for the address).
+
+    >>> unlinked_edits({"off": ["Mara"], "added": ["ORD-7731"]}) is None
+    True
+    >>> unlinked_edits({"off": [], "added": ["x" * 1200]}).startswith("These facts (1,200 characters)")
+    True
+    """
+    return unlinked_facts(max(_edit_texts(edits).values(), key=len))
 
 
 def unlinked_facts(facts: str | None) -> str | None:

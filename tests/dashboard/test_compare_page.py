@@ -103,6 +103,12 @@ def test_the_must_survive_list_is_edited_and_the_answer_follows_it():
     at.button(key="must-survive-reset").click().run()
     assert sentence(at) == before and not at.session_state[state.MUST_SURVIVE]["off"]
 
+    # an edit too long for the address is said under the list, and left out of the address
+    at.session_state[state.MUST_SURVIVE] = {"off": [], "added": ["x" * 1200]}
+    at.run()
+    assert any(c.value.startswith("These facts (1,200 characters) are too long") for c in at.caption)
+    assert "follow" not in at.query_params
+
 
 def test_each_strategy_has_its_window_by_category_its_costs_and_its_lost_line():
     at = app().run()
