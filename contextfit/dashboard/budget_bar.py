@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 
 from ..pipeline.plan import PromptPlan
-from .charts import FREE_COLOR, KIND_LABELS, RESERVE_COLOR, SHADES, BudgetView, budget_view, css_pattern
+from .charts import FREE_COLOR, KIND_LABELS, SHADES, BudgetView, budget_view, css_pattern, reserve_style
 
 #: Page CSS for the bars (static: no user text goes into it); drawn once per page.
 CSS = """<style>
@@ -73,7 +73,7 @@ def _html(view: BudgetView, strategy: str) -> str:
         elif name == "free budget":
             background, extra = FREE_COLOR, ""
         else:
-            background, extra = css_pattern("/", RESERVE_COLOR) + "rgba(213,94,0,0.25)", f";box-shadow:inset 0 0 0 1px {RESERVE_COLOR}"
+            background, extra = reserve_style()
         count = view.band if name == "prompt" and view.approximate else f"{tokens:,} tokens"  # an estimate: its band
         window.append(stretch_html("cfb-part", share, background, f"{name}: {count} ({share:.1f}% of the window)", extra,
                             f' data-part="{name}" data-tokens="{tokens}"', start))

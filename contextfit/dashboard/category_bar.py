@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..amounts import percent, window_text
 from ..pipeline.plan import PromptPlan
 from .budget_bar import stretch_html
-from .charts import FREE_COLOR, RESERVE_COLOR, css_pattern
+from .charts import FREE_COLOR, RESERVE_COLOR, RESERVE_FILL, reserve_style, swatch
 
 #: Block kinds by category, in itemization order, with the colour of each. None is a fate colour
 #: (``charts.FATE_COLORS``): a muted palette after Paul Tol's, safe for colour-blind readers.
@@ -113,7 +113,7 @@ def window_html(plan: PromptPlan) -> str:
     for stretch in view.stretches:
         width = 100 * stretch.share
         if stretch.category == RESERVE:
-            background, extra = css_pattern("/", RESERVE_COLOR) + "rgba(213,94,0,0.25)", f";box-shadow:inset 0 0 0 1px {RESERVE_COLOR}"
+            background, extra = reserve_style()
         else:
             background, extra = stretch.color, ""
         label = f"{stretch.category}: {stretch.tokens:,} tokens ({percent(stretch.share, 1)} of the window)"
@@ -134,11 +134,9 @@ def legend_html(plans: Iterable[PromptPlan]) -> str:
     items = []
     for name in sorted(present, key=order.index):
         if name == RESERVE:
-            swatch = f"background:{css_pattern('/', RESERVE_COLOR)}rgba(213,94,0,0.25);border:1px solid {RESERVE_COLOR}"
+            items.append(swatch(html.escape(name), RESERVE_FILL, RESERVE_COLOR, "/", RESERVE_COLOR))
         else:
-            swatch = f"background:{colors[name]};border:1px solid {'#C8C8C8' if name == FREE else colors[name]}"
-        items.append('<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
-                     f'{swatch};margin:0 0.3em 0 1em;vertical-align:middle"></span>{html.escape(name)}</span> ')
+            items.append(swatch(html.escape(name), colors[name], "#C8C8C8" if name == FREE else colors[name]))
     return f'<div class="contextfit-category-legend">{"".join(items)}</div>'
 
 

@@ -36,6 +36,8 @@ FATE_COLORS = {
 }
 FREE_COLOR = "#EDEDED"
 RESERVE_COLOR = "#D55E00"
+#: The response reserve's fill: the reserve colour, light, hatched in it.
+RESERVE_FILL = "rgba(213,94,0,0.25)"
 #: Past this many blocks, block charts and the fate matrix bin neighbouring blocks.
 DENSE_THRESHOLD = 300
 _FONT = {"family": "Inter, system-ui, sans-serif", "size": 12}
@@ -210,26 +212,34 @@ def css_pattern(pattern: str, foreground: str = "#555555") -> str:
     return _CSS_PATTERNS[pattern].format(fg=foreground) + "," if pattern else ""
 
 
+def reserve_style() -> tuple[str, str]:
+    """A reserve stretch's CSS: its background and the outline that goes with it (every bar draws it so)."""
+    return css_pattern("/", RESERVE_COLOR) + RESERVE_FILL, f";box-shadow:inset 0 0 0 1px {RESERVE_COLOR}"
+
+
+def swatch(label: str, color: str, border: str, pattern: str = "", pattern_color: str = "#555555") -> str:
+    """One legend item: a square of ``color`` (``pattern`` over it in ``pattern_color``) and its ``label``
+    (escaped by the caller), never broken inside: a wrapped line starts with a swatch, in line with the
+    page's text.
+
+    >>> swatch("free budget", "#EDEDED", "#C8C8C8").count("#EDEDED")
+    1
+    """
+    return ('<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
+            f'background:{css_pattern(pattern, pattern_color)}{color};border:1px solid {border};margin:0 0.3em 0 1em;'
+            f'vertical-align:middle"></span>{label}</span> ')
+
+
 def legend_html(only: Iterable[str] | None = None, window: bool = True) -> str:
     """The shades (colour and pattern) as one line of HTML (static: no user text), for a page-level legend;
     ``only``: the shades to list (those the charts below use), in legend order; ``window``: the free
     budget and the response reserve too (a budget bar shows them, the fate matrix does not)."""
-    # an item never breaks inside its label: a wrapped line starts with a swatch, in line with the page's text
-    swatch = (
-        '<span style="white-space:nowrap"><span style="display:inline-block;width:0.9em;height:0.9em;'
-        'background:{pattern}{color};border:1px solid {border};margin:0 0.3em 0 1em;vertical-align:middle"></span>'
-        '{label}</span> '
-    )
-
-    def item(label: str, color: str, border: str, pattern: str = "") -> str:
-        return swatch.format(color=color, border=border, label=label, pattern=css_pattern(pattern))
-
     wanted = None if only is None else set(only)
-    items = [item(style.label, style.color, style.color, style.pattern) for shade, style in SHADES.items()
+    items = [swatch(style.label, style.color, style.color, style.pattern) for shade, style in SHADES.items()
              if wanted is None or shade in wanted]
     if window:
-        items.append(item("free budget", FREE_COLOR, "#C8C8C8"))
-        items.append(item("response reserve", "rgba(213,94,0,0.25)", RESERVE_COLOR, "/"))
+        items.append(swatch("free budget", FREE_COLOR, "#C8C8C8"))
+        items.append(swatch("response reserve", RESERVE_FILL, RESERVE_COLOR, "/"))
     return ('<div class="contextfit-legend" style="font-size:0.85rem;margin:-0.5rem 0 0.5rem -1em;line-height:1.8">'
             + "".join(items) + "</div>")
 
